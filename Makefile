@@ -1,0 +1,41 @@
+# forein build entry point. CMake does the C++ work; this file gives the
+# commands people type. `make` builds, `make check` runs every test suite,
+# `make demo` runs the main job.
+
+BUILD      ?= build
+JOBS       ?= $(shell nproc)
+CMAKE_TYPE ?= RelWithDebInfo
+
+.PHONY: all deps configure check demo bench check-asan check-tsan clean
+
+all: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) >/dev/null
+
+check: all
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: all
+	$(BUILD)/engine/forein_demo
+
+bench: all
+	bash tests/bench/run_engine_bench.sh $(BUILD)
+
+# Sanitizer builds live in their own trees so they never mix objects.
+check-asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFOREIN_SANITIZE=address >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS) -LE bench
+
+check-tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFOREIN_SANITIZE=thread >/dev/null
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L concurrent
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan

@@ -1,0 +1,143 @@
+// Page stores: fixed-size pages addressed by PageId.
+//
+// Layout convention shared by every store and the tree:
+//   bytes [0, 8)   a latch word that lives only in memory (persisted as 0);
+//   bytes [8, 12)  CRC32C of the page, computed with bytes [0, 12) as zero;
+//   bytes [12, 16) page magic; 0 means "free page".
+// The store owns the checksum; the tree owns everything from byte 12 on.
+//
+// Page frames never move once allocated, so a pointer from page() stays
+// valid for the store's lifetime, and readers reach it without locks.
+// Page 0 is reserved for the tree's meta page.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace forein {
+
+using PageId = std::uint32_t;
+inline constexpr PageId kNoPage = 0;  // page 0 is the meta page, never a node
+
+inline constexpr std::uint32_t kMinPageSize = 4096;
+inline constexpr std::uint32_t kMaxPageSize = 32768;
+inline constexpr std::uint32_t kDefaultPageSize = 8192;
+inline constexpr std::size_t kPageLatchBytes = 8;
+inline constexpr std::size_t kPageChecksumOffset = 8;
+inline constexpr std::size_t kPageMagicOffset = 12;
+
+class PageStore {
+ public:
+  // page_size: a power of two in [kMinPageSize, kMaxPageSize], else
+  // InvalidArgument.
+  explicit PageStore(std::uint32_t page_size);
+  virtual ~PageStore();
+  PageStore(const PageStore&) = delete;
+  PageStore& operator=(const PageStore&) = delete;
+
+  std::uint32_t page_size() const { return page_size_; }
+
+  // Number of page ids handed out so far (free ones included).
+  PageId page_count() const { return page_count_.load(std::memory_order_acquire); }
+
+  // The frame of page `id`, or nullptr when id >= page_count(). Lock-free.
+  std::byte* page(PageId id) const {
+    if (id >= page_count()) return nullptr;
+    std::byte* chunk = chunks_[id >> kChunkBits].load(std::memory_order_acquire);
+    return chunk + static_cast<std::size_t>(id & kChunkMask) * page_size_;
+  }
+
+  // A page id for a new page: a freed one if any, else a fresh zeroed one.
+  // The bytes of a reused page are left as they were: the caller
+  // initialises them under the page latch, since a reader holding a stale
+  // id may still be looking at it.
+  PageId allocate();
+
+  // Returns `id` to the free list. The caller guarantees nothing can reach
+  // the page any more, and has already cleared its magic.
+  void free(PageId id);
+
+  // Records that `id` changed and must be written by the next sync().
+  void mark_dirty(PageId id);
+
+  // Makes every change since the last sync durable. Callers must not modify
+  // pages concurrently with sync().
+  virtual void sync() {}
+
+  // Pages on the free list (for tests and stats).
+  std::size_t free_page_count() const;
+
+ protected:
+  static constexpr unsigned kChunkBits = 10;  // 1024 pages per chunk
+  static constexpr PageId kChunkMask = (PageId{1} << kChunkBits) - 1;
+  static constexpr std::size_t kMaxChunks = std::size_t{1} << 14;  // 16M pages
+
+  // Grows the store to hold `count` page ids (used when loading a file).
+  void grow_to(PageId count);
+  // Calls fn(id) for every page marked dirty since the last call, and
+  // clears the marks.
+  void drain_dirty(const std::function<void(PageId)>& fn);
+  // Rebuilds the free list from page magics (used when loading a file).
+  void rebuild_free_list();
+  bool tracks_dirty_ = false;
+
+ private:
+  struct DirtyFlags;  // one flag per page of a chunk
+  std::size_t chunk_bytes() const { return std::size_t{page_size_} << kChunkBits; }
+  // Maps chunk `index` unless already mapped. Caller holds alloc_mu_.
+  void map_chunk(std::size_t index);
+  // Raises page_count_ to `count`, mapping chunks first. Caller holds alloc_mu_.
+  void raise_page_count(PageId count);
+
+  const std::uint32_t page_size_;
+  std::atomic<PageId> page_count_{0};
+  // chunks_[i] holds pages [i << kChunkBits, (i + 1) << kChunkBits).
+  std::unique_ptr<std::atomic<std::byte*>[]> chunks_;
+  std::unique_ptr<std::atomic<DirtyFlags*>[]> dirty_;  // parallel to chunks_
+  mutable std::mutex alloc_mu_;
+  std::vector<PageId> free_list_;  // popped from the back
+};
+
+// Pages in process memory; gone when the store is destroyed.
+class MemoryPageStore final : public PageStore {
+ public:
+  explicit MemoryPageStore(std::uint32_t page_size = kDefaultPageSize) : PageStore(page_size) {}
+};
+
+// Pages in a file. The whole file is read (and every checksum verified) at
+// open; sync() writes the dirty pages and then the file header. The file is
+// a checkpoint, not a log: hosts own durability (PostgreSQL WAL, SQLite
+// journal). File layout: a header block of page_size bytes (magic
+// "FOREINPG", format version, page size, page count, header CRC32C), then
+// page i at offset (i + 1) * page_size.
+class FilePageStore final : public PageStore {
+ public:
+  // Creates (or truncates) `path`. Throws IoError.
+  static std::unique_ptr<FilePageStore> create(const std::string& path,
+                                               std::uint32_t page_size = kDefaultPageSize);
+  // Opens an existing file, verifying header and every page's checksum.
+  // Throws CorruptionError naming the page, or IoError.
+  static std::unique_ptr<FilePageStore> open(const std::string& path);
+
+  ~FilePageStore() override;
+  void sync() override;
+  const std::string& path() const { return path_; }
+
+ private:
+  FilePageStore(std::string path, int fd, std::uint32_t page_size);
+  void write_header();
+
+  std::string path_;
+  int fd_ = -1;
+};
+
+// CRC32C (Castagnoli) of `len` bytes, continuing from `crc`.
+std::uint32_t crc32c(const void* data, std::size_t len, std::uint32_t crc = 0);
+
+}  // namespace forein

@@ -1,0 +1,142 @@
+// The forein B+tree: a B-link tree (Lehman-Yao right links and high keys)
+// over fixed-size pages, whose operations can start from a node hinted by
+// offload hardware.
+//
+// Keys are byte strings (see key.h for typed encodings), unique; put()
+// replaces. Every node keeps level, lo (inclusive), hi (exclusive or +inf),
+// left and right sibling and a version. Readers and writers run
+// concurrently on any number of threads: pages carry reader/writer latches,
+// a reader holds one latch at a time, and retired pages are reused only
+// after every operation that could still see them has ended (epochs).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "forein/error.h"
+#include "forein/key.h"
+#include "forein/node_interval.h"
+#include "forein/page_store.h"
+
+namespace forein {
+
+struct TreeOptions {
+  std::uint64_t index_id = 0;         // copied into every NodeInterval
+  NodeObserver* observer = nullptr;   // not owned; may be null
+  std::uint8_t bulk_fill_percent = 90;  // leaf fill for bulk_load, 10..100
+};
+
+// Limits, for the tree's page size (see Tree::max_key_size()).
+//   key:   at most page_size / 16 bytes (512 at 8 KiB)
+//   value: at most page_size / 8 bytes (1024 at 8 KiB)
+// so that any split leaves both halves within one page. Larger input throws
+// InvalidArgument and changes nothing; hosts store bigger values out of line.
+
+enum class Direction : std::uint8_t { kForward, kBackward };
+
+struct KeyBound {
+  std::string key;
+  bool inclusive = true;
+};
+
+// [lower, upper] with either end open; visited in `direction` order.
+struct ScanSpec {
+  std::optional<KeyBound> lower;
+  std::optional<KeyBound> upper;
+  Direction direction = Direction::kForward;
+};
+
+class Tree;
+
+// Pull-style ordered iteration. Not a snapshot: every key returned was
+// present at some moment during the scan, keys come in strict order, and
+// none is returned twice. Holds no latch between calls.
+class Cursor {
+ public:
+  ~Cursor();
+  Cursor(Cursor&&) noexcept;
+  Cursor& operator=(Cursor&&) noexcept;
+
+  // Advances to the next entry; false at the end.
+  bool next();
+  std::string_view key() const;
+  std::string_view value() const;
+
+ private:
+  friend class Tree;
+  struct State;
+  explicit Cursor(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+class Tree {
+ public:
+  // A new, empty tree in an empty store.
+  static std::unique_ptr<Tree> create(std::unique_ptr<PageStore> store, TreeOptions options = {});
+  // The tree already in `store` (e.g. a reopened FilePageStore). Throws
+  // CorruptionError if the meta page is not a forein tree.
+  static std::unique_ptr<Tree> open(std::unique_ptr<PageStore> store, TreeOptions options = {});
+  ~Tree();
+  Tree(const Tree&) = delete;
+  Tree& operator=(const Tree&) = delete;
+
+  // Point lookup. On a hit copies the value into *value (if not null).
+  bool get(std::string_view key, std::string* value, const StartHints* hints = nullptr);
+  // Insert or replace. Returns true if the key was new.
+  bool put(std::string_view key, std::string_view value, const StartHints* hints = nullptr);
+  // Returns true if the key was present.
+  bool erase(std::string_view key, const StartHints* hints = nullptr);
+
+  // Ordered iteration; the hint applies to the scan's starting key.
+  Cursor scan(const ScanSpec& spec, const StartHints* hints = nullptr);
+  // Callback form: fn returns false to stop.
+  void scan(const ScanSpec& spec,
+            const std::function<bool(std::string_view key, std::string_view value)>& fn,
+            const StartHints* hints = nullptr);
+
+  // Loads strictly ascending (key, value) pairs into an empty tree, filling
+  // leaves to bulk_fill_percent. Throws InvalidArgument if the tree is not
+  // empty or the input is not strictly ascending.
+  void bulk_load(const std::vector<std::pair<std::string, std::string>>& sorted);
+
+  // The leaf a root descent reaches for `key` (the oracle hint).
+  Hint leaf_for(std::string_view key);
+  // The leaf an operation would start its leaf work at, after validating
+  // `hints` and falling back (for the hint-exactness tests).
+  Hint start_leaf(std::string_view key, const StartHints* hints);
+
+  // Calls fn for every live node, level by level, leaves last.
+  void for_each_node(const std::function<void(const NodeInterval&)>& fn);
+
+  // Verifies every invariant: key order inside nodes, lo/hi nesting,
+  // sibling links in both directions, levels, entry counts. Throws
+  // CorruptionError naming the page. Run it while no writer is active.
+  void check();
+
+  // Makes the tree durable in a persistent store (see PageStore::sync).
+  // Callers must not modify the tree concurrently.
+  void sync();
+
+  std::uint64_t size() const;    // number of keys
+  std::uint16_t height() const;  // levels, 1 = a single leaf
+  std::size_t max_key_size() const;
+  std::size_t max_value_size() const;
+  PageStore& store();
+
+  TreeStats stats() const;
+  void reset_stats();
+
+ private:
+  class Impl;
+  explicit Tree(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  friend class Cursor;
+};
+
+}  // namespace forein

@@ -1,0 +1,68 @@
+// Epoch-based reclamation for tree pages.
+//
+// A reader may hold a page id it read from a parent or sibling without
+// holding any latch on that page yet. A page that is unlinked from the tree
+// is therefore "retired", and only handed back to the page store once every
+// operation that was running when it was unlinked has finished.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "forein/page_store.h"
+
+namespace forein::detail {
+
+class EpochManager {
+ public:
+  static EpochManager& instance();
+
+  // Marks the calling thread active for its lifetime. Nestable.
+  class Guard {
+   public:
+    Guard();
+    ~Guard();
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+  };
+
+  // Ends the current epoch and returns it: a page retired now is safe to
+  // reuse once safe_before() exceeds the returned value.
+  std::uint64_t retire_epoch();
+  // The oldest epoch any active thread may still observe.
+  std::uint64_t safe_before() const;
+
+  // Thread slots: taken on a thread's first guard, given back at its exit.
+  std::size_t acquire_slot();
+  void release_slot(std::size_t slot);
+
+ private:
+  friend class Guard;
+  static constexpr std::size_t kSlots = 1024;
+  static constexpr std::uint64_t kIdle = ~std::uint64_t{0};
+
+  struct alignas(64) Slot {
+    std::atomic<std::uint64_t> epoch{kIdle};
+    std::atomic<bool> taken{false};
+  };
+
+  std::atomic<std::uint64_t> global_{1};
+  Slot slots_[kSlots];
+};
+
+// Pages retired by one tree, waiting for their epoch to pass.
+class RetiredPages {
+ public:
+  void retire(PageId id, std::uint64_t epoch);
+  // Removes and returns the pages no active thread can still reach.
+  std::vector<PageId> take_reclaimable();
+  std::vector<PageId> take_all();
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<std::uint64_t, PageId>> pages_;
+};
+
+}  // namespace forein::detail

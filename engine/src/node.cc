@@ -1,0 +1,219 @@
+#include "node.h"
+
+#include <vector>
+
+namespace forein::detail {
+
+std::string StoredKey::to_string() const {
+  std::string out;
+  append_to(out);
+  return out;
+}
+
+void StoredKey::append_to(std::string& out) const {
+  if (long_bytes != nullptr) {
+    out.append(reinterpret_cast<const char*>(long_bytes), len);
+    return;
+  }
+  for (std::size_t i = 0; i < len; ++i) {
+    out.push_back(static_cast<char>(word >> (56 - 8 * i)));
+  }
+}
+
+std::string_view Node::lo() const {
+  return {reinterpret_cast<const char*>(p_) + load<std::uint16_t>(p_, off::kLoOff),
+          load<std::uint16_t>(p_, off::kLoLen)};
+}
+
+std::string_view Node::hi() const {
+  return {reinterpret_cast<const char*>(p_) + load<std::uint16_t>(p_, off::kHiOff),
+          load<std::uint16_t>(p_, off::kHiLen)};
+}
+
+StoredKey Node::key_at(std::size_t i) const {
+  const std::size_t s = slot(i);
+  const auto len = load<std::uint16_t>(p_, s + 10);
+  return {load<Word>(p_, s), len,
+          len > kWordBytes ? p_ + load<std::uint16_t>(p_, s + 8) : nullptr};
+}
+
+std::string_view Node::value_at(std::size_t i) const {
+  const std::size_t s = slot(i);
+  const auto key_len = load<std::uint16_t>(p_, s + 10);
+  std::size_t start = load<std::uint16_t>(p_, s + 8);
+  if (key_len > kWordBytes) start += key_len;
+  return {reinterpret_cast<const char*>(p_) + start, load<std::uint32_t>(p_, s + 12)};
+}
+
+std::size_t Node::lower_bound(const SearchKey& k) const {
+  std::size_t lo = 0, hi = count();
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (compare(k, key_at(mid)) > 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+std::size_t Node::upper_bound(const SearchKey& k) const {
+  std::size_t lo = 0, hi = count();
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (compare(k, key_at(mid)) >= 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+std::size_t Node::heap_bytes_of(std::size_t i) const {
+  const std::size_t s = slot(i);
+  const auto key_len = load<std::uint16_t>(p_, s + 10);
+  std::size_t n = key_len > kWordBytes ? key_len : 0;
+  if (is_leaf()) n += load<std::uint32_t>(p_, s + 12);
+  return n;
+}
+
+std::size_t Node::used_bytes() const {
+  return count() * kSlotSize + (size_ - heap_start()) - garbage();
+}
+
+std::size_t Node::heap_alloc(std::size_t n) {
+  const std::size_t slots_end = slot(count() + 1);  // room for one more slot
+  if (heap_start() < slots_end + n) compact();
+  const std::size_t at = heap_start() - n;
+  store(p_, off::kHeapStart, static_cast<std::uint16_t>(at));
+  return at;
+}
+
+// Rewrites the heap without holes. Copies through a per-thread scratch
+// page because live bytes may overlap their new place.
+void Node::compact() {
+  thread_local std::vector<std::byte> scratch;
+  scratch.resize(size_);
+  std::memcpy(scratch.data(), p_, size_);
+  Node old(scratch.data(), size_);
+
+  std::size_t top = size_;
+  auto move_down = [&](std::size_t from, std::size_t len) {
+    top -= len;
+    std::memcpy(p_ + top, scratch.data() + from, len);
+    return static_cast<std::uint16_t>(top);
+  };
+  store(p_, off::kLoOff,
+        move_down(load<std::uint16_t>(scratch.data(), off::kLoOff), old.lo().size()));
+  if (!hi_inf()) {
+    store(p_, off::kHiOff,
+          move_down(load<std::uint16_t>(scratch.data(), off::kHiOff), old.hi().size()));
+  }
+  for (std::size_t i = 0; i < count(); ++i) {
+    const std::size_t n = old.heap_bytes_of(i);
+    const auto from = load<std::uint16_t>(scratch.data(), slot(i) + 8);
+    store(p_, slot(i) + 8, n > 0 ? move_down(from, n) : std::uint16_t{0});
+  }
+  store(p_, off::kHeapStart, static_cast<std::uint16_t>(top));
+  store(p_, off::kGarbage, std::uint16_t{0});
+}
+
+void Node::insert_slot(std::size_t i, std::string_view key, std::uint32_t aux,
+                       std::string_view value) {
+  const bool long_key = key.size() > kWordBytes;
+  const std::size_t heap_n = (long_key ? key.size() : 0) + value.size();
+  const std::size_t at = heap_alloc(heap_n);  // also makes room for the slot
+  std::size_t w = at;
+  if (long_key) {
+    std::memcpy(p_ + w, key.data(), key.size());
+    w += key.size();
+  }
+  if (!value.empty()) std::memcpy(p_ + w, value.data(), value.size());
+
+  const std::size_t n = count();
+  std::memmove(p_ + slot(i + 1), p_ + slot(i), (n - i) * kSlotSize);
+  const std::size_t s = slot(i);
+  store(p_, s, word_of(key));
+  store(p_, s + 8, static_cast<std::uint16_t>(at));
+  store(p_, s + 10, static_cast<std::uint16_t>(key.size()));
+  store(p_, s + 12, aux);
+  set_count(n + 1);
+}
+
+void Node::insert_leaf(std::size_t i, std::string_view key, std::string_view value) {
+  insert_slot(i, key, static_cast<std::uint32_t>(value.size()), value);
+}
+
+void Node::insert_inner(std::size_t i, std::string_view key, PageId child) {
+  insert_slot(i, key, child, {});
+}
+
+void Node::remove_at(std::size_t i) {
+  add_garbage(heap_bytes_of(i));
+  const std::size_t n = count();
+  std::memmove(p_ + slot(i), p_ + slot(i + 1), (n - i - 1) * kSlotSize);
+  set_count(n - 1);
+}
+
+bool Node::replace_value(std::size_t i, std::string_view value) {
+  const std::string_view old = value_at(i);
+  if (value.size() <= old.size()) {
+    std::memcpy(const_cast<char*>(old.data()), value.data(), value.size());
+    store(p_, slot(i) + 12, static_cast<std::uint32_t>(value.size()));
+    add_garbage(old.size() - value.size());
+    return true;
+  }
+  const StoredKey k = key_at(i);
+  if (used_bytes() - old.size() + value.size() > capacity()) return false;
+  const std::string key = k.to_string();
+  remove_at(i);
+  insert_leaf(i, key, value);
+  return true;
+}
+
+void Node::init(std::uint16_t level, std::uint64_t version, std::string_view lo,
+                std::optional<std::string_view> hi, PageId left, PageId right) {
+  std::memset(p_ + off::kMagic, 0, kHeaderSize - off::kMagic);
+  store(p_, off::kMagic, kNodeMagic);
+  set_version(version);
+  set_left(left);
+  set_right(right);
+  store(p_, off::kLevel, level);
+  store(p_, off::kFlags, hi ? std::uint16_t{0} : kFlagHiInf);
+  std::size_t top = size_ - lo.size();
+  std::memcpy(p_ + top, lo.data(), lo.size());
+  store(p_, off::kLoOff, static_cast<std::uint16_t>(top));
+  store(p_, off::kLoLen, static_cast<std::uint16_t>(lo.size()));
+  if (hi) {
+    top -= hi->size();
+    std::memcpy(p_ + top, hi->data(), hi->size());
+    store(p_, off::kHiOff, static_cast<std::uint16_t>(top));
+    store(p_, off::kHiLen, static_cast<std::uint16_t>(hi->size()));
+    store(p_, off::kHiWord, word_of(*hi));
+  }
+  store(p_, off::kHeapStart, static_cast<std::uint16_t>(top));
+}
+
+std::string Node::layout_error() const {
+  if (!is_node()) return "not a node page (bad magic)";
+  const std::size_t n = count(), heap = heap_start();
+  if (kHeaderSize + n * kSlotSize > heap || heap > size_) return "slot array overlaps heap";
+  if (garbage() > size_ - heap) return "garbage counter exceeds heap";
+  auto in_heap = [&](std::size_t at, std::size_t len) {
+    return len == 0 || (at >= heap && at + len <= size_);
+  };
+  if (!in_heap(load<std::uint16_t>(p_, off::kLoOff), lo().size())) return "lo key outside heap";
+  if (!hi_inf() && !in_heap(load<std::uint16_t>(p_, off::kHiOff), hi().size())) {
+    return "hi key outside heap";
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!in_heap(load<std::uint16_t>(p_, slot(i) + 8), heap_bytes_of(i))) {
+      return "entry " + std::to_string(i) + " outside heap";
+    }
+  }
+  return {};
+}
+
+}  // namespace forein::detail

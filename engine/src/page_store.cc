@@ -1,0 +1,148 @@
+// PageStore: a chunked page directory with a free list and dirty marks.
+//
+// Chunks of 1024 pages come from anonymous mmap: zeroed, page-aligned and
+// only backed by memory once touched. A chunk never moves, and its pointer
+// is published (release) before page_count_ covers it, so page() needs no
+// lock. Dirty marks are one atomic byte per page, allocated with the chunk,
+// so mark_dirty() is a plain store on the write path.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "forein/error.h"
+#include "forein/page_store.h"
+
+namespace forein {
+namespace {
+
+std::uint32_t checked_page_size(std::uint32_t page_size) {
+  const bool power_of_two = (page_size & (page_size - 1)) == 0;
+  if (page_size < kMinPageSize || page_size > kMaxPageSize || !power_of_two) {
+    throw InvalidArgument("page size " + std::to_string(page_size) +
+                          " is not a power of two in [" + std::to_string(kMinPageSize) + ", " +
+                          std::to_string(kMaxPageSize) + "]");
+  }
+  return page_size;
+}
+
+}  // namespace
+
+struct PageStore::DirtyFlags {
+  std::atomic<std::uint8_t> flag[std::size_t{1} << kChunkBits];
+};
+
+PageStore::PageStore(std::uint32_t page_size)
+    : page_size_(checked_page_size(page_size)),
+      chunks_(std::make_unique<std::atomic<std::byte*>[]>(kMaxChunks)),
+      dirty_(std::make_unique<std::atomic<DirtyFlags*>[]>(kMaxChunks)) {}
+
+PageStore::~PageStore() {
+  // Chunks are mapped in index order, so the first gap ends the list.
+  for (std::size_t i = 0; i < kMaxChunks; ++i) {
+    std::byte* chunk = chunks_[i].load(std::memory_order_relaxed);
+    if (chunk == nullptr) break;
+    ::munmap(chunk, chunk_bytes());
+    delete dirty_[i].load(std::memory_order_relaxed);
+  }
+}
+
+void PageStore::map_chunk(std::size_t index) {
+  if (chunks_[index].load(std::memory_order_relaxed) != nullptr) return;
+  auto flags = std::make_unique<DirtyFlags>();
+  void* frames = ::mmap(nullptr, chunk_bytes(), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (frames == MAP_FAILED) throw std::bad_alloc();
+  dirty_[index].store(flags.release(), std::memory_order_release);
+  chunks_[index].store(static_cast<std::byte*>(frames), std::memory_order_release);
+}
+
+void PageStore::raise_page_count(PageId count) {
+  constexpr std::size_t kMaxPages = kMaxChunks << kChunkBits;
+  if (count > kMaxPages) {
+    throw Error("page store full: " + std::to_string(count) + " pages requested, at most " +
+                std::to_string(kMaxPages));
+  }
+  const PageId old_count = page_count_.load(std::memory_order_relaxed);
+  if (count <= old_count) return;
+  for (std::size_t i = old_count >> kChunkBits; i <= (count - 1) >> kChunkBits; ++i) map_chunk(i);
+  page_count_.store(count, std::memory_order_release);
+}
+
+void PageStore::grow_to(PageId count) {
+  std::lock_guard lock(alloc_mu_);
+  raise_page_count(count);
+}
+
+PageId PageStore::allocate() {
+  PageId id;
+  {
+    std::lock_guard lock(alloc_mu_);
+    if (!free_list_.empty()) {
+      id = free_list_.back();
+      free_list_.pop_back();
+      return id;
+    }
+    id = page_count_.load(std::memory_order_relaxed);
+    raise_page_count(id + 1);
+  }
+  // A fresh page must reach a persistent store even if nobody writes it.
+  mark_dirty(id);
+  return id;
+}
+
+void PageStore::free(PageId id) {
+  if (id == kNoPage || id >= page_count()) {
+    throw InvalidArgument("free: page " + std::to_string(id) + " is not a freeable page");
+  }
+  {
+    std::lock_guard lock(alloc_mu_);
+    free_list_.push_back(id);
+  }
+  // The cleared magic must be persisted so reopening finds the page free.
+  mark_dirty(id);
+}
+
+void PageStore::mark_dirty(PageId id) {
+  if (!tracks_dirty_) return;
+  if (id >= page_count()) {
+    throw InvalidArgument("mark_dirty: page " + std::to_string(id) + " does not exist");
+  }
+  DirtyFlags* flags = dirty_[id >> kChunkBits].load(std::memory_order_acquire);
+  std::atomic<std::uint8_t>& flag = flags->flag[id & kChunkMask];
+  // Skip the store when already set, so hot pages do not bounce cache lines.
+  if (flag.load(std::memory_order_relaxed) == 0) flag.store(1, std::memory_order_relaxed);
+}
+
+void PageStore::drain_dirty(const std::function<void(PageId)>& fn) {
+  const PageId count = page_count();
+  for (PageId first = 0; first < count; first += PageId{1} << kChunkBits) {
+    DirtyFlags* flags = dirty_[first >> kChunkBits].load(std::memory_order_acquire);
+    const PageId n = std::min<PageId>(count - first, PageId{1} << kChunkBits);
+    for (PageId k = 0; k < n; ++k) {
+      if (flags->flag[k].load(std::memory_order_relaxed) == 0) continue;
+      fn(first + k);
+      // Cleared only after fn succeeds, so a failed write stays marked.
+      flags->flag[k].store(0, std::memory_order_relaxed);
+    }
+  }
+}
+
+void PageStore::rebuild_free_list() {
+  std::lock_guard lock(alloc_mu_);
+  free_list_.clear();
+  // Descending, so allocate() hands out the lowest free ids first.
+  for (PageId id = page_count_.load(std::memory_order_relaxed); id-- > 1;) {
+    std::uint32_t magic;
+    std::memcpy(&magic, page(id) + kPageMagicOffset, sizeof magic);
+    if (magic == 0) free_list_.push_back(id);
+  }
+}
+
+std::size_t PageStore::free_page_count() const {
+  std::lock_guard lock(alloc_mu_);
+  return free_list_.size();
+}
+
+}  // namespace forein

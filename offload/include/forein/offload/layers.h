@@ -1,0 +1,80 @@
+// FOREIN's layered policy (section V-C): which prefixes go into the LPM
+// table, built from the manager's node table.
+//
+//   root        no entries (unless the bottom line is the root's level, in
+//               a tree too shallow for anything else); the final fallback
+//   bottom line every node of one level (default 1, the lowest inner
+//               level), word-space gaps merged into the left neighbour, so
+//               every word matches some entry
+//   main        greedy-selected nodes below that level, hollow prefixes
+//               omitted
+//   hot leaves  the most accessed leaves, pinned before the greedy runs
+//
+// Layers coexist in one longest-prefix-match table. A node's interval lies
+// inside its ancestors' intervals, and each prefix of a minimal cover is the
+// largest aligned block inside its interval that contains it, so for any
+// word the prefix from a deeper node is at least as long as the one from its
+// ancestor: the more specific main or hot-leaf entry wins, and the bottom
+// line answers only words no deeper entry matches (alien keys, hollow
+// zones). Where two layers produce the very same prefix, only the deeper
+// node's entry is kept: that prefix lies wholly inside the deeper node.
+//
+// Gaps go to the left neighbour because a host that lands left of the key
+// recovers by moving right along sibling links, while landing right of it
+// forces a fallback.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "forein/node_interval.h"
+#include "forein/offload/lpm_entry.h"
+#include "forein/offload/selection.h"
+
+namespace forein::offload {
+
+// The manager's view of one node.
+struct OffloadNode {
+  NodeInterval interval;
+  std::int32_t parent = -1;  // index in the node table; -1 for the root
+  double weight = 0;         // sampled accesses (leaves')
+};
+
+struct LayerOptions {
+  std::uint64_t budget = 73000;  // LPM entries for all layers together
+  // Clamped to the tree's top level (a one-level tree uses its leaves). If
+  // the layer does not fit the budget, the next level up is tried.
+  std::uint16_t bottom_line_level = 1;
+  std::size_t hot_leaves = 0;  // how many of the heaviest leaves to pin
+};
+
+struct LayeredEntries {
+  std::vector<LpmEntry> entries;  // distinct prefixes, ascending (prefix_less)
+  std::uint16_t bottom_line_level = 0;
+  bool has_bottom_line = false;
+  std::size_t bottom_line_entries = 0;
+  std::size_t hot_leaf_entries = 0;
+  std::size_t main_entries = 0;
+  // S as indices into the table: bottom line + hot leaves + main, with the
+  // modelled AMA. cost counts entries before the per-prefix dedup, so
+  // entries.size() <= selection.cost <= budget.
+  Selection selection;
+};
+
+// Throws InvalidArgument for a malformed table (see SelectionTree).
+// Indices in the result's selection are indices into `table`.
+// `sorted_present_words`: the words of the
+// keys in the tree, ascending (used to drop hollow prefixes).
+LayeredEntries build_layered_entries(std::span<const OffloadNode> table,
+                                     std::span<const Word> sorted_present_words,
+                                     const LayerOptions& options = {});
+
+// The bottom-line cover of one level: each non-empty node's interval
+// stretched to the next node's lo (the first from 0, the last to 2^64 - 1),
+// covered without dropping hollow prefixes. Overlapping intervals (a stale
+// table) are cut at the right neighbour's lo. Ascending.
+std::vector<LpmEntry> bottom_line_entries(std::span<const OffloadNode> table, std::uint16_t level);
+
+}  // namespace forein::offload

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages forein needs. As root it runs apt-get;
+# otherwise it prints the exact apt-get line and fails, so nothing is
+# half-built against missing headers.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  catch2            # unit, property and stress tests
+  libabsl-dev       # absl::btree_map, the benchmark's peer
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "forein: missing Debian packages. Run as root:" >&2
+  echo "  apt-get update && $cmd" >&2
+  exit 1
+fi
+echo "forein: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd

@@ -1,0 +1,639 @@
+// Point-lookup throughput of the forein B+tree against absl::btree_map and
+// std::map (docs/engine-benchmark.md).
+//
+// For every key count and access distribution, the same random distinct
+// uint64 keys are loaded into four structures:
+//   forein-root    Tree::get with no hints (a descent from the root)
+//   forein-oracle  Tree::get with StartHints.primary = Tree::leaf_for(key),
+//                  computed for the whole probe sequence before timing (in
+//                  the real system separate hardware computes the hint, so
+//                  only the hinted get is on the lookup's critical path)
+//   absl           absl::btree_map<uint64_t, uint64_t>::find
+//   std::map       std::map<uint64_t, uint64_t>::find
+// and every structure answers the same probe sequence. Each repetition times
+// every structure once, round-robin (the starting structure rotates with the
+// repetition) so that machine noise is shared; the report is the median
+// lookups/s per structure and the ratios of medians, by the wall clock and
+// by the thread's CPU time (the steadier figure on a shared machine).
+//
+// Every probe hits. Found values are summed into a checksum that must be the
+// same for every structure (it is printed, which also keeps the lookups from
+// being optimised away); a miss or a checksum mismatch fails the run.
+//
+// Usage: engine_lookup_bench [--keys 1000000,10000000] [--dist uniform,zipf]
+//          [--reps 5] [--probes 2000000] [--csv out.csv] [--fill 90]
+//          [--page-size 8192] [--theta 0.99] [--warmup 200000]
+// FOREIN_SEED=<n> replays a run's keys and probes (support/seed.h).
+
+#include <absl/container/btree_map.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "forein/error.h"
+#include "forein/key.h"
+#include "forein/node_interval.h"
+#include "forein/page_store.h"
+#include "forein/tree.h"
+#include "support/seed.h"
+#include "support/zipf.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::vector<std::uint64_t> keys = {1'000'000, 10'000'000};
+  std::vector<std::string> dists = {"uniform", "zipf"};
+  int reps = 5;
+  std::uint64_t probes = 2'000'000;
+  std::uint64_t warmup = 200'000;  // untimed probes per structure per configuration
+  std::string csv;
+  int fill = 90;
+  std::uint32_t page_size = forein::kDefaultPageSize;
+  double theta = 0.99;
+};
+
+[[noreturn]] void usage(const std::string& error) {
+  if (!error.empty()) std::cerr << "engine_lookup_bench: " << error << "\n";
+  std::cerr << "usage: engine_lookup_bench [--keys N[,N...]] [--dist uniform,zipf] [--reps R]\n"
+               "         [--probes P] [--csv FILE] [--fill PERCENT] [--page-size BYTES]\n"
+               "         [--theta T] [--warmup W]\n"
+               "defaults: --keys 1000000,10000000 --dist uniform,zipf --reps 5 --probes 2000000\n"
+               "          --fill 90 --page-size 8192 --theta 0.99 --warmup 200000\n";
+  std::exit(error.empty() ? 0 : 2);
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::uint64_t parse_u64(const std::string& flag, const std::string& s) {
+  // Accepts plain digits, optionally with a k/M suffix (1M = 1000000).
+  std::uint64_t mult = 1;
+  std::string digits = s;
+  if (!digits.empty() && (digits.back() == 'k' || digits.back() == 'K')) {
+    mult = 1000;
+    digits.pop_back();
+  } else if (!digits.empty() && (digits.back() == 'm' || digits.back() == 'M')) {
+    mult = 1'000'000;
+    digits.pop_back();
+  }
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
+    usage(flag + ": not a number: " + s);
+  }
+  return std::stoull(digits) * mult;
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool has_value = false;
+    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    if (arg == "--help" || arg == "-h") usage("");
+    auto next = [&]() -> std::string {
+      if (has_value) return value;
+      if (i + 1 >= argc) usage(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--keys") {
+      o.keys.clear();
+      for (const auto& k : split_list(next())) o.keys.push_back(parse_u64(arg, k));
+      if (o.keys.empty()) usage("--keys: empty list");
+      for (auto k : o.keys) {
+        if (k < 2) usage("--keys: each key count must be at least 2");
+      }
+    } else if (arg == "--dist") {
+      o.dists = split_list(next());
+      if (o.dists.empty()) usage("--dist: empty list");
+      for (const auto& d : o.dists) {
+        if (d != "uniform" && d != "zipf") usage("--dist: unknown distribution " + d);
+      }
+    } else if (arg == "--reps") {
+      o.reps = static_cast<int>(parse_u64(arg, next()));
+      if (o.reps < 1) usage("--reps must be at least 1");
+    } else if (arg == "--probes") {
+      o.probes = parse_u64(arg, next());
+      if (o.probes < 1) usage("--probes must be at least 1");
+    } else if (arg == "--warmup") {
+      o.warmup = parse_u64(arg, next());
+    } else if (arg == "--csv") {
+      o.csv = next();
+    } else if (arg == "--fill") {
+      o.fill = static_cast<int>(parse_u64(arg, next()));
+      if (o.fill < 10 || o.fill > 100) usage("--fill must be in 10..100");
+    } else if (arg == "--page-size") {
+      o.page_size = static_cast<std::uint32_t>(parse_u64(arg, next()));
+    } else if (arg == "--theta") {
+      o.theta = std::stod(next());
+      if (!(o.theta > 0.0 && o.theta < 1.0)) usage("--theta must be in (0, 1)");
+    } else {
+      usage("unknown argument " + arg);
+    }
+  }
+  return o;
+}
+
+// The value stored under key k (8 bytes in every structure).
+inline std::uint64_t value_of(std::uint64_t k) { return k * 0x9E3779B97F4A7C15ull + 1; }
+
+std::string value_bytes(std::uint64_t v) {
+  std::string s(8, '\0');
+  std::memcpy(s.data(), &v, 8);
+  return s;
+}
+
+// Heap bytes in use (glibc), to estimate the peers' footprint.
+std::uint64_t heap_in_use() {
+#if defined(__GLIBC__)
+  struct mallinfo2 mi = mallinfo2();
+  return static_cast<std::uint64_t>(mi.uordblks) + static_cast<std::uint64_t>(mi.hblkhd);
+#else
+  return 0;
+#endif
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// CPU time of the calling thread: unlike wall time it leaves out the time
+// the thread sat descheduled, which on a shared machine is most of the noise.
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+enum Structure : int { kForeinRoot = 0, kForeinOracle, kAbsl, kStdMap, kStructureCount };
+const char* const kStructureNames[kStructureCount] = {"forein-root", "forein-oracle",
+                                                      "absl::btree_map", "std::map"};
+
+struct Pass {
+  double seconds = 0;      // wall
+  double cpu_seconds = 0;  // this thread's CPU time
+  std::uint64_t checksum = 0;
+  std::uint64_t misses = 0;
+};
+
+// The probe sequence in the forms each structure takes.
+struct Probes {
+  std::vector<std::uint64_t> words;        // for absl / std::map
+  std::vector<char> encoded;               // 8 bytes per probe, encode_word
+  std::vector<forein::StartHints> hints;   // oracle hints, one per probe
+
+  std::string_view key(std::size_t i) const { return {encoded.data() + i * 8, 8}; }
+};
+
+// The timed loops. noinline keeps each loop's code the same whatever the
+// caller looks like; the checksum (returned, then printed) keeps the lookups
+// alive.
+[[gnu::noinline]] Pass run_forein(forein::Tree& tree, const Probes& p, std::size_t begin,
+                                  std::size_t end, bool hinted) {
+  Pass r;
+  std::string value;
+  const double c0 = thread_cpu_seconds();
+  const auto t0 = Clock::now();
+  for (std::size_t i = begin; i < end; ++i) {
+    const forein::StartHints* h = hinted ? &p.hints[i] : nullptr;
+    if (tree.get(p.key(i), &value, h)) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, value.data(), std::min<std::size_t>(8, value.size()));
+      r.checksum += v;
+    } else {
+      ++r.misses;
+    }
+  }
+  r.seconds = seconds_since(t0);
+  r.cpu_seconds = thread_cpu_seconds() - c0;
+  return r;
+}
+
+template <typename Map>
+[[gnu::noinline]] Pass run_map(const Map& m, const Probes& p, std::size_t begin, std::size_t end) {
+  Pass r;
+  const auto end_it = m.end();
+  const double c0 = thread_cpu_seconds();
+  const auto t0 = Clock::now();
+  for (std::size_t i = begin; i < end; ++i) {
+    auto it = m.find(p.words[i]);
+    if (it != end_it) {
+      r.checksum += it->second;
+    } else {
+      ++r.misses;
+    }
+  }
+  r.seconds = seconds_since(t0);
+  r.cpu_seconds = thread_cpu_seconds() - c0;
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct ForeinCounters {
+  double nodes_per_lookup = 0;
+  std::uint64_t operations = 0, hinted = 0, hint_hits = 0, secondary_hits = 0, fallbacks = 0,
+                move_rights = 0, nodes_visited = 0;
+};
+
+ForeinCounters counters_of(const forein::TreeStats& s) {
+  ForeinCounters c;
+  c.operations = s.operations;
+  c.hinted = s.hinted;
+  c.hint_hits = s.hint_hits;
+  c.secondary_hits = s.secondary_hits;
+  c.fallbacks = s.fallbacks;
+  c.move_rights = s.move_rights;
+  c.nodes_visited = s.nodes_visited;
+  c.nodes_per_lookup = s.operations ? static_cast<double>(s.nodes_visited) / s.operations : 0.0;
+  return c;
+}
+
+struct TreeShape {
+  std::uint16_t height = 0;
+  std::uint64_t nodes = 0, leaves = 0, pages = 0;
+  double keys_per_leaf = 0;
+  double mib = 0;  // pages * page size
+};
+
+struct Result {
+  std::uint64_t keys = 0;
+  std::string dist;
+  double median_lps[kStructureCount] = {};
+  double min_lps[kStructureCount] = {};
+  double max_lps[kStructureCount] = {};
+  double median_cpu_lps[kStructureCount] = {};  // lookups per CPU-second
+  double mib[kStructureCount] = {};
+  ForeinCounters root, oracle;
+  TreeShape shape;
+  std::uint64_t checksum = 0;
+
+  double root_over_absl(bool cpu) const {
+    const double* m = cpu ? median_cpu_lps : median_lps;
+    return m[kForeinRoot] / m[kAbsl];
+  }
+  double oracle_over_root(bool cpu) const {
+    const double* m = cpu ? median_cpu_lps : median_lps;
+    return m[kForeinOracle] / m[kForeinRoot];
+  }
+};
+
+// Random distinct uint64 keys, sorted.
+std::vector<std::uint64_t> make_keys(std::uint64_t n, std::mt19937_64& rng) {
+  std::vector<std::uint64_t> keys;
+  keys.reserve(n);
+  while (keys.size() < n) {
+    while (keys.size() < n) keys.push_back(rng());
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  }
+  return keys;
+}
+
+std::string fmt(double v, int precision) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", precision, v);
+  return buf;
+}
+
+std::string pad(const std::string& s, std::size_t width, bool right = false) {
+  if (s.size() >= width) return s;
+  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse_args(argc, argv);
+  const std::uint64_t seed = forein::testing::test_seed("engine_lookup_bench");
+
+  std::cout << "engine_lookup_bench: probes " << opt.probes << " per pass, reps " << opt.reps
+            << ", warmup " << opt.warmup << " probes, zipf theta " << opt.theta
+            << ", forein page size " << opt.page_size << " B, bulk fill " << opt.fill << "%"
+            << std::endl;
+
+  std::vector<Result> results;
+  bool failed = false;
+
+  try {
+    for (const std::uint64_t n : opt.keys) {
+      // Everything for this key count lives in this scope and is freed at
+      // its end, before the next key count is built.
+      std::mt19937_64 rng(seed ^ (n * 0xD1B54A32D192ED03ull));
+      auto t_build = Clock::now();
+      const std::vector<std::uint64_t> keys = make_keys(n, rng);
+
+      // forein, via bulk_load of the sorted keys.
+      forein::TreeOptions topt;
+      topt.bulk_fill_percent = static_cast<std::uint8_t>(opt.fill);
+      std::unique_ptr<forein::Tree> tree = forein::Tree::create(
+          std::make_unique<forein::MemoryPageStore>(opt.page_size), topt);
+      {
+        std::vector<std::pair<std::string, std::string>> sorted;
+        sorted.reserve(n);
+        for (const auto k : keys) sorted.emplace_back(forein::encode_word(k), value_bytes(value_of(k)));
+        tree->bulk_load(sorted);
+      }
+      TreeShape shape;
+      shape.height = tree->height();
+      tree->for_each_node([&](const forein::NodeInterval& ni) {
+        ++shape.nodes;
+        if (ni.level == 0) ++shape.leaves;
+      });
+      shape.pages = tree->store().page_count();
+      shape.mib = static_cast<double>(shape.pages) * tree->store().page_size() / (1 << 20);
+      shape.keys_per_leaf = shape.leaves ? static_cast<double>(n) / shape.leaves : 0;
+      if (tree->size() != n) {
+        std::cerr << "forein: size() " << tree->size() << " after bulk_load of " << n << " keys\n";
+        failed = true;
+      }
+
+      // The peers, from the same sorted keys (end-hinted inserts: linear).
+      std::uint64_t heap0 = heap_in_use();
+      auto absl_map = std::make_unique<absl::btree_map<std::uint64_t, std::uint64_t>>();
+      for (const auto k : keys) absl_map->emplace_hint(absl_map->end(), k, value_of(k));
+      const double absl_mib = static_cast<double>(heap_in_use() - heap0) / (1 << 20);
+      heap0 = heap_in_use();
+      auto std_map = std::make_unique<std::map<std::uint64_t, std::uint64_t>>();
+      for (const auto k : keys) std_map->emplace_hint(std_map->end(), k, value_of(k));
+      const double std_mib = static_cast<double>(heap_in_use() - heap0) / (1 << 20);
+
+      std::cout << "\n== " << n << " keys: built in " << fmt(seconds_since(t_build), 1)
+                << " s; forein height " << shape.height << ", " << shape.leaves << " leaves ("
+                << fmt(shape.keys_per_leaf, 1) << " keys/leaf), " << shape.nodes << " nodes, "
+                << fmt(shape.mib, 1) << " MiB of pages; absl " << fmt(absl_mib, 1)
+                << " MiB heap; std::map " << fmt(std_mib, 1) << " MiB heap" << std::endl;
+
+      // Zipf: rank -> key through a fixed random permutation, so the hot
+      // keys are spread over the key space rather than clustered at its
+      // start.
+      std::vector<std::uint32_t> perm;
+      std::unique_ptr<forein::testing::ZipfGenerator> zipf;
+
+      for (const std::string& dist : opt.dists) {
+        Result res;
+        res.keys = n;
+        res.dist = dist;
+        res.shape = shape;
+        res.mib[kForeinRoot] = res.mib[kForeinOracle] = shape.mib;
+        res.mib[kAbsl] = absl_mib;
+        res.mib[kStdMap] = std_mib;
+
+        // The probe sequence (key indexes), the same for every structure.
+        const std::size_t total = static_cast<std::size_t>(opt.warmup + opt.probes);
+        std::vector<std::uint64_t> idx(total);
+        std::mt19937_64 prng(seed ^ (n * 0x9E3779B97F4A7C15ull) ^ (dist == "zipf" ? 0x5A5A : 0xA5A5));
+        if (dist == "uniform") {
+          std::uniform_int_distribution<std::uint64_t> u(0, n - 1);
+          for (auto& x : idx) x = u(prng);
+        } else {
+          if (!zipf) {
+            perm.resize(n);
+            std::iota(perm.begin(), perm.end(), 0u);
+            std::shuffle(perm.begin(), perm.end(), rng);
+            zipf = std::make_unique<forein::testing::ZipfGenerator>(n, opt.theta);
+          }
+          for (auto& x : idx) x = perm[(*zipf)(prng)];
+        }
+        Probes p;
+        p.words.resize(total);
+        p.encoded.resize(total * 8);
+        for (std::size_t i = 0; i < total; ++i) {
+          p.words[i] = keys[idx[i]];
+          const std::string k = forein::encode_word(p.words[i]);
+          std::memcpy(p.encoded.data() + i * 8, k.data(), 8);
+        }
+        idx.clear();
+        idx.shrink_to_fit();
+
+        // Oracle hints, before any timing: in the real system a separate
+        // device computes them.
+        auto t_hints = Clock::now();
+        p.hints.resize(total);
+        for (std::size_t i = 0; i < total; ++i) p.hints[i].primary = tree->leaf_for(p.key(i));
+        const double hint_s = seconds_since(t_hints);
+
+        // Warm-up: one untimed partial pass per structure.
+        const std::size_t w0 = 0, w1 = static_cast<std::size_t>(opt.warmup);
+        const std::size_t b0 = w1, b1 = total;
+        if (w1 > w0) {
+          run_forein(*tree, p, w0, w1, false);
+          run_forein(*tree, p, w0, w1, true);
+          run_map(*absl_map, p, w0, w1);
+          run_map(*std_map, p, w0, w1);
+        }
+
+        std::vector<double> lps[kStructureCount], cpu_lps[kStructureCount];
+        std::uint64_t checksum[kStructureCount] = {};
+        std::uint64_t misses[kStructureCount] = {};
+        for (int rep = 0; rep < opt.reps; ++rep) {
+          for (int j = 0; j < kStructureCount; ++j) {
+            const int s = (rep + j) % kStructureCount;  // rotating round-robin
+            Pass r;
+            switch (s) {
+              case kForeinRoot:
+              case kForeinOracle: {
+                tree->reset_stats();
+                r = run_forein(*tree, p, b0, b1, s == kForeinOracle);
+                const ForeinCounters c = counters_of(tree->stats());
+                (s == kForeinRoot ? res.root : res.oracle) = c;
+                break;
+              }
+              case kAbsl:
+                r = run_map(*absl_map, p, b0, b1);
+                break;
+              case kStdMap:
+                r = run_map(*std_map, p, b0, b1);
+                break;
+            }
+            lps[s].push_back(static_cast<double>(b1 - b0) / r.seconds);
+            cpu_lps[s].push_back(static_cast<double>(b1 - b0) / std::max(r.cpu_seconds, 1e-9));
+            if (rep == 0) checksum[s] = r.checksum;
+            if (r.checksum != checksum[s]) {
+              std::cerr << kStructureNames[s] << ": checksum changed between repetitions\n";
+              failed = true;
+            }
+            misses[s] += r.misses;
+          }
+        }
+
+        for (int s = 0; s < kStructureCount; ++s) {
+          res.median_lps[s] = median(lps[s]);
+          res.median_cpu_lps[s] = median(cpu_lps[s]);
+          res.min_lps[s] = *std::min_element(lps[s].begin(), lps[s].end());
+          res.max_lps[s] = *std::max_element(lps[s].begin(), lps[s].end());
+          if (misses[s] != 0) {
+            std::cerr << kStructureNames[s] << ": " << misses[s]
+                      << " lookups of present keys missed (n=" << n << ", " << dist << ")\n";
+            failed = true;
+          }
+          if (checksum[s] != checksum[kStdMap]) {
+            std::cerr << kStructureNames[s] << ": checksum " << checksum[s] << " differs from std::map's "
+                      << checksum[kStdMap] << " (n=" << n << ", " << dist << ")\n";
+            failed = true;
+          }
+        }
+        res.checksum = checksum[kStdMap];
+        if (res.oracle.hint_hits != res.oracle.operations || res.oracle.fallbacks != 0) {
+          std::cerr << "forein-oracle: " << res.oracle.hint_hits << " of " << res.oracle.operations
+                    << " oracle hints accepted, " << res.oracle.fallbacks << " fallbacks (n=" << n
+                    << ", " << dist << ")\n";
+        }
+
+        std::cout << "\n-- " << n << " keys, " << dist << " (" << opt.probes << " probes x "
+                  << opt.reps << " reps; oracle hints computed in " << fmt(hint_s, 2)
+                  << " s, untimed)\n";
+        std::cout << pad("structure", 17) << pad("wall Ml/s median", 18, true)
+                  << pad("min", 8, true) << pad("max", 8, true) << pad("ns/lookup", 11, true)
+                  << pad("cpu Ml/s median", 17, true) << pad("nodes/lookup", 14, true)
+                  << pad("MiB", 8, true) << "\n";
+        for (int s = 0; s < kStructureCount; ++s) {
+          std::string nodes = "-";
+          if (s == kForeinRoot) nodes = fmt(res.root.nodes_per_lookup, 3);
+          if (s == kForeinOracle) nodes = fmt(res.oracle.nodes_per_lookup, 3);
+          std::cout << pad(kStructureNames[s], 17) << pad(fmt(res.median_lps[s] / 1e6, 3), 18, true)
+                    << pad(fmt(res.min_lps[s] / 1e6, 3), 8, true)
+                    << pad(fmt(res.max_lps[s] / 1e6, 3), 8, true)
+                    << pad(fmt(1e9 / res.median_lps[s], 1), 11, true)
+                    << pad(fmt(res.median_cpu_lps[s] / 1e6, 3), 17, true) << pad(nodes, 14, true)
+                    << pad(fmt(res.mib[s], 1), 8, true) << "\n";
+        }
+        std::cout << "ratios of medians, wall: root/absl = " << fmt(res.root_over_absl(false), 3)
+                  << "  oracle/root = " << fmt(res.oracle_over_root(false), 3)
+                  << "  oracle/absl = "
+                  << fmt(res.median_lps[kForeinOracle] / res.median_lps[kAbsl], 3) << "\n";
+        std::cout << "ratios of medians, cpu:  root/absl = " << fmt(res.root_over_absl(true), 3)
+                  << "  oracle/root = " << fmt(res.oracle_over_root(true), 3)
+                  << "  oracle/absl = "
+                  << fmt(res.median_cpu_lps[kForeinOracle] / res.median_cpu_lps[kAbsl], 3) << "\n";
+        std::cout << "forein-oracle: hinted " << res.oracle.hinted << ", hint hits "
+                  << res.oracle.hint_hits << ", fallbacks " << res.oracle.fallbacks
+                  << ", move-rights " << res.oracle.move_rights << " (last rep)\n";
+        std::cout << "checksum " << res.checksum << std::endl;  // flush: progress in logs
+        results.push_back(res);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "engine_lookup_bench: " << e.what() << "\n";
+    return 1;
+  }
+
+  // Summary: one row per configuration.
+  std::cout << "\n== Summary (median lookups/s in millions, wall clock; ratios of medians, wall"
+               " and thread CPU time)\n";
+  std::cout << pad("keys", 10) << pad("dist", 9) << pad("root", 7, true) << pad("oracle", 8, true)
+            << pad("absl", 7, true) << pad("std::map", 10, true) << pad("root/absl", 11, true)
+            << pad("oracle/root", 13, true) << pad("cpu root/absl", 15, true)
+            << pad("cpu oracle/root", 17, true) << pad("nodes root", 12, true)
+            << pad("nodes oracle", 14, true) << "\n";
+  for (const auto& r : results) {
+    std::cout << pad(std::to_string(r.keys), 10) << pad(r.dist, 9)
+              << pad(fmt(r.median_lps[kForeinRoot] / 1e6, 2), 7, true)
+              << pad(fmt(r.median_lps[kForeinOracle] / 1e6, 2), 8, true)
+              << pad(fmt(r.median_lps[kAbsl] / 1e6, 2), 7, true)
+              << pad(fmt(r.median_lps[kStdMap] / 1e6, 2), 10, true)
+              << pad(fmt(r.root_over_absl(false), 3), 11, true)
+              << pad(fmt(r.oracle_over_root(false), 3), 13, true)
+              << pad(fmt(r.root_over_absl(true), 3), 15, true)
+              << pad(fmt(r.oracle_over_root(true), 3), 17, true)
+              << pad(fmt(r.root.nodes_per_lookup, 2), 12, true)
+              << pad(fmt(r.oracle.nodes_per_lookup, 2), 14, true) << "\n";
+  }
+
+  // Targets (docs/engine-benchmark.md): root start within 1.5x of
+  // absl::btree_map at 10M uniform (root/absl >= 1/1.5); oracle >= 2x root.
+  std::cout << "\nTargets: root/absl >= " << fmt(1 / 1.5, 3)
+            << " at 10000000 uniform; oracle/root >= 2.000 (wall | cpu)\n";
+  auto verdict = [](double v, double target) {
+    return fmt(v, 3) + (v >= target ? " MET" : " MISSED");
+  };
+  for (const auto& r : results) {
+    std::cout << "  " << pad(std::to_string(r.keys) + " " + r.dist, 18);
+    if (r.keys == 10'000'000 && r.dist == "uniform") {
+      std::cout << "root/absl " << verdict(r.root_over_absl(false), 1 / 1.5) << " | "
+                << verdict(r.root_over_absl(true), 1 / 1.5) << "; ";
+    }
+    std::cout << "oracle/root " << verdict(r.oracle_over_root(false), 2.0) << " | "
+              << verdict(r.oracle_over_root(true), 2.0) << "\n";
+  }
+
+  if (!opt.csv.empty()) {
+    std::ofstream csv(opt.csv);
+    if (!csv) {
+      std::cerr << "engine_lookup_bench: cannot write " << opt.csv << "\n";
+      return 1;
+    }
+    // *_lps: median wall-clock lookups/s; *_cpu_lps: median lookups per
+    // thread-CPU-second; ratios are ratios of those medians.
+    csv << "keys,dist,probes,reps,seed,page_size,bulk_fill_percent,forein_height,forein_leaves,"
+           "forein_keys_per_leaf,"
+           "forein_root_lps,forein_oracle_lps,absl_btree_map_lps,std_map_lps,"
+           "forein_root_min_lps,forein_root_max_lps,forein_oracle_min_lps,forein_oracle_max_lps,"
+           "absl_min_lps,absl_max_lps,std_map_min_lps,std_map_max_lps,"
+           "root_over_absl,oracle_over_root,"
+           "forein_root_cpu_lps,forein_oracle_cpu_lps,absl_btree_map_cpu_lps,std_map_cpu_lps,"
+           "root_over_absl_cpu,oracle_over_root_cpu,"
+           "root_nodes_per_lookup,oracle_nodes_per_lookup,oracle_hint_hits,oracle_fallbacks,"
+           "oracle_move_rights,forein_mib,absl_mib,std_map_mib,checksum\n";
+    for (const auto& r : results) {
+      csv << r.keys << ',' << r.dist << ',' << opt.probes << ',' << opt.reps << ',' << seed << ','
+          << opt.page_size << ',' << opt.fill << ',' << r.shape.height << ',' << r.shape.leaves
+          << ',' << fmt(r.shape.keys_per_leaf, 1) << ',';
+      for (int s = 0; s < kStructureCount; ++s) csv << fmt(r.median_lps[s], 0) << ',';
+      for (int s = 0; s < kStructureCount; ++s) {
+        csv << fmt(r.min_lps[s], 0) << ',' << fmt(r.max_lps[s], 0) << ',';
+      }
+      csv << fmt(r.root_over_absl(false), 4) << ',' << fmt(r.oracle_over_root(false), 4) << ',';
+      for (int s = 0; s < kStructureCount; ++s) csv << fmt(r.median_cpu_lps[s], 0) << ',';
+      csv << fmt(r.root_over_absl(true), 4) << ',' << fmt(r.oracle_over_root(true), 4) << ','
+          << fmt(r.root.nodes_per_lookup, 4) << ',' << fmt(r.oracle.nodes_per_lookup, 4) << ','
+          << r.oracle.hint_hits << ',' << r.oracle.fallbacks << ',' << r.oracle.move_rights << ','
+          << fmt(r.mib[kForeinRoot], 1) << ',' << fmt(r.mib[kAbsl], 1) << ','
+          << fmt(r.mib[kStdMap], 1) << ',' << r.checksum << "\n";
+    }
+    std::cout << "\nCSV written to " << opt.csv << "\n";
+  }
+
+  if (failed) {
+    std::cerr << "engine_lookup_bench: FAILED (wrong answers; see above)\n";
+    return 3;
+  }
+  return 0;
+}
