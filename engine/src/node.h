@@ -144,9 +144,9 @@ class Node {
   void set_child_at(std::size_t i, PageId id) { store(p_, slot(i) + 12, id); }
 
   // First slot whose key is >= k (count() if none).
-  std::size_t lower_bound(const SearchKey& k) const;
+  std::size_t lower_bound(const SearchKey& k) const { return search(k, false); }
   // First slot whose key is > k.
-  std::size_t upper_bound(const SearchKey& k) const;
+  std::size_t upper_bound(const SearchKey& k) const { return search(k, true); }
   // Inner nodes: the slot whose child covers k.
   std::size_t child_index(const SearchKey& k) const {
     std::size_t i = upper_bound(k);
@@ -185,6 +185,8 @@ class Node {
   std::string layout_error() const;
 
  private:
+  static constexpr std::size_t kInterpolateMin = 16;  // below this, binary search
+  std::size_t search(const SearchKey& k, bool strict) const;
   std::size_t slot(std::size_t i) const { return kHeaderSize + i * kSlotSize; }
   std::uint16_t heap_start() const { return load<std::uint16_t>(p_, off::kHeapStart); }
   std::uint16_t garbage() const { return load<std::uint16_t>(p_, off::kGarbage); }

@@ -304,8 +304,8 @@ TEST_CASE("concurrency: disjoint writers, readers with invariants", "[tree][conc
       const std::int64_t per_stripe = kKeys / kStripes;
       start.arrive_and_wait();
       for (std::uint64_t i = 0; i < ops; ++i) {
-        // Writers sweep through their stripe in bursts, so whole leaves
-        // fill and empty (splits and merges), plus random single keys.
+        // Insert-heavy and erase-heavy phases alternate, so leaves fill
+        // and empty (splits and merges) while the others read.
         const std::int64_t slot = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(per_stripe));
         const std::int64_t k = slot * kStripes + w;
         const std::string key = forein::encode_int64(k);

@@ -270,8 +270,8 @@ class ModelRun {
   void run() {
     REQUIRE(max_key_ >= 40);
     REQUIRE(max_value_ >= 300);
-    REQUIRE(max_key_ <= tree_->store().page_size() / 16);
-    REQUIRE(max_value_ <= tree_->store().page_size() / 4);
+    REQUIRE(max_key_ == tree_->store().page_size() / 16);
+    REQUIRE(max_value_ == tree_->store().page_size() / 8);
     REQUIRE(tree_->size() == 0);
 
     std::uint64_t last_check = 0;
