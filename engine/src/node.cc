@@ -22,8 +22,8 @@ void StoredKey::append_to(std::string& out) const {
 }
 
 std::string_view Node::lo() const {
-  return {reinterpret_cast<const char*>(p_) + load<std::uint16_t>(p_, off::kLoOff),
-          load<std::uint16_t>(p_, off::kLoLen)};
+  const auto len = load<std::uint16_t>(p_, off::kLoLen);
+  return {reinterpret_cast<const char*>(p_) + size_ - len, len};
 }
 
 std::string_view Node::hi() const {
@@ -71,7 +71,10 @@ std::size_t Node::search(const SearchKey& k, bool strict) const {
     return lo;
   };
   if (n < kInterpolateMin) return binary(0, n);
-  const Word first = key_at(0).word, last = key_at(n - 1).word;
+  // The header's lo and hi words bound every key's word, and share the
+  // cache line the latch brought in; only the rightmost node reads a slot.
+  const Word first = load<Word>(p_, off::kLoWord);
+  const Word last = hi_inf() ? key_at(n - 1).word : load<Word>(p_, off::kHiWord);
   if (k.word <= first || k.word >= last || first == last) return binary(0, n);
   const auto guess = static_cast<std::size_t>(
       static_cast<unsigned __int128>(k.word - first) * (n - 1) / (last - first));
@@ -110,7 +113,8 @@ std::size_t Node::heap_alloc(std::size_t n) {
 void Node::compact() {
   thread_local std::vector<std::byte> scratch;
   scratch.resize(size_);
-  std::memcpy(scratch.data(), p_, size_);
+  // Never read the latch word: other threads update it atomically.
+  std::memcpy(scratch.data() + kPageLatchBytes, p_ + kPageLatchBytes, size_ - kPageLatchBytes);
   Node old(scratch.data(), size_);
 
   std::size_t top = size_;
@@ -119,8 +123,7 @@ void Node::compact() {
     std::memcpy(p_ + top, scratch.data() + from, len);
     return static_cast<std::uint16_t>(top);
   };
-  store(p_, off::kLoOff,
-        move_down(load<std::uint16_t>(scratch.data(), off::kLoOff), old.lo().size()));
+  move_down(size_ - old.lo().size(), old.lo().size());  // lo keeps ending the page
   if (!hi_inf()) {
     store(p_, off::kHiOff,
           move_down(load<std::uint16_t>(scratch.data(), off::kHiOff), old.hi().size()));
@@ -199,8 +202,8 @@ void Node::init(std::uint16_t level, std::uint64_t version, std::string_view lo,
   // (memcpy of zero bytes from an empty view's null data is still UB.)
   std::size_t top = size_ - lo.size();
   if (!lo.empty()) std::memcpy(p_ + top, lo.data(), lo.size());
-  store(p_, off::kLoOff, static_cast<std::uint16_t>(top));
   store(p_, off::kLoLen, static_cast<std::uint16_t>(lo.size()));
+  store(p_, off::kLoWord, word_of(lo));
   if (hi) {
     top -= hi->size();
     if (!hi->empty()) std::memcpy(p_ + top, hi->data(), hi->size());
@@ -219,7 +222,7 @@ std::string Node::layout_error() const {
   auto in_heap = [&](std::size_t at, std::size_t len) {
     return len == 0 || (at >= heap && at + len <= size_);
   };
-  if (!in_heap(load<std::uint16_t>(p_, off::kLoOff), lo().size())) return "lo key outside heap";
+  if (lo().size() > size_ - heap) return "lo key outside heap";
   if (!hi_inf() && !in_heap(load<std::uint16_t>(p_, off::kHiOff), hi().size())) {
     return "hi key outside heap";
   }

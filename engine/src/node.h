@@ -3,7 +3,7 @@
 //   [0, 64)    header (below); bytes [0, 12) belong to the page store
 //   [64, ...)  slot array, 16 bytes per entry, in key order
 //   [..., end) heap, growing down from the page end: long keys, values,
-//              and the node's lo and hi keys
+//              and the node's hi key; lo's bytes are always the last ones
 //
 // A slot holds the key's word, so binary search compares 8-byte integers
 // and touches the heap only when two words tie. Keys of up to 8 bytes live
@@ -45,11 +45,12 @@ inline constexpr std::size_t kCount = 34;
 inline constexpr std::size_t kFlags = 36;
 inline constexpr std::size_t kHeapStart = 38;
 inline constexpr std::size_t kGarbage = 40;
-inline constexpr std::size_t kLoOff = 42;
-inline constexpr std::size_t kLoLen = 44;
-inline constexpr std::size_t kHiOff = 46;
-inline constexpr std::size_t kHiLen = 48;
-inline constexpr std::size_t kHiWord = 56;
+inline constexpr std::size_t kLoLen = 42;  // lo's bytes always end the page
+inline constexpr std::size_t kHiOff = 44;
+inline constexpr std::size_t kHiLen = 46;
+inline constexpr std::size_t kLoWord = 48;  // words of lo and hi: interpolation
+inline constexpr std::size_t kHiWord = 56;  // bounds and hi checks in the
+                                            // header's cache line
 }  // namespace off
 
 template <typename T>

@@ -107,6 +107,8 @@ struct EntryList {
 // Per-thread page-sized buffers (zeroed on each call): one for a copy of a
 // node being split, one for building a node before copying it in place.
 std::byte* scratch_copy_page(std::uint32_t page_size);
+// Copies a node's page except its latch word.
+void copy_node(std::byte* to, const std::byte* from, std::uint32_t page_size);
 std::byte* scratch_node_page(std::uint32_t page_size);
 
 class Tree::Impl {

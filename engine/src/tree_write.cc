@@ -40,6 +40,11 @@ void append_entries(Node& n, const EntryList& e, std::size_t from, std::size_t t
 
 }  // namespace
 
+void copy_node(std::byte* to, const std::byte* from, std::uint32_t page_size) {
+  // The latch word is skipped: other threads update it atomically.
+  std::memcpy(to + kPageLatchBytes, from + kPageLatchBytes, page_size - kPageLatchBytes);
+}
+
 std::byte* scratch_copy_page(std::uint32_t page_size) {
   thread_local std::vector<std::byte> buffer;
   buffer.assign(page_size, std::byte{0});
@@ -104,7 +109,7 @@ bool Tree::Impl::put(std::string_view key, std::string_view value, const StartHi
 void Tree::Impl::split_and_insert(LatchedPage leaf, const SearchKey& k, std::size_t pos,
                                   std::string_view value, detail::Path& path) {
   std::byte* copy = scratch_copy_page(page_size_);
-  std::memcpy(copy, store_->page(leaf.id()), page_size_);
+  copy_node(copy, store_->page(leaf.id()), page_size_);
   const Node old(copy, page_size_);
   EntryList e;
   for (std::size_t i = 0; i <= old.count(); ++i) {
@@ -206,7 +211,7 @@ void Tree::Impl::post_separator(std::uint16_t level, PageId left, std::string se
     return;
   }
   std::byte* copy = scratch_copy_page(page_size_);
-  std::memcpy(copy, store_->page(parent.id()), page_size_);
+  copy_node(copy, store_->page(parent.id()), page_size_);
   const Node old(copy, page_size_);
   EntryList e;
   for (std::size_t j = 0; j <= old.count(); ++j) {

@@ -1,0 +1,191 @@
+// The offload manager (shared/DESIGN.md, data flow and contract 3): turns
+// one index's node-interval events and sampled accesses into FOREIN's
+// layered entry set and pushes the difference to a backend, new entries
+// before removals, through a control plane with a configurable install
+// delay.
+//
+// Never on the tree's critical path: on_node_event() appends to a queue and
+// returns; record_access() appends a word. All work happens in refresh()
+// (explicit, or every refresh_period on the manager's own thread) and
+// pump() (applies the batches whose delay has passed).
+//
+// Coherence while batches are pending (FOREIN section V-D) needs nothing
+// from the tree beyond its validation: a key under a hollow prefix that is
+// not installed yet matches a shorter prefix (an ancestor or the bottom
+// line) and descends from there; after a split the stale entry leads to
+// the old node and the sibling link to the new one; after a merge the dead
+// node is tracked here as invalid until the batch removing its entries is
+// applied, and filter()/hint() skip it so the lookup goes to the secondary
+// hint instead of visiting a dead page.
+//
+// Lifetime: construct the manager, create the tree with
+// TreeOptions::observer = &manager, then attach(tree). Call detach() (or
+// destroy the manager) before the tree is destroyed.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "forein/node_interval.h"
+#include "forein/offload/backend.h"
+#include "forein/offload/lpm_entry.h"
+#include "forein/offload/manager_clock.h"
+
+namespace forein {
+class Tree;
+}
+
+namespace forein::offload {
+
+class DelayedControlPlane;
+class InvalidNodes;
+class NodeTable;
+
+struct ManagerOptions {
+  std::uint64_t index_id = 0;  // TreeOptions::index_id of the tree; other events are ignored
+  // sample_access() passes 1 in sample_rate calls to record_access()
+  // (1: every lookup; 0: none).
+  std::uint32_t sample_rate = 16;
+  // Entries for all layers together. 0: half the backend's capacity, so a
+  // complete turnover still fits while new entries are installed before
+  // the old ones are removed.
+  std::uint64_t budget = 0;
+  std::uint16_t bottom_line_level = 1;
+  std::size_t hot_leaves = 64;
+  // Weight of every leaf before sampling, so a tree without samples still
+  // gets its leaves selected evenly.
+  double prior_weight = 1.0;
+  // Weights are multiplied by this at every refresh, so the selection
+  // follows a drifting workload.
+  double weight_decay = 0.5;
+  // Control-plane latency from "computed" to "installed": each batch is due
+  // install_delay plus a uniform draw from [0, install_delay_jitter] after
+  // its refresh (jitter drawn from delay_seed).
+  ManagerDuration install_delay{0};
+  ManagerDuration install_delay_jitter{0};
+  std::uint64_t delay_seed = 0;
+  const ManagerClock* clock = nullptr;  // null: the steady clock
+  // Background thread: refresh every refresh_period (0: no thread; call
+  // refresh() and pump() yourself), pump every pump_period.
+  ManagerDuration refresh_period{0};
+  ManagerDuration pump_period{std::chrono::milliseconds(1)};
+};
+
+struct ManagerStats {
+  std::uint64_t refreshes = 0;
+  std::uint64_t events = 0;            // node events applied (ignoring foreign indexes)
+  std::uint64_t foreign_events = 0;    // events of another index_id
+  std::uint64_t sampled_accesses = 0;
+  std::uint64_t install_batches = 0;   // queued
+  std::uint64_t remove_batches = 0;    // queued
+  std::uint64_t remove_first_batches = 0;  // refreshes that had to remove before installing (capacity)
+  std::uint64_t entries_queued_install = 0;
+  std::uint64_t entries_queued_remove = 0;
+  std::uint64_t entries_installed = 0;  // applied to the backend
+  std::uint64_t entries_removed = 0;
+  std::uint64_t failed_installs = 0;    // batches the backend refused
+  std::size_t pending_batches = 0;
+  std::size_t target_entries = 0;       // what the backend holds once nothing is pending
+  std::size_t invalid_nodes = 0;
+  std::size_t live_nodes = 0;
+  // The last recompute's layers.
+  std::size_t bottom_line_entries = 0;
+  std::size_t main_entries = 0;
+  std::size_t hot_leaf_entries = 0;
+  std::uint16_t bottom_line_level = 0;
+  double modelled_ama = 0;
+};
+
+class OffloadManager final : public NodeObserver {
+ public:
+  explicit OffloadManager(OffloadBackend& backend, ManagerOptions options = {});
+  ~OffloadManager() override;
+  OffloadManager(const OffloadManager&) = delete;
+  OffloadManager& operator=(const OffloadManager&) = delete;
+
+  // Reads the tree's live nodes into the node table (events already queued
+  // or arriving later are reconciled by version) and starts the background
+  // thread if refresh_period > 0.
+  void attach(Tree& tree);
+  // Stops the background thread and forgets the tree. Pending batches stay
+  // queued.
+  void detach();
+
+  // NodeObserver: queue the event, nothing else.
+  void on_node_event(const NodeEvent& event) override;
+
+  // One sampled access to the key word w (adds weight to its leaf at the
+  // next refresh).
+  void record_access(Word w);
+  // Calls record_access() for 1 in sample_rate calls on this thread.
+  void sample_access(Word w);
+
+  // Drains events and samples, recomputes the layered entry set, queues
+  // the difference (installs, then removals) with the install delay, then
+  // pumps. Serialized with other refreshes; never blocks hosts' lookups.
+  void refresh();
+  // Wakes the background thread for a refresh (no-op without one).
+  void request_refresh();
+  // Applies the batches due now; returns how many.
+  std::size_t pump();
+  // Applies every pending batch now (shutdown, tests).
+  std::size_t flush();
+
+  // Backend hints with invalid (merged-away) nodes filtered out.
+  StartHints hint(std::string_view key) const;
+  StartHints filter(StartHints hints) const;
+  bool is_invalid(PageId node) const;
+
+  // The entry set the backend will hold once nothing is pending.
+  std::vector<LpmEntry> target_entries() const;
+  ManagerStats stats() const;
+  const ManagerOptions& options() const { return options_; }
+  OffloadBackend& backend() const { return backend_; }
+
+ private:
+  void run_background();
+  ManagerDuration next_delay();
+  void after_pump(std::size_t batches, std::size_t installed, std::size_t removed,
+                  std::size_t failed, std::uint64_t applied_seq);
+
+  OffloadBackend& backend_;
+  const ManagerOptions options_;
+  SteadyManagerClock steady_clock_;
+  const ManagerClock& clock_;
+  std::unique_ptr<DelayedControlPlane> control_;
+  std::unique_ptr<InvalidNodes> invalid_;
+
+  // Inputs from hosts and writers; short critical sections only.
+  mutable std::mutex input_mu_;
+  std::vector<NodeEvent> events_;  // guarded by input_mu_
+  std::vector<Word> samples_;      // guarded by input_mu_
+
+  // Recompute state; guarded by refresh_mu_.
+  mutable std::mutex refresh_mu_;
+  Tree* tree_ = nullptr;
+  std::unique_ptr<NodeTable> table_;
+  std::vector<LpmEntry> target_;  // diff order
+  std::mt19937_64 delay_rng_;
+  // An install batch failed: push the whole set at the next refresh.
+  std::atomic<bool> reinstall_all_{false};
+
+  mutable std::mutex stats_mu_;
+  ManagerStats stats_;  // guarded by stats_mu_
+
+  // Background thread.
+  std::mutex thread_mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;             // guarded by thread_mu_
+  bool refresh_requested_ = false;  // guarded by thread_mu_
+  std::thread thread_;
+};
+
+}  // namespace forein::offload

@@ -1,0 +1,56 @@
+#include "manager/control_plane.h"
+
+#include <utility>
+
+namespace forein::offload {
+
+std::uint64_t DelayedControlPlane::enqueue(BatchKind kind, std::vector<LpmEntry> entries,
+                                           ManagerDuration due) {
+  std::lock_guard lock(mu_);
+  const std::uint64_t seq = next_seq_++;
+  queue_.push_back(Batch{seq, due, kind, std::move(entries)});
+  return seq;
+}
+
+PumpResult DelayedControlPlane::pump(ManagerDuration now) { return apply_head(true, now); }
+
+PumpResult DelayedControlPlane::flush() { return apply_head(false, ManagerDuration{0}); }
+
+PumpResult DelayedControlPlane::apply_head(bool only_due, ManagerDuration now) {
+  std::lock_guard lock(mu_);
+  PumpResult result;
+  while (!queue_.empty() && (!only_due || queue_.front().due <= now)) {
+    Batch& batch = queue_.front();
+    if (batch.kind == BatchKind::kInstall) {
+      if (backend_.install(batch.entries) == BackendStatus::kOk) {
+        result.installed += batch.entries.size();
+      } else {
+        ++result.failed_installs;
+      }
+    } else {
+      result.removed += backend_.remove(batch.entries);
+    }
+    applied_seq_ = batch.seq;
+    ++result.batches;
+    queue_.pop_front();
+  }
+  result.applied_seq = applied_seq_;
+  return result;
+}
+
+std::size_t DelayedControlPlane::pending() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+std::uint64_t DelayedControlPlane::enqueued_seq() const {
+  std::lock_guard lock(mu_);
+  return next_seq_ - 1;
+}
+
+std::uint64_t DelayedControlPlane::applied_seq() const {
+  std::lock_guard lock(mu_);
+  return applied_seq_;
+}
+
+}  // namespace forein::offload
