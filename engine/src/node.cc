@@ -78,6 +78,12 @@ std::size_t Node::search(const SearchKey& k, bool strict) const {
   if (k.word <= first || k.word >= last || first == last) return binary(0, n);
   const auto guess = static_cast<std::size_t>(
       static_cast<unsigned __int128>(k.word - first) * (n - 1) / (last - first));
+  // The answer is usually within a dozen slots of the guess: fetch those
+  // cache lines together instead of one dependent miss per galloping step.
+  const std::size_t from = guess > kPrefetchSlots ? guess - kPrefetchSlots : 0;
+  const std::size_t to = std::min(guess + kPrefetchSlots, n - 1);
+  for (std::size_t i = from; i <= to; i += 64 / kSlotSize) __builtin_prefetch(p_ + slot(i));
+  __builtin_prefetch(p_ + slot(to));
   if (before(guess)) {
     std::size_t step = 1;
     while (guess + step < n && before(guess + step)) step *= 2;

@@ -131,7 +131,13 @@ class Node {
   std::string_view hi() const;  // meaningless when hi_inf()
 
   // lo <= k, and k < hi.
-  bool above_lo(const SearchKey& k) const { return compare_keys(k.bytes, lo()) >= 0; }
+  // Both compare words first: the words sit in the header's cache line,
+  // while the keys' bytes sit at the far end of the page.
+  bool above_lo(const SearchKey& k) const {
+    const Word lw = load<Word>(p_, off::kLoWord);
+    if (k.word != lw) return k.word > lw;
+    return compare_keys(k.bytes, lo()) >= 0;
+  }
   bool below_hi(const SearchKey& k) const {
     if (hi_inf()) return true;
     const Word hw = load<Word>(p_, off::kHiWord);
@@ -187,6 +193,7 @@ class Node {
 
  private:
   static constexpr std::size_t kInterpolateMin = 16;  // below this, binary search
+  static constexpr std::size_t kPrefetchSlots = 12;   // around an interpolation guess
   std::size_t search(const SearchKey& k, bool strict) const;
   std::size_t slot(std::size_t i) const { return kHeaderSize + i * kSlotSize; }
   std::uint16_t heap_start() const { return load<std::uint16_t>(p_, off::kHeapStart); }
