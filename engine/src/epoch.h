@@ -34,13 +34,17 @@ class EpochManager {
   // The oldest epoch any active thread may still observe.
   std::uint64_t safe_before() const;
 
+  // The calling thread's slot index, unique among live threads (< kSlots).
+  // Only valid inside a Guard.
+  static std::size_t current_slot();
+  static constexpr std::size_t kSlots = 1024;
+
   // Thread slots: taken on a thread's first guard, given back at its exit.
   std::size_t acquire_slot();
   void release_slot(std::size_t slot);
 
  private:
   friend class Guard;
-  static constexpr std::size_t kSlots = 1024;
   static constexpr std::uint64_t kIdle = ~std::uint64_t{0};
 
   struct alignas(64) Slot {

@@ -76,8 +76,11 @@ std::size_t Node::search(const SearchKey& k, bool strict) const {
   const Word first = load<Word>(p_, off::kLoWord);
   const Word last = hi_inf() ? key_at(n - 1).word : load<Word>(p_, off::kHiWord);
   if (k.word <= first || k.word >= last || first == last) return binary(0, n);
-  const auto guess = static_cast<std::size_t>(
-      static_cast<unsigned __int128>(k.word - first) * (n - 1) / (last - first));
+  // Floating point: a 128-bit integer divide costs more than the search.
+  const auto guess = std::min(
+      n - 1, static_cast<std::size_t>(static_cast<double>(k.word - first) /
+                                      static_cast<double>(last - first) *
+                                      static_cast<double>(n - 1)));
   // The answer is usually within a dozen slots of the guess: fetch those
   // cache lines together instead of one dependent miss per galloping step.
   const std::size_t from = guess > kPrefetchSlots ? guess - kPrefetchSlots : 0;

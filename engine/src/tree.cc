@@ -12,11 +12,6 @@ using detail::Node;
 using detail::OpCounters;
 using detail::SearchKey;
 
-namespace {
-thread_local const std::size_t t_counter_shard =
-    std::hash<std::thread::id>{}(std::this_thread::get_id());
-}  // namespace
-
 Tree::Impl::Impl(std::unique_ptr<PageStore> store, TreeOptions options)
     : store_(std::move(store)), options_(options), page_size_(store_->page_size()) {
   if (options_.bulk_fill_percent < 10 || options_.bulk_fill_percent > 100) {
@@ -250,16 +245,19 @@ void Tree::Impl::emit(NodeEventKind kind, const NodeInterval& interval) {
   if (options_.observer != nullptr) options_.observer->on_node_event({kind, interval});
 }
 
+// Called inside the operation's epoch guard, which owns the thread slot.
 void Tree::Impl::publish(const OpCounters& c) {
-  CounterShard& s = counters_[t_counter_shard % kShards];
-  constexpr auto relaxed = std::memory_order_relaxed;
-  s.operations.fetch_add(1, relaxed);
-  s.nodes_visited.fetch_add(c.nodes_visited, relaxed);
-  if (c.hinted) s.hinted.fetch_add(c.hinted, relaxed);
-  if (c.hint_hits) s.hint_hits.fetch_add(c.hint_hits, relaxed);
-  if (c.secondary_hits) s.secondary_hits.fetch_add(c.secondary_hits, relaxed);
-  if (c.fallbacks) s.fallbacks.fetch_add(c.fallbacks, relaxed);
-  if (c.move_rights) s.move_rights.fetch_add(c.move_rights, relaxed);
+  CounterShard& s = counters_[detail::EpochManager::current_slot()];
+  auto add = [](std::atomic<std::uint64_t>& a, std::uint64_t n) {
+    if (n != 0) a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  };
+  add(s.operations, 1);
+  add(s.nodes_visited, c.nodes_visited);
+  add(s.hinted, c.hinted);
+  add(s.hint_hits, c.hint_hits);
+  add(s.secondary_hits, c.secondary_hits);
+  add(s.fallbacks, c.fallbacks);
+  add(s.move_rights, c.move_rights);
 }
 
 // ---- public API ----
@@ -328,7 +326,8 @@ PageStore& Tree::store() { return *impl_->store_; }
 
 TreeStats Tree::stats() const {
   TreeStats t;
-  for (const auto& s : impl_->counters_) {
+  for (std::size_t i = 0; i < detail::EpochManager::kSlots; ++i) {
+    const auto& s = impl_->counters_[i];
     t.operations += s.operations.load(std::memory_order_relaxed);
     t.hinted += s.hinted.load(std::memory_order_relaxed);
     t.hint_hits += s.hint_hits.load(std::memory_order_relaxed);
@@ -340,8 +339,10 @@ TreeStats Tree::stats() const {
   return t;
 }
 
+// Counts made while the reset runs may survive it.
 void Tree::reset_stats() {
-  for (auto& s : impl_->counters_) {
+  for (std::size_t i = 0; i < detail::EpochManager::kSlots; ++i) {
+    auto& s = impl_->counters_[i];
     for (auto* a : {&s.operations, &s.hinted, &s.hint_hits, &s.secondary_hits, &s.fallbacks,
                     &s.move_rights, &s.nodes_visited}) {
       a->store(0, std::memory_order_relaxed);

@@ -185,12 +185,14 @@ class Tree::Impl {
   detail::RetiredPages retired_;
   std::atomic<std::uint32_t> retired_since_reclaim_{0};
 
+  // One counter block per epoch thread slot: each has a single writer at a
+  // time, so updates are plain loads and stores, no locked instructions.
   struct alignas(64) CounterShard {
     std::atomic<std::uint64_t> operations{0}, hinted{0}, hint_hits{0}, secondary_hits{0},
         fallbacks{0}, move_rights{0}, nodes_visited{0};
   };
-  static constexpr std::size_t kShards = 16;
-  std::array<CounterShard, kShards> counters_;
+  std::unique_ptr<CounterShard[]> counters_{
+      new CounterShard[detail::EpochManager::kSlots]};
 };
 
 }  // namespace forein
