@@ -50,12 +50,20 @@ std::vector<std::pair<std::string, PageId>> Tree::Impl::build_level(
   std::vector<PageId> ids(nodes);
   for (std::size_t j = 0; j < nodes; ++j) ids[j] = allocate_node(&pages[j]);
 
+  // Node boundaries: leaves split between keys at the shortest separator,
+  // as splits do; an inner node starts at its first child's lo.
+  std::vector<std::string> bounds(nodes);
+  for (std::size_t j = 1; j < nodes; ++j) {
+    const std::size_t from = starts[j];
+    bounds[j] = leaf ? shortest_separator(items[from - 1].key, items[from].key)
+                     : std::string(items[from].key);
+  }
   std::vector<std::pair<std::string, PageId>> up;
   for (std::size_t j = 0; j < nodes; ++j) {
     const std::size_t from = starts[j], to = starts[j + 1];
-    const std::string_view lo = j == 0 ? std::string_view() : items[from].key;
+    const std::string_view lo = bounds[j];
     std::optional<std::string_view> hi;
-    if (j + 1 < nodes) hi = items[to].key;
+    if (j + 1 < nodes) hi = bounds[j + 1];
     Node n = pages[j].node();
     n.init(level, n.version() + 1, lo, hi, j > 0 ? ids[j - 1] : kNoPage,
            j + 1 < nodes ? ids[j + 1] : kNoPage);

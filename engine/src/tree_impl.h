@@ -107,6 +107,11 @@ struct EntryList {
 // Per-thread page-sized buffers (zeroed on each call): one for a copy of a
 // node being split, one for building a node before copying it in place.
 std::byte* scratch_copy_page(std::uint32_t page_size);
+// The shortest key s with left < s <= right: right cut just past the first
+// byte where it differs from left. Leaf boundaries made this way keep inner
+// nodes wide and word intervals aligned, so offload covers stay small.
+std::string shortest_separator(std::string_view left, std::string_view right);
+
 // Copies a node's page except its latch word.
 void copy_node(std::byte* to, const std::byte* from, std::uint32_t page_size);
 std::byte* scratch_node_page(std::uint32_t page_size);

@@ -15,15 +15,6 @@ using detail::SearchKey;
 
 namespace {
 
-// The shortest key s with left < s <= right: right cut just past the first
-// byte where it differs from left. Shorter separators make wider inner
-// nodes when byte-string keys share long prefixes.
-std::string shortest_separator(std::string_view left, std::string_view right) {
-  std::size_t i = 0;
-  while (i < left.size() && i < right.size() && left[i] == right[i]) ++i;
-  return std::string(right.substr(0, std::min(right.size(), i + 1)));
-}
-
 std::size_t entry_size(const EntryList& e, std::size_t i, bool leaf) {
   return detail::entry_bytes(e.keys[i].size(), leaf ? e.values[i].size() : 0);
 }
@@ -39,6 +30,12 @@ void append_entries(Node& n, const EntryList& e, std::size_t from, std::size_t t
 }
 
 }  // namespace
+
+std::string shortest_separator(std::string_view left, std::string_view right) {
+  std::size_t i = 0;
+  while (i < left.size() && i < right.size() && left[i] == right[i]) ++i;
+  return std::string(right.substr(0, std::min(right.size(), i + 1)));
+}
 
 void copy_node(std::byte* to, const std::byte* from, std::uint32_t page_size) {
   // The latch word is skipped: other threads update it atomically.
