@@ -25,6 +25,10 @@ std::size_t EpochManager::acquire_slot() {
     bool expected = false;
     if (!slots_[i].taken.load(std::memory_order_relaxed) &&
         slots_[i].taken.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+      std::size_t used = slots_used_.load(std::memory_order_relaxed);
+      while (used < i + 1 &&
+             !slots_used_.compare_exchange_weak(used, i + 1, std::memory_order_acq_rel)) {
+      }
       return i;
     }
   }

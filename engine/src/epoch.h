@@ -38,6 +38,9 @@ class EpochManager {
   // Only valid inside a Guard.
   static std::size_t current_slot();
   static constexpr std::size_t kSlots = 1024;
+  // One past the highest slot index ever handed out: per-slot arrays need
+  // only be scanned this far.
+  std::size_t slots_used() const { return slots_used_.load(std::memory_order_acquire); }
 
   // Thread slots: taken on a thread's first guard, given back at its exit.
   std::size_t acquire_slot();
@@ -53,6 +56,7 @@ class EpochManager {
   };
 
   std::atomic<std::uint64_t> global_{1};
+  std::atomic<std::size_t> slots_used_{0};
   Slot slots_[kSlots];
 };
 

@@ -326,7 +326,8 @@ PageStore& Tree::store() { return *impl_->store_; }
 
 TreeStats Tree::stats() const {
   TreeStats t;
-  for (std::size_t i = 0; i < detail::EpochManager::kSlots; ++i) {
+  const std::size_t used = detail::EpochManager::instance().slots_used();
+  for (std::size_t i = 0; i < used; ++i) {
     const auto& s = impl_->counters_[i];
     t.operations += s.operations.load(std::memory_order_relaxed);
     t.hinted += s.hinted.load(std::memory_order_relaxed);
@@ -341,7 +342,8 @@ TreeStats Tree::stats() const {
 
 // Counts made while the reset runs may survive it.
 void Tree::reset_stats() {
-  for (std::size_t i = 0; i < detail::EpochManager::kSlots; ++i) {
+  const std::size_t used = detail::EpochManager::instance().slots_used();
+  for (std::size_t i = 0; i < used; ++i) {
     auto& s = impl_->counters_[i];
     for (auto* a : {&s.operations, &s.hinted, &s.hint_hits, &s.secondary_hits, &s.fallbacks,
                     &s.move_rights, &s.nodes_visited}) {
