@@ -64,6 +64,12 @@ void OffloadManager::attach(Tree& tree) {
 }
 
 void OffloadManager::detach() {
+  stop_background();
+  std::lock_guard lock(refresh_mu_);
+  tree_ = nullptr;
+}
+
+void OffloadManager::stop_background() {
   if (thread_.joinable()) {
     {
       std::lock_guard lock(thread_mu_);
@@ -72,8 +78,6 @@ void OffloadManager::detach() {
     wake_.notify_all();
     thread_.join();
   }
-  std::lock_guard lock(refresh_mu_);
-  tree_ = nullptr;
 }
 
 void OffloadManager::on_node_event(const NodeEvent& event) {

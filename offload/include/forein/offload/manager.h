@@ -118,6 +118,8 @@ class OffloadManager final : public NodeObserver {
   // Stops the background thread and forgets the tree. Pending batches stay
   // queued.
   void detach();
+  // Stops the background thread only; refresh() and pump() still work.
+  void stop_background();
 
   // NodeObserver: queue the event, nothing else.
   void on_node_event(const NodeEvent& event) override;
