@@ -16,6 +16,7 @@
 #include "forein/key.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
+#include "support/model.h"
 #include "support/seed.h"
 
 namespace {
@@ -23,7 +24,7 @@ namespace {
 using forein::Direction;
 using forein::ScanSpec;
 using forein::Tree;
-using Entries = std::vector<std::pair<std::string, std::string>>;
+using forein::testing::Entries;
 using Map = std::map<std::string, std::string>;
 
 std::unique_ptr<Tree> make_tree(std::uint32_t page_size = forein::kDefaultPageSize,
@@ -32,14 +33,9 @@ std::unique_ptr<Tree> make_tree(std::uint32_t page_size = forein::kDefaultPageSi
 }
 
 Entries scan_all(Tree& tree, Direction dir) {
-  Entries out;
   ScanSpec spec;
   spec.direction = dir;
-  tree.scan(spec, [&](std::string_view k, std::string_view v) {
-    out.emplace_back(std::string(k), std::string(v));
-    return true;
-  });
-  return out;
+  return forein::testing::scan_entries(tree, spec);
 }
 
 // Tree content equals `want` (sorted): size, every get, scans both ways.

@@ -34,6 +34,7 @@
 #include "forein/node_interval.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
+#include "support/describe.h"
 #include "support/seed.h"
 
 namespace {
@@ -45,26 +46,10 @@ using forein::StartHints;
 using forein::Tree;
 using forein::TreeStats;
 using forein::Word;
+using namespace forein::testing;
+using forein::testing::describe;  // else hidden by the local describe(Delta)
 
 enum class KeyKind { kInt64, kBytes };
-
-std::string hex(std::string_view s, std::size_t max_bytes = 48) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  const std::size_t n = std::min(s.size(), max_bytes);
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  if (s.size() > max_bytes) out += "...";
-  return "[" + std::to_string(s.size()) + "]" + out;
-}
-
-std::string describe(const Hint& h) {
-  return "{node " + std::to_string(h.node) + ", level " + std::to_string(h.level) + ", version " +
-         std::to_string(h.version) + "}";
-}
 
 // Keys whose smallest key of their word is the key itself: at most 8 bytes
 // and no trailing zero byte. For them the word intervals of for_each_node()

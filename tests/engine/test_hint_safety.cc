@@ -37,6 +37,9 @@
 #include "forein/node_interval.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
+#include "support/describe.h"
+#include "support/model.h"
+#include "support/rng.h"
 #include "support/seed.h"
 
 namespace {
@@ -49,51 +52,15 @@ using forein::ScanSpec;
 using forein::StartHints;
 using forein::Tree;
 using forein::TreeStats;
-using Model = std::map<std::string, std::string>;
-using Entries = std::vector<std::pair<std::string, std::string>>;
+using namespace forein::testing;
+using forein::testing::describe;  // else hidden by the local describe(Delta)
 
 constexpr std::uint64_t kOpsFloor = 200'000;
 constexpr std::uint64_t kConfigs = 4;
 
 enum class KeyKind { kInt64, kBytes };
 
-std::string hex(std::string_view s, std::size_t max_bytes = 48) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  const std::size_t n = std::min(s.size(), max_bytes);
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  if (s.size() > max_bytes) out += "...";
-  return "[" + std::to_string(s.size()) + "]" + out;
-}
-
-std::string describe(const Hint& h) {
-  return "{node " + std::to_string(h.node) + ", level " + std::to_string(h.level) + ", version " +
-         std::to_string(h.version) + "}";
-}
-
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : gen_(seed) {}
-  std::uint64_t next() { return gen_(); }
-  std::uint64_t below(std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(gen_); }
-  bool chance(std::uint64_t num, std::uint64_t den) { return below(den) < num; }
-
- private:
-  std::mt19937_64 gen_;
-};
-
-std::uint64_t total_ops() {
-  std::uint64_t ops = kOpsFloor;
-  if (const char* env = std::getenv("FOREIN_HINT_OPS"); env != nullptr && *env != '\0') {
-    const std::uint64_t v = std::strtoull(env, nullptr, 10);
-    if (v > ops) ops = v;
-  }
-  return ops;
-}
+std::uint64_t total_ops() { return ops_from_env("FOREIN_HINT_OPS", kOpsFloor); }
 
 class KeyGen {
  public:
@@ -153,33 +120,6 @@ std::string gen_value(Rng& rng, std::size_t max_value) {
   std::string v(len, '\0');
   for (std::size_t i = 0; i < len; ++i) v[i] = static_cast<char>(rng.below(256));
   return v;
-}
-
-Entries model_scan(const Model& m, const ScanSpec& spec, std::size_t limit) {
-  Entries out;
-  if (spec.direction == Direction::kForward) {
-    auto it = m.begin();
-    if (spec.lower) it = spec.lower->inclusive ? m.lower_bound(spec.lower->key) : m.upper_bound(spec.lower->key);
-    for (; it != m.end() && out.size() < limit; ++it) {
-      if (spec.upper) {
-        const int c = it->first.compare(spec.upper->key);
-        if (c > 0 || (c == 0 && !spec.upper->inclusive)) break;
-      }
-      out.emplace_back(it->first, it->second);
-    }
-  } else {
-    auto it = m.end();
-    if (spec.upper) it = spec.upper->inclusive ? m.upper_bound(spec.upper->key) : m.lower_bound(spec.upper->key);
-    while (it != m.begin() && out.size() < limit) {
-      --it;
-      if (spec.lower) {
-        const int c = it->first.compare(spec.lower->key);
-        if (c < 0 || (c == 0 && !spec.lower->inclusive)) break;
-      }
-      out.emplace_back(it->first, it->second);
-    }
-  }
-  return out;
 }
 
 // What the test knows about a hint it built.
@@ -488,12 +428,7 @@ class SafetyRun {
     }
   }
 
-  std::string pick_present() {
-    if (model_.empty()) return keys_();
-    auto it = model_.lower_bound(keys_());
-    if (it == model_.end()) it = model_.begin();
-    return it->first;
-  }
+  std::string pick_present() { return forein::testing::pick_present(model_, keys_); }
 
   void one_op(bool growth) {
     const std::uint64_t c = rng_.below(100);
@@ -549,20 +484,8 @@ class SafetyRun {
     ++op_;
   }
 
-  std::optional<KeyBound> random_bound() {
-    const std::uint64_t c = rng_.below(10);
-    if (c < 2) return std::nullopt;
-    return KeyBound{c < 6 ? pick_present() : keys_(), rng_.chance(1, 2)};
-  }
-
   void do_scan() {
-    ScanSpec spec;
-    spec.lower = random_bound();
-    spec.upper = random_bound();
-    if (spec.lower && spec.upper && spec.lower->key > spec.upper->key && rng_.chance(4, 5)) {
-      std::swap(spec.lower->key, spec.upper->key);
-    }
-    spec.direction = rng_.chance(1, 2) ? Direction::kForward : Direction::kBackward;
+    const ScanSpec spec = random_spec(rng_, model_, keys_);
     const std::size_t limit = rng_.chance(1, 20) ? 1 + rng_.below(1000) : 1 + rng_.below(40);
     // The hint applies to the scan's starting key.
     const std::optional<KeyBound>& start = spec.direction == Direction::kForward ? spec.lower : spec.upper;
@@ -605,12 +528,7 @@ class SafetyRun {
       fail(when, std::string("check() threw: ") + e.what());
     }
     if (tree_->size() != model_.size()) fail(when, "size mismatch");
-    Entries got;
-    tree_->scan(ScanSpec{}, [&](std::string_view k, std::string_view v) {
-      got.emplace_back(std::string(k), std::string(v));
-      return true;
-    });
-    if (got != Entries(model_.begin(), model_.end())) fail(when, "full scan differs from the model");
+    if (scan_entries(*tree_) != Entries(model_.begin(), model_.end())) fail(when, "full scan differs from the model");
   }
 
   std::uint64_t ops_;

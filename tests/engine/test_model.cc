@@ -33,6 +33,9 @@
 #include "forein/key.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
+#include "support/describe.h"
+#include "support/model.h"
+#include "support/rng.h"
 #include "support/seed.h"
 
 namespace {
@@ -41,48 +44,14 @@ using forein::Direction;
 using forein::KeyBound;
 using forein::ScanSpec;
 using forein::Tree;
-using Model = std::map<std::string, std::string>;  // std::string orders like memcmp
-using Entries = std::vector<std::pair<std::string, std::string>>;
+using namespace forein::testing;
 
 constexpr std::uint64_t kOpsFloor = 1'000'000;
 constexpr std::uint64_t kConfigs = 4;
 
 enum class KeyKind { kInt64, kBytes };
 
-std::string hex(std::string_view s, std::size_t max_bytes = 48) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  const std::size_t n = std::min(s.size(), max_bytes);
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  if (s.size() > max_bytes) out += "...";
-  return "[" + std::to_string(s.size()) + "]" + out;
-}
-
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : gen_(seed) {}
-  std::uint64_t next() { return gen_(); }
-  // Uniform in [0, n); n > 0.
-  std::uint64_t below(std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(gen_); }
-  bool chance(std::uint64_t num, std::uint64_t den) { return below(den) < num; }
-  std::mt19937_64& gen() { return gen_; }
-
- private:
-  std::mt19937_64 gen_;
-};
-
-std::uint64_t total_ops() {
-  std::uint64_t ops = kOpsFloor;
-  if (const char* env = std::getenv("FOREIN_MODEL_OPS"); env != nullptr && *env != '\0') {
-    const std::uint64_t v = std::strtoull(env, nullptr, 10);
-    if (v > ops) ops = v;
-  }
-  return ops;
-}
+std::uint64_t total_ops() { return ops_from_env("FOREIN_MODEL_OPS", kOpsFloor); }
 
 // Key generators. Every generator only produces keys of at most 40 bytes
 // except the explicit max-size keys, which use the tree's limit.
@@ -179,43 +148,6 @@ std::string gen_value(Rng& rng, std::size_t max_value) {
     for (int b = 0; b < 8 && i < len; ++b, ++i, w >>= 8) v[i] = static_cast<char>(w & 0xff);
   }
   return v;
-}
-
-// The expected result of a scan, at most `limit` entries.
-Entries model_scan(const Model& m, const ScanSpec& spec, std::size_t limit) {
-  Entries out;
-  if (spec.direction == Direction::kForward) {
-    auto it = m.begin();
-    if (spec.lower) it = spec.lower->inclusive ? m.lower_bound(spec.lower->key) : m.upper_bound(spec.lower->key);
-    for (; it != m.end() && out.size() < limit; ++it) {
-      if (spec.upper) {
-        const int c = it->first.compare(spec.upper->key);
-        if (c > 0 || (c == 0 && !spec.upper->inclusive)) break;
-      }
-      out.emplace_back(it->first, it->second);
-    }
-  } else {
-    auto it = m.end();
-    if (spec.upper) it = spec.upper->inclusive ? m.upper_bound(spec.upper->key) : m.lower_bound(spec.upper->key);
-    while (it != m.begin() && out.size() < limit) {
-      --it;
-      if (spec.lower) {
-        const int c = it->first.compare(spec.lower->key);
-        if (c < 0 || (c == 0 && !spec.lower->inclusive)) break;
-      }
-      out.emplace_back(it->first, it->second);
-    }
-  }
-  return out;
-}
-
-Entries tree_scan_callback(Tree& t, const ScanSpec& spec, std::size_t limit) {
-  Entries out;
-  t.scan(spec, [&](std::string_view k, std::string_view v) {
-    out.emplace_back(std::string(k), std::string(v));
-    return out.size() < limit;
-  });
-  return out;
 }
 
 Entries tree_scan_cursor(Tree& t, const ScanSpec& spec, std::size_t limit) {
@@ -349,12 +281,7 @@ class ModelRun {
     throw std::logic_error("unreachable");  // FAIL throws; keeps [[noreturn]] honest
   }
 
-  std::string pick_present() {
-    if (model_.empty()) return keys_();
-    auto it = model_.lower_bound(keys_());
-    if (it == model_.end()) it = model_.begin();
-    return it->first;
-  }
+  std::string pick_present() { return forein::testing::pick_present(model_, keys_); }
 
   std::string pick_absent() {
     for (int i = 0; i < 4; ++i) {
@@ -398,24 +325,12 @@ class ModelRun {
     ++op_;
   }
 
-  std::optional<KeyBound> random_bound() {
-    const std::uint64_t c = rng_.below(10);
-    if (c < 2) return std::nullopt;
-    return KeyBound{c < 6 ? pick_present() : keys_(), rng_.chance(1, 2)};
-  }
-
   void do_scan() {
-    ScanSpec spec;
-    spec.lower = random_bound();
-    spec.upper = random_bound();
-    if (spec.lower && spec.upper && spec.lower->key > spec.upper->key && rng_.chance(4, 5)) {
-      std::swap(spec.lower->key, spec.upper->key);
-    }
-    spec.direction = rng_.chance(1, 2) ? Direction::kForward : Direction::kBackward;
+    const ScanSpec spec = random_spec(rng_, model_, keys_);
     const std::size_t limit = rng_.chance(1, 25) ? 1 + rng_.below(2000) : 1 + rng_.below(64);
     const Entries want = model_scan(model_, spec, limit);
     const bool cursor = rng_.chance(1, 2);
-    const Entries got = cursor ? tree_scan_cursor(*tree_, spec, limit) : tree_scan_callback(*tree_, spec, limit);
+    const Entries got = cursor ? tree_scan_cursor(*tree_, spec, limit) : scan_entries(*tree_, spec, limit);
     if (got != want) {
       // Localise: does a point lookup of the first differing key agree?
       std::string extra;
@@ -485,7 +400,7 @@ class ModelRun {
       fail(when, "tree.size() " + std::to_string(tree_->size()) + " != model " + std::to_string(model_.size()));
     }
     const Entries want(model_.begin(), model_.end());
-    const Entries got = tree_scan_callback(*tree_, ScanSpec{}, std::numeric_limits<std::size_t>::max());
+    const Entries got = scan_entries(*tree_);
     if (got != want) fail(when, "full forward scan: " + diff_entries(want, got));
     ScanSpec back;
     back.direction = Direction::kBackward;
@@ -679,11 +594,7 @@ TEST_CASE("model: empty values into leaves holding garbage", "[model]") {
         }
         REQUIRE_NOTHROW(tree->check());
         REQUIRE(tree->size() == model.size());
-        Entries got;
-        tree->scan(ScanSpec{}, [&](std::string_view k, std::string_view v) {
-          got.emplace_back(std::string(k), std::string(v));
-          return true;
-        });
+        const Entries got = scan_entries(*tree);
         const Entries want(model.begin(), model.end());
         INFO("round " << round << ": " << diff_entries(want, got));
         REQUIRE(got == want);

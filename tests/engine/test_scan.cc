@@ -19,6 +19,7 @@
 #include "forein/key.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
+#include "support/model.h"
 #include "support/seed.h"
 
 namespace {
@@ -28,7 +29,8 @@ using forein::KeyBound;
 using forein::ScanSpec;
 using forein::Tree;
 using Map = std::map<std::string, std::string>;
-using Entries = std::vector<std::pair<std::string, std::string>>;
+using forein::testing::Entries;
+using forein::testing::scan_entries;
 
 std::unique_ptr<Tree> make_tree(std::uint32_t page_size) {
   return Tree::create(std::make_unique<forein::MemoryPageStore>(page_size));
@@ -55,15 +57,6 @@ Entries expected(const Map& oracle, const ScanSpec& spec) {
   for (const auto& kv : oracle)
     if (in_range(kv.first, spec)) out.push_back(kv);
   if (spec.direction == Direction::kBackward) std::reverse(out.begin(), out.end());
-  return out;
-}
-
-Entries via_callback(Tree& tree, const ScanSpec& spec) {
-  Entries out;
-  tree.scan(spec, [&](std::string_view k, std::string_view v) {
-    out.emplace_back(std::string(k), std::string(v));
-    return true;
-  });
   return out;
 }
 
@@ -95,7 +88,7 @@ std::string describe(const ScanSpec& spec) {
 void check_scan(Tree& tree, const Map& oracle, const ScanSpec& spec) {
   INFO(describe(spec));
   const Entries want = expected(oracle, spec);
-  const Entries by_cb = via_callback(tree, spec);
+  const Entries by_cb = scan_entries(tree, spec);
   REQUIRE(by_cb.size() == want.size());
   REQUIRE(by_cb == want);
   const Entries by_cursor = via_cursor(tree, spec);
@@ -187,7 +180,7 @@ TEST_CASE("scan: empty ranges", "[tree][scan]") {
       spec.upper = hi;
       spec.direction = dir;
       INFO(describe(spec));
-      CHECK(via_callback(*tree, spec).empty());
+      CHECK(scan_entries(*tree, spec).empty());
       CHECK(via_cursor(*tree, spec).empty());
     }
   }
@@ -480,7 +473,7 @@ TEST_CASE("scan: after many deletions (merged leaves)", "[tree][scan]") {
     ScanSpec spec;
     spec.direction = dir;
     CHECK(via_cursor(*tree, spec).empty());
-    CHECK(via_callback(*tree, spec).empty());
+    CHECK(scan_entries(*tree, spec).empty());
   }
 }
 

@@ -22,11 +22,13 @@
 #include "forein/key.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
+#include "support/model.h"
 #include "support/seed.h"
 
 namespace {
 
 using forein::Tree;
+using forein::testing::scan_entries;
 using Map = std::map<std::string, std::string>;
 
 std::unique_ptr<Tree> make_tree(std::uint32_t page_size = forein::kDefaultPageSize) {
@@ -40,16 +42,6 @@ std::string value_for(const std::string& key, std::uint64_t salt) {
   return v;
 }
 
-// Everything the tree holds, in forward scan order.
-std::vector<std::pair<std::string, std::string>> dump(Tree& tree) {
-  std::vector<std::pair<std::string, std::string>> out;
-  tree.scan(forein::ScanSpec{}, [&](std::string_view k, std::string_view v) {
-    out.emplace_back(std::string(k), std::string(v));
-    return true;
-  });
-  return out;
-}
-
 // The tree matches the oracle: size, every get, and a full scan.
 void require_equal(Tree& tree, const Map& oracle) {
   REQUIRE(tree.size() == oracle.size());
@@ -59,7 +51,7 @@ void require_equal(Tree& tree, const Map& oracle) {
     if (!tree.get(k, &got) || got != v) ++mismatches;
   }
   REQUIRE(mismatches == 0);
-  auto all = dump(tree);
+  auto all = scan_entries(tree);
   const std::vector<std::pair<std::string, std::string>> expected(oracle.begin(), oracle.end());
   REQUIRE(all.size() == expected.size());
   REQUIRE(all == expected);
@@ -367,7 +359,7 @@ TEST_CASE("limits: max key and value sizes", "[tree][basic][limits]") {
     oracle[k] = value_for(k, static_cast<std::uint64_t>(i));
     REQUIRE(tree->put(k, oracle[k]));
   }
-  const auto before = dump(*tree);
+  const auto before = scan_entries(*tree);
 
   // Oversized key: rejected, nothing changes.
   const std::string big_key(max_key + 1, 'k');
@@ -380,7 +372,7 @@ TEST_CASE("limits: max key and value sizes", "[tree][basic][limits]") {
   CHECK_THROWS_AS(tree->put(existing, big_value), forein::InvalidArgument);
   CHECK_THROWS_AS(tree->put(big_key, big_value), forein::InvalidArgument);
   CHECK(tree->size() == oracle.size());
-  CHECK(dump(*tree) == before);
+  CHECK(scan_entries(*tree) == before);
   CHECK_FALSE(tree->get(forein::encode_int64(5), nullptr));
   std::string v;
   REQUIRE(tree->get(existing, &v));
