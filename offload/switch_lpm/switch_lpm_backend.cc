@@ -14,7 +14,16 @@ Hint hint_of(const LpmAction& a) { return Hint{a.node, a.level, a.version_tag}; 
 }  // namespace
 
 SwitchLpmBackend::SwitchLpmBackend(SwitchLpmOptions options)
-    : options_(options), upper_(options.capacity), bottom_(options.capacity) {}
+    : options_(options),
+      upper_(options.capacity),
+      bottom_(options.capacity),
+      snapshots_(std::make_shared<const Snapshots>(
+          Snapshots{upper_.snapshot(), bottom_.snapshot()})) {}
+
+void SwitchLpmBackend::publish_snapshots_locked() {
+  snapshots_.publish(
+      std::make_shared<const Snapshots>(Snapshots{upper_.snapshot(), bottom_.snapshot()}));
+}
 
 SwitchLpmBackend::Key SwitchLpmBackend::key_of(const LpmEntry& e) {
   return {is_bottom_line(e), {e.prefix.value, e.prefix.len}};
@@ -38,6 +47,7 @@ BackendStatus SwitchLpmBackend::install(std::span<const LpmEntry> entries) {
     throw Error("switch_lpm: an LPM table refused a validated batch");
   }
   for (const LpmEntry& e : entries) installed_[key_of(e)] = e;
+  publish_snapshots_locked();
   return BackendStatus::kOk;
 }
 
@@ -52,13 +62,15 @@ std::size_t SwitchLpmBackend::remove(std::span<const LpmEntry> entries) {
   }
   if (!upper.empty()) upper_.remove(upper);
   if (!bottom.empty()) bottom_.remove(bottom);
+  if (removed > 0) publish_snapshots_locked();
   return removed;
 }
 
 StartHints SwitchLpmBackend::hint_for_word(Word w) const {
   StartHints hints;
-  const auto upper = upper_.lookup(w);
-  const auto bottom = bottom_.lookup(w);
+  const auto [upper, bottom] = snapshots_.read([w](const Snapshots& s) {
+    return std::pair{s.upper->lookup(w), s.bottom->lookup(w)};
+  });
   if (upper) {
     hints.primary = hint_of(*upper);
     if (bottom) hints.secondary = hint_of(*bottom);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "forein/offload/backend.h"
+#include "forein/offload/published.h"
 #include "switch_lpm/lpm_table.h"
 
 namespace forein::offload {
@@ -58,11 +59,19 @@ class SwitchLpmBackend final : public OffloadBackend {
   using Key = std::pair<bool, std::pair<Word, std::uint8_t>>;  // bottom line?, prefix
   static Key key_of(const LpmEntry& e);
 
+  // Both tables' current versions, published together so a hint costs one
+  // read section, not one per table.
+  struct Snapshots {
+    std::shared_ptr<const LpmSnapshot> upper, bottom;
+  };
+  void publish_snapshots_locked();  // caller holds mu_
+
   const SwitchLpmOptions options_;
   LpmTable upper_;   // main layer and hot leaves
   LpmTable bottom_;  // bottom-line layer
-  mutable std::mutex mu_;  // serializes writers; readers use the tables only
+  mutable std::mutex mu_;  // serializes writers; readers use snapshots_ only
   std::map<Key, LpmEntry> installed_;  // guarded by mu_
+  Published<Snapshots> snapshots_;
 };
 
 }  // namespace forein::offload
