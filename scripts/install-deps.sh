@@ -8,6 +8,7 @@ packages=(
   build-essential cmake pkg-config
   catch2            # unit, property and stress tests
   libabsl-dev       # absl::btree_map, the benchmark's peer
+  libsqlite3-dev sqlite3  # the SQLite variant (sqlite_vfs/) and its shell test
 )
 
 missing=()
