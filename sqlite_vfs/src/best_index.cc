@@ -1,0 +1,82 @@
+// xBestIndex: which key constraints and ORDER BY the scan uses, encoded as
+// the idxNum bits (kEq, kIn, kLower, ...) that x_filter decodes.
+#include "forein_vtab.h"
+
+namespace forein::sqlite {
+
+int x_best_index(sqlite3_vtab*, sqlite3_index_info* info) {
+  int eq = -1, lo = -1, hi = -1;
+  bool eq_is_in = false;
+  for (int i = 0; i < info->nConstraint; ++i) {
+    const auto& c = info->aConstraint[i];
+    if (!c.usable || c.iColumn != 0) continue;
+    switch (c.op) {
+      case SQLITE_INDEX_CONSTRAINT_EQ: {
+        const bool is_in = sqlite3_vtab_in(info, i, -1) != 0;
+        // Prefer a plain = over an IN.
+        if (eq < 0 || (eq_is_in && !is_in)) {
+          eq = i;
+          eq_is_in = is_in;
+        }
+        break;
+      }
+      case SQLITE_INDEX_CONSTRAINT_GT:
+      case SQLITE_INDEX_CONSTRAINT_GE:
+        if (lo < 0) lo = i;
+        break;
+      case SQLITE_INDEX_CONSTRAINT_LT:
+      case SQLITE_INDEX_CONSTRAINT_LE:
+        if (hi < 0) hi = i;
+        break;
+      default:
+        break;
+    }
+  }
+  int idx = 0, argv_i = 0;
+  double cost = 1e7;
+  sqlite3_int64 rows = 1000000;
+  // Every constraint is left for SQLite to re-check (omit = 0): the scan
+  // only narrows, so a value of an unexpected type can never drop a row.
+  if (eq >= 0) {
+    info->aConstraintUsage[eq].argvIndex = ++argv_i;
+    if (eq_is_in) {
+      sqlite3_vtab_in(info, eq, 1);
+      idx |= kIn;
+      cost = 100;
+      rows = 10;
+    } else {
+      idx |= kEq;
+      cost = 10;
+      rows = 1;
+      info->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
+    }
+  } else {
+    if (lo >= 0) {
+      info->aConstraintUsage[lo].argvIndex = ++argv_i;
+      idx |= kLower;
+      if (info->aConstraint[lo].op == SQLITE_INDEX_CONSTRAINT_GE) idx |= kLowerIncl;
+    }
+    if (hi >= 0) {
+      info->aConstraintUsage[hi].argvIndex = ++argv_i;
+      idx |= kUpper;
+      if (info->aConstraint[hi].op == SQLITE_INDEX_CONSTRAINT_LE) idx |= kUpperIncl;
+    }
+    if (lo >= 0 && hi >= 0) {
+      cost = 1000;
+      rows = 1000;
+    } else if (lo >= 0 || hi >= 0) {
+      cost = 100000;
+      rows = 100000;
+    }
+  }
+  if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == 0) {
+    if (info->aOrderBy[0].desc) idx |= kDesc;
+    info->orderByConsumed = 1;
+  }
+  info->idxNum = idx;
+  info->estimatedCost = cost;
+  info->estimatedRows = rows;
+  return SQLITE_OK;
+}
+
+}  // namespace forein::sqlite
