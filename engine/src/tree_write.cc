@@ -19,6 +19,24 @@ std::size_t entry_size(const EntryList& e, std::size_t i, bool leaf) {
   return detail::entry_bytes(e.keys[i].size(), leaf ? e.values[i].size() : 0);
 }
 
+// The node's entries with one more at position `pos`: (key, value) in a
+// leaf, (key, child) in an inner node. Views point into `old`.
+EntryList entries_with(const Node& old, std::size_t pos, std::string_view key,
+                       std::string_view value, PageId child) {
+  EntryList e;
+  const bool leaf = old.is_leaf();
+  for (std::size_t i = 0; i <= old.count(); ++i) {
+    if (i == pos) {
+      e.keys.emplace_back(key);
+      leaf ? e.values.push_back(value) : e.children.push_back(child);
+    }
+    if (i == old.count()) break;
+    e.keys.push_back(old.key_at(i).to_string());
+    leaf ? e.values.push_back(old.value_at(i)) : e.children.push_back(old.child_at(i));
+  }
+  return e;
+}
+
 void append_entries(Node& n, const EntryList& e, std::size_t from, std::size_t to, bool leaf) {
   for (std::size_t i = from; i < to; ++i) {
     if (leaf) {
@@ -108,16 +126,7 @@ void Tree::Impl::split_and_insert(LatchedPage leaf, const SearchKey& k, std::siz
   std::byte* copy = scratch_copy_page(page_size_);
   copy_node(copy, store_->page(leaf.id()), page_size_);
   const Node old(copy, page_size_);
-  EntryList e;
-  for (std::size_t i = 0; i <= old.count(); ++i) {
-    if (i == pos) {
-      e.keys.emplace_back(k.bytes);
-      e.values.push_back(value);
-    }
-    if (i == old.count()) break;
-    e.keys.push_back(old.key_at(i).to_string());
-    e.values.push_back(old.value_at(i));
-  }
+  const EntryList e = entries_with(old, pos, k.bytes, value, kNoPage);
   const PageId left = leaf.id();
   auto [sep, right] = split_node(std::move(leaf), old, e);
   post_separator(1, left, std::move(sep), right, path);
@@ -210,16 +219,7 @@ void Tree::Impl::post_separator(std::uint16_t level, PageId left, std::string se
   std::byte* copy = scratch_copy_page(page_size_);
   copy_node(copy, store_->page(parent.id()), page_size_);
   const Node old(copy, page_size_);
-  EntryList e;
-  for (std::size_t j = 0; j <= old.count(); ++j) {
-    if (j == i) {
-      e.keys.push_back(sep);
-      e.children.push_back(right);
-    }
-    if (j == old.count()) break;
-    e.keys.push_back(old.key_at(j).to_string());
-    e.children.push_back(old.child_at(j));
-  }
+  const EntryList e = entries_with(old, i, sep, {}, right);
   const PageId parent_id = parent.id();
   auto [up_sep, up_right] = split_node(std::move(parent), old, e);
   post_separator(level + 1, parent_id, std::move(up_sep), up_right, path);
