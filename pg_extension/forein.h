@@ -1,0 +1,390 @@
+/*-------------------------------------------------------------------------
+ *
+ * forein.h
+ *	  Shared declarations of the forein index access method.
+ *
+ * A forein index is a Lehman-Yao B+tree (right links, high keys, like
+ * nbtree) kept in the index relation's pages through the buffer manager and
+ * WAL-logged with generic WAL.  What it adds over nbtree is that every node
+ * also knows its low key, so a node suggested by offload hardware (a hint)
+ * can be validated on the page: live, right level, lo <= key < hi, else move
+ * right along the sibling link or fall back to the root.
+ *
+ * Page layout (standard PageHeaderData, line pointers, special space):
+ *
+ *	 offset 1  high key: (key, heap TID) bound, exclusive.  Meaningless
+ *			   (a placeholder) when the page is rightmost (right link invalid)
+ *	 offset 2  low key: (key, heap TID) bound, inclusive.  Meaningless when
+ *			   the page is leftmost (left link invalid)
+ *	 offset 3+ items, ascending by (key, heap TID):
+ *			   leaf:  plain index tuples (t_tid = heap TID)
+ *			   inner: downlinks; t_tid = the separator's heap TID, the child
+ *			   block in a 4-byte trailer (FOREIN_DOWNLINK).  The first
+ *			   downlink's separator is treated as minus infinity within the
+ *			   page (its stored key equals the low key).
+ *
+ * Keys are unique as (key, heap TID), so every bound and separator is a
+ * strict position.  NULL keys sort after all non-NULL keys (ASC NULLS LAST,
+ * the only column order supported).
+ *
+ * Locking (nbtree's README rules): readers hold one buffer content lock at a
+ * time and move right when the search key is >= the high key.  Writers lock
+ * leftmost-first within a level and child-before-parent; no one locks a child
+ * while holding its parent.  A split is two WAL records: the split itself
+ * (left, new right, old right sibling) which flags the left page
+ * INCOMPLETE_SPLIT, then the downlink insertion into the parent which clears
+ * it.  A crash between them leaves a valid tree (the right page is reached
+ * by the right link); the next inserter that meets the flag finishes it.
+ *
+ * Portions Copyright (c) 2026, forein developers
+ *
+ * pg_extension/forein.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FOREIN_H
+#define FOREIN_H
+
+#include "access/amapi.h"
+#include "access/generic_xlog.h"
+#include "access/itup.h"
+#include "access/relscan.h"
+#include "access/sdir.h"
+#include "access/skey.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "utils/relcache.h"
+
+/* Support procedure numbers */
+#define FOREIN_CMP_PROC			1	/* btree-style 3-way comparison */
+#define FOREIN_NPROC			1
+
+/* Strategy numbers: the btree ones */
+#define FOREIN_NSTRATEGIES		5
+
+/* Line pointer offsets */
+#define FOREIN_HIKEY			((OffsetNumber) 1)
+#define FOREIN_LOKEY			((OffsetNumber) 2)
+#define FOREIN_FIRST_ITEM		((OffsetNumber) 3)
+
+#define FOREIN_METAPAGE_BLKNO	((BlockNumber) 0)
+#define FOREIN_MAGIC			0x46524e31	/* "FRN1" */
+#define FOREIN_VERSION			1
+#define FOREIN_PAGE_ID			0xFE1E	/* in every page's special space */
+
+/* Page flags */
+#define FOREIN_META				(1 << 0)
+#define FOREIN_ROOT				(1 << 1)
+#define FOREIN_DELETED			(1 << 2)	/* unlinked; see deleted_xid */
+#define FOREIN_INCOMPLETE_SPLIT (1 << 3)	/* right sibling lacks a downlink */
+
+typedef struct ForeinPageOpaqueData
+{
+	BlockNumber left;			/* InvalidBlockNumber: leftmost (lo = -inf) */
+	BlockNumber right;			/* InvalidBlockNumber: rightmost (hi = +inf) */
+	uint32		version;		/* bumped on every split and range change */
+	uint16		level;			/* 0 = leaf */
+	uint16		flags;
+	uint32		deleted_xid_hi; /* FullTransactionId stamped at deletion */
+	uint32		deleted_xid_lo;
+	uint16		unused;
+	uint16		page_id;		/* FOREIN_PAGE_ID */
+} ForeinPageOpaqueData;
+
+typedef ForeinPageOpaqueData *ForeinPageOpaque;
+
+#define ForeinPageGetOpaque(page) \
+	((ForeinPageOpaque) PageGetSpecialPointer(page))
+#define ForeinPageIsLeaf(page)		(ForeinPageGetOpaque(page)->level == 0)
+#define ForeinPageIsDeleted(page) \
+	((ForeinPageGetOpaque(page)->flags & FOREIN_DELETED) != 0)
+#define ForeinPageIsRightmost(page) \
+	(ForeinPageGetOpaque(page)->right == InvalidBlockNumber)
+#define ForeinPageIsLeftmost(page) \
+	(ForeinPageGetOpaque(page)->left == InvalidBlockNumber)
+
+/* Metapage contents (after the page header) */
+typedef struct ForeinMetaPageData
+{
+	uint32		magic;
+	uint32		version;
+	BlockNumber root;
+	uint32		root_level;
+	uint32		fillfactor;		/* leaf fill target when built, percent */
+} ForeinMetaPageData;
+
+#define ForeinPageGetMeta(page) ((ForeinMetaPageData *) PageGetContents(page))
+
+/*
+ * An inner item's child block lives in the last 4 bytes of the tuple, which
+ * is 8 bytes longer than the key tuple it was made from; the AM-reserved
+ * t_info bit marks such a downlink so that its key can be copied out as a
+ * bound (forein_make_bound).
+ */
+#define FOREIN_DOWNLINK_BIT		INDEX_AM_RESERVED_BIT
+#define FOREIN_DOWNLINK_EXTRA	MAXALIGN(sizeof(BlockNumber))
+#define FOREIN_DOWNLINK(itup) \
+	(*(BlockNumber *) ((char *) (itup) + IndexTupleSize(itup) - sizeof(BlockNumber)))
+
+/* The largest index tuple: a page must hold two bounds and three items */
+#define FOREIN_MAX_ITEM_SIZE \
+	MAXALIGN_DOWN((BLCKSZ - MAXALIGN(SizeOfPageHeaderData + 5 * sizeof(ItemIdData)) - \
+				   MAXALIGN(sizeof(ForeinPageOpaqueData))) / 5 - FOREIN_DOWNLINK_EXTRA)
+
+/* How keys of an index column compare; chosen from the column's type */
+typedef enum ForeinKeyKind
+{
+	FOREIN_KEY_INT,				/* int2/int4/int8: compared as int64 */
+	FOREIN_KEY_DATE,			/* int32 day number, as int64 */
+	FOREIN_KEY_TIMESTAMP,		/* timestamp, timestamptz: int64 */
+	FOREIN_KEY_UUID,			/* 16 bytes, memcmp */
+	FOREIN_KEY_GENERIC			/* support proc 1 under the collation (text) */
+} ForeinKeyKind;
+
+/* Per-index state, cached in rd_amcache */
+typedef struct ForeinState
+{
+	ForeinKeyKind kind;
+	Oid			typid;			/* the opclass input type */
+	Oid			opfamily;
+	Oid			collation;
+	int16		typlen;
+	bool		typbyval;
+	bool		has_words;		/* offload words are order-preserving */
+	FmgrInfo	cmp;			/* support proc 1 for (typid, typid) */
+	TupleDesc	tupdesc;
+	BlockNumber root;			/* cached from the metapage; see forein_get_root */
+	uint32		root_level;
+} ForeinState;
+
+/*
+ * A search position in key order: a key (or NULL, or unbounded) plus where
+ * among the heap TIDs of equal keys it falls.
+ */
+typedef enum ForeinTidMode
+{
+	FOREIN_TID_BEFORE = -1,		/* before every (key, tid) with this key */
+	FOREIN_TID_EXACT = 0,		/* exactly (key, tid) */
+	FOREIN_TID_AFTER = 1,		/* after every (key, tid) with this key */
+	FOREIN_TID_JUST_BEFORE = 2	/* just before (key, tid): its predecessor */
+} ForeinTidMode;
+
+/*
+ * A heap TID of (0,0) in a bound or separator means "before every real TID
+ * of this key": a separator between different keys needs no TID (nbtree's
+ * suffix truncation), so a search for the key's first entry lands on the
+ * page that holds it.  FOREIN_TID_BEFORE compares equal to it.
+ */
+#define ForeinTidIsMinimal(tid) \
+	(ItemPointerGetBlockNumberNoCheck(tid) == 0 && \
+	 ItemPointerGetOffsetNumberNoCheck(tid) == 0)
+
+typedef struct ForeinSearchKey
+{
+	bool		unbounded;		/* minus infinity (with TID_BEFORE) */
+	bool		isnull;			/* NULL: sorts after every non-NULL key */
+	int64		ival;			/* INT, DATE, TIMESTAMP kinds */
+	Datum		datum;			/* UUID, GENERIC kinds */
+	FmgrInfo   *cmp;			/* GENERIC: 3-way proc for (index type, arg type) */
+	ForeinTidMode tidmode;
+	ItemPointerData tid;		/* with FOREIN_TID_EXACT */
+	uint64		word;			/* offload word of the key */
+} ForeinSearchKey;
+
+/* One level of the path a writer descended, for parent insertion */
+typedef struct ForeinStackData
+{
+	BlockNumber blkno;
+	struct ForeinStackData *parent;
+} ForeinStackData;
+
+typedef ForeinStackData *ForeinStack;
+
+/* How a descent started, for statistics */
+typedef enum ForeinStart
+{
+	FOREIN_START_ROOT,			/* no hint */
+	FOREIN_START_HINT,			/* the primary hint validated */
+	FOREIN_START_SECONDARY,		/* the bottom-line hint validated */
+	FOREIN_START_FALLBACK		/* hints given, none validated: root */
+} ForeinStart;
+
+/* Scan state */
+typedef struct ForeinScanItem
+{
+	ItemPointerData heapTid;
+	OffsetNumber offnum;
+	uint16		tupleOffset;	/* into currTuples, for index-only scans */
+} ForeinScanItem;
+
+typedef struct ForeinScanPos
+{
+	Buffer		buf;			/* pinned leaf, or InvalidBuffer */
+	BlockNumber blkno;
+	BlockNumber right;			/* the leaf's right link when read */
+	bool		leftmost;		/* the leaf had no left sibling */
+	bool		moreLeft;
+	bool		moreRight;
+	IndexTuple	lokey;			/* copy of the leaf's low key (palloc'd) */
+	int			firstItem;
+	int			lastItem;
+	int			itemIndex;
+	ForeinScanItem *items;		/* MaxIndexTuplesPerPage */
+	char	   *tuples;			/* copies of tuples for index-only scans */
+	int			nextTupleOffset;
+} ForeinScanPos;
+
+typedef struct ForeinScanOpaqueData
+{
+	bool		qual_ok;		/* false: the quals can never match */
+	bool		started;
+	/* preprocessed bounds */
+	bool		have_lower;
+	ForeinSearchKey lower;		/* first position to return */
+	bool		have_upper;
+	ForeinSearchKey upper;		/* first position past the range */
+	bool		want_null;		/* IS NULL: only NULL keys */
+	bool		want_notnull;	/* IS NOT NULL, or any comparison */
+	FmgrInfo	lower_cmp;
+	FmgrInfo	upper_cmp;
+
+	ForeinScanPos pos;
+	ForeinScanPos mark;
+	bool		mark_valid;
+} ForeinScanOpaqueData;
+
+typedef ForeinScanOpaqueData *ForeinScanOpaque;
+
+/* Reloptions */
+typedef enum ForeinOffloadKind
+{
+	FOREIN_OFFLOAD_NONE = 0,
+	FOREIN_OFFLOAD_SWITCH_LPM = 1
+} ForeinOffloadKind;
+
+typedef struct ForeinOptions
+{
+	int32		vl_len_;		/* varlena header (do not touch directly!) */
+	int			fillfactor;
+	int			offload_offset; /* string: 'switch_lpm' or 'none' */
+	int			lpm_entries;	/* 0: forein.lpm_entries */
+} ForeinOptions;
+
+#define FOREIN_DEFAULT_FILLFACTOR	90
+#define FOREIN_MIN_FILLFACTOR		10
+#define FOREIN_INNER_FILLFACTOR		70
+
+/* forein_handler.c */
+extern bytea *forein_options(Datum reloptions, bool validate);
+extern void forein_costestimate(PlannerInfo *root, IndexPath *path,
+								double loop_count, Cost *indexStartupCost,
+								Cost *indexTotalCost,
+								Selectivity *indexSelectivity,
+								double *indexCorrelation, double *indexPages);
+extern bool forein_validate(Oid opclassoid);
+extern ForeinOffloadKind forein_index_offload(Relation index);
+extern int	forein_index_fillfactor(Relation index);
+
+/* forein_utils.c */
+extern ForeinState *forein_get_state(Relation index);
+extern void forein_init_page(Page page, uint16 flags, uint16 level);
+extern void forein_init_metapage(Page page, BlockNumber root, uint32 level,
+								 int fillfactor);
+extern Buffer forein_getbuf(Relation index, BlockNumber blkno, int access);
+extern Buffer forein_newbuf(Relation index);
+extern void forein_relbuf(Buffer buf);
+extern void forein_check_page(Relation index, Page page, BlockNumber blkno);
+extern void forein_get_root(Relation index, BlockNumber *root, uint32 *level);
+extern bool forein_page_recyclable(Page page);
+extern void forein_key_from_datum(ForeinState *state, Datum value, bool isnull,
+								  ForeinSearchKey *key);
+extern bool forein_key_from_scankey(ForeinState *state, ScanKey sk,
+									FmgrInfo *cmpbuf, ForeinSearchKey *key);
+extern void forein_key_from_tuple(ForeinState *state, IndexTuple itup,
+								  ForeinSearchKey *key);
+extern int	forein_compare(ForeinState *state, const ForeinSearchKey *key,
+						   IndexTuple itup);
+extern int	forein_compare_tuples(ForeinState *state, IndexTuple a,
+								  IndexTuple b);
+extern uint64 forein_tuple_word(ForeinState *state, IndexTuple itup);
+extern bool forein_page_lo_le(ForeinState *state, Page page,
+							  const ForeinSearchKey *key);
+extern bool forein_page_hi_le(ForeinState *state, Page page,
+							  const ForeinSearchKey *key);
+extern void forein_page_interval(ForeinState *state, Page page, uint64 *lo,
+								 uint64 *hi, bool *hi_inf);
+extern IndexTuple forein_make_downlink(IndexTuple sep, BlockNumber child);
+extern IndexTuple forein_make_placeholder(ForeinState *state);
+extern IndexTuple forein_make_bound(IndexTuple itup);
+extern bool forein_keys_equal(ForeinState *state, IndexTuple a, IndexTuple b);
+extern Size forein_page_free(Page page);
+
+/* forein_search.c */
+extern OffsetNumber forein_binsearch_leaf(ForeinState *state, Page page,
+										  const ForeinSearchKey *key);
+extern OffsetNumber forein_binsearch_inner(ForeinState *state, Page page,
+										   const ForeinSearchKey *key);
+extern Buffer forein_moveright(Relation index, ForeinState *state, Buffer buf,
+							   const ForeinSearchKey *key, int access);
+extern Buffer forein_descend(Relation index, ForeinState *state,
+							 const ForeinSearchKey *key, uint32 target_level,
+							 int access, ForeinStack *stack, bool use_hints);
+extern void forein_free_stack(ForeinStack stack);
+extern Buffer forein_get_endpoint(Relation index, ForeinState *state,
+								  bool rightmost);
+
+/* forein_insert.c */
+extern bool forein_insert(Relation index, Datum *values, bool *isnull,
+						  ItemPointer ht_ctid, Relation heapRel,
+						  IndexUniqueCheck checkUnique, bool indexUnchanged,
+						  struct IndexInfo *indexInfo);
+extern void forein_insert_downlink(Relation index, ForeinState *state,
+								   Buffer lbuf, ForeinStack stack);
+
+/* forein_build.c */
+extern IndexBuildResult *forein_build(Relation heap, Relation index,
+									  struct IndexInfo *indexInfo);
+extern void forein_buildempty(Relation index);
+
+/* forein_scan.c */
+extern IndexScanDesc forein_beginscan(Relation r, int nkeys, int norderbys);
+extern void forein_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
+						  ScanKey orderbys, int norderbys);
+extern bool forein_gettuple(IndexScanDesc scan, ScanDirection dir);
+extern int64 forein_getbitmap(IndexScanDesc scan, TIDBitmap *tbm);
+extern void forein_endscan(IndexScanDesc scan);
+extern void forein_markpos(IndexScanDesc scan);
+extern void forein_restrpos(IndexScanDesc scan);
+extern bool forein_canreturn(Relation index, int attno);
+
+/* forein_vacuum.c */
+extern IndexBulkDeleteResult *forein_bulkdelete(IndexVacuumInfo *info,
+												IndexBulkDeleteResult *stats,
+												IndexBulkDeleteCallback callback,
+												void *callback_state);
+extern IndexBulkDeleteResult *forein_vacuumcleanup(IndexVacuumInfo *info,
+												   IndexBulkDeleteResult *stats);
+
+/*
+ * forein_offload.c: hints and statistics.  Without shared_preload_libraries
+ * every call is cheap and returns "no hint".
+ */
+typedef struct ForeinHint
+{
+	BlockNumber primary;		/* InvalidBlockNumber: none */
+	uint16		primary_level;
+	BlockNumber secondary;		/* the bottom-line layer's node */
+	uint16		secondary_level;
+} ForeinHint;
+
+extern bool forein_offload_hint(Relation index, uint64 word, ForeinHint *hint);
+extern void forein_offload_count(Relation index, ForeinStart start,
+								 int move_rights, BlockNumber leaf);
+extern void forein_offload_node_event(Relation index, BlockNumber blkno);
+extern void forein_offload_init(void);
+
+#endif							/* FOREIN_H */

@@ -1,0 +1,415 @@
+/*-------------------------------------------------------------------------
+ *
+ * forein_build.c
+ *	  CREATE INDEX: sort the heap's keys, then load the tree bottom-up.
+ *
+ * Like nbtsort.c, the pages are written straight to storage (smgrextend)
+ * and WAL-logged as full page images, bypassing shared buffers: the
+ * relation is new, so nobody else can see its pages yet.  Each level gets
+ * consecutive blocks, so sibling links are simply the neighbouring block
+ * numbers.  Leaves are filled to the fillfactor, inner pages to 70%.
+ *
+ * pg_extension/forein_build.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/tableam.h"
+#include "access/xloginsert.h"
+#include "catalog/index.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "executor/tuptable.h"
+#include "forein.h"
+#include "miscadmin.h"
+#include "storage/smgr.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/tuplesort.h"
+
+/* Pages of one level, written as they fill */
+typedef struct LevelWriter
+{
+	uint16		level;
+	Size		target;			/* bytes of items + bounds before a new page */
+	IndexTuple *items;			/* the open page's items (copies) */
+	int			nitems;
+	Size		bytes;
+	IndexTuple	lokey;			/* the open page's low key; NULL: leftmost */
+	BlockNumber first_blkno;
+	int			npages;
+	/* per page written: low key (NULL for the first) for the level above */
+	IndexTuple *page_lokeys;
+	int			page_lokeys_size;
+	MemoryContext pagecxt;
+} LevelWriter;
+
+typedef struct BuildState
+{
+	Relation	index;
+	ForeinState *state;
+	bool		use_wal;
+	BlockNumber next_blkno;
+	IndexTuple	placeholder;
+	Tuplesortstate *sort;
+	TupleTableSlot *slot;
+	double		indtuples;
+} BuildState;
+
+static Size
+usable_space(void)
+{
+	return BLCKSZ - SizeOfPageHeaderData - MAXALIGN(sizeof(ForeinPageOpaqueData));
+}
+
+static inline Size
+item_cost(IndexTuple itup)
+{
+	return MAXALIGN(IndexTupleSize(itup)) + sizeof(ItemIdData);
+}
+
+static void
+write_page(BuildState *bs, Page page, BlockNumber blkno)
+{
+	PageSetChecksumInplace(page, blkno);
+	if (blkno == FOREIN_METAPAGE_BLKNO && bs->next_blkno > 1)
+		smgrwrite(RelationGetSmgr(bs->index), MAIN_FORKNUM, blkno, (char *) page, true);
+	else
+		smgrextend(RelationGetSmgr(bs->index), MAIN_FORKNUM, blkno, (char *) page, true);
+	if (bs->use_wal)
+		log_newpage(&bs->index->rd_node, MAIN_FORKNUM, blkno, page, true);
+}
+
+static void
+level_init(LevelWriter *w, uint16 level, Size target)
+{
+	memset(w, 0, sizeof(*w));
+	w->level = level;
+	w->target = target;
+	w->items = palloc(sizeof(IndexTuple) * MaxIndexTuplesPerPage);
+	w->page_lokeys_size = 64;
+	w->page_lokeys = palloc(sizeof(IndexTuple) * w->page_lokeys_size);
+	w->first_blkno = InvalidBlockNumber;
+	w->pagecxt = AllocSetContextCreate(CurrentMemoryContext, "forein build page",
+									   ALLOCSET_DEFAULT_SIZES);
+}
+
+/* Writes the open page with high key hikey (NULL: rightmost) */
+static void
+level_flush(BuildState *bs, LevelWriter *w, IndexTuple hikey, bool last)
+{
+	PGAlignedBlock buf;
+	Page		page = buf.data;
+	BlockNumber blkno = bs->next_blkno++;
+	ForeinPageOpaque opaque;
+	uint16		flags = (last && w->npages == 0) ? FOREIN_ROOT : 0;
+	int			i;
+
+	if (w->first_blkno == InvalidBlockNumber)
+		w->first_blkno = blkno;
+	forein_init_page(page, flags, w->level);
+	opaque = ForeinPageGetOpaque(page);
+	opaque->version = 1;
+	opaque->left = w->npages == 0 ? InvalidBlockNumber : blkno - 1;
+	opaque->right = last ? InvalidBlockNumber : blkno + 1;
+	if (PageAddItem(page, (Item) (hikey ? hikey : bs->placeholder),
+					IndexTupleSize(hikey ? hikey : bs->placeholder),
+					FOREIN_HIKEY, false, false) == InvalidOffsetNumber ||
+		PageAddItem(page, (Item) (w->lokey ? w->lokey : bs->placeholder),
+					IndexTupleSize(w->lokey ? w->lokey : bs->placeholder),
+					FOREIN_LOKEY, false, false) == InvalidOffsetNumber)
+		elog(ERROR, "forein: failed to add bounds to a new page");
+	for (i = 0; i < w->nitems; i++)
+		if (PageAddItem(page, (Item) w->items[i], IndexTupleSize(w->items[i]),
+						InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
+			elog(ERROR, "forein: failed to add an item to a new page");
+	write_page(bs, page, blkno);
+
+	if (w->npages == w->page_lokeys_size)
+	{
+		w->page_lokeys_size *= 2;
+		w->page_lokeys = repalloc(w->page_lokeys, sizeof(IndexTuple) * w->page_lokeys_size);
+	}
+	/* the next level's separator for this page lives outside pagecxt */
+	w->page_lokeys[w->npages++] = w->lokey ? forein_make_bound(w->lokey) : NULL;
+	MemoryContextReset(w->pagecxt);
+	w->nitems = 0;
+	w->bytes = 0;
+	w->lokey = NULL;
+	if (hikey)
+	{
+		MemoryContext old = MemoryContextSwitchTo(w->pagecxt);
+
+		w->lokey = forein_make_bound(hikey);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * Adds an item; closes the open page first when the item would take it past
+ * its target.  The separator between two leaves is the right one's first
+ * key alone when it differs from the left's last key.
+ */
+static void
+level_add(BuildState *bs, LevelWriter *w, IndexTuple itup)
+{
+	Size		cost = item_cost(itup);
+	Size		bounds = (w->lokey ? item_cost(w->lokey) : item_cost(bs->placeholder)) + cost;
+
+	if (w->nitems > 0 &&
+		(w->bytes + cost + bounds > w->target || w->nitems >= MaxIndexTuplesPerPage - 2))
+	{
+		IndexTuple	sep = forein_make_bound(itup);
+
+		if (w->level == 0 &&
+			!forein_keys_equal(bs->state, w->items[w->nitems - 1], itup))
+			ItemPointerSet(&sep->t_tid, 0, 0);
+		level_flush(bs, w, sep, false);
+		pfree(sep);
+	}
+	{
+		MemoryContext old = MemoryContextSwitchTo(w->pagecxt);
+		Size		size = IndexTupleSize(itup);
+		IndexTuple	copy = palloc(size);
+
+		memcpy(copy, itup, size);
+		w->items[w->nitems++] = copy;
+		MemoryContextSwitchTo(old);
+	}
+	w->bytes += cost;
+}
+
+static void
+build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *arg)
+{
+	BuildState *bs = (BuildState *) arg;
+	TupleTableSlot *slot = bs->slot;
+
+	ExecClearTuple(slot);
+	slot->tts_values[0] = values[0];
+	slot->tts_isnull[0] = isnull[0];
+	slot->tts_values[1] = PointerGetDatum(tid);
+	slot->tts_isnull[1] = false;
+	slot->tts_values[2] = BoolGetDatum(tupleIsAlive);
+	slot->tts_isnull[2] = false;
+	ExecStoreVirtualTuple(slot);
+	tuplesort_puttupleslot(bs->sort, slot);
+	bs->indtuples += 1;
+}
+
+static void
+report_duplicate(Relation heap, Relation index, IndexTuple itup)
+{
+	Datum		values[1];
+	bool		isnull[1];
+	char	   *desc;
+
+	values[0] = index_getattr(itup, 1, RelationGetDescr(index), &isnull[0]);
+	desc = BuildIndexValueDescription(index, values, isnull);
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("could not create unique index \"%s\"",
+					RelationGetRelationName(index)),
+			 desc ? errdetail("Key %s is duplicated.", desc) :
+			 errdetail("Duplicate keys exist."),
+			 errtableconstraint(heap, RelationGetRelationName(index))));
+}
+
+/* Loads the sorted entries into leaves; returns the leaf level writer */
+static void
+load_leaves(BuildState *bs, Relation heap, IndexInfo *indexInfo, LevelWriter *w)
+{
+	ForeinState *state = bs->state;
+	IndexTuple	prev = NULL;
+	int			alive_in_run = 0;
+	MemoryContext tupcxt = AllocSetContextCreate(CurrentMemoryContext,
+												 "forein build tuple",
+												 ALLOCSET_DEFAULT_SIZES);
+
+	while (tuplesort_gettupleslot(bs->sort, true, false, bs->slot, NULL))
+	{
+		bool		isnull;
+		Datum		value = slot_getattr(bs->slot, 1, &isnull);
+		bool		tnull;
+		ItemPointer tid = (ItemPointer) DatumGetPointer(slot_getattr(bs->slot, 2, &tnull));
+		bool		alive = DatumGetBool(slot_getattr(bs->slot, 3, &tnull));
+		MemoryContext old = MemoryContextSwitchTo(tupcxt);
+		IndexTuple	itup = index_form_tuple(state->tupdesc, &value, &isnull);
+
+		itup->t_tid = *tid;
+		MemoryContextSwitchTo(old);
+		if (IndexTupleSize(itup) > FOREIN_MAX_ITEM_SIZE)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("index row size %zu exceeds forein maximum %zu for index \"%s\"",
+							(Size) IndexTupleSize(itup), (Size) FOREIN_MAX_ITEM_SIZE,
+							RelationGetRelationName(bs->index)),
+					 errhint("Values larger than 1/5 of a buffer page cannot be indexed.")));
+
+		if (indexInfo->ii_Unique &&
+			(!isnull || indexInfo->ii_NullsNotDistinct))
+		{
+			if (prev != NULL && forein_keys_equal(state, prev, itup))
+			{
+				alive_in_run += alive ? 1 : 0;
+				if (alive_in_run > 1)
+					report_duplicate(heap, bs->index, itup);
+			}
+			else
+				alive_in_run = alive ? 1 : 0;
+		}
+		level_add(bs, w, itup);
+		/* keep the previous tuple for the duplicate check, free older ones */
+		if (prev != NULL)
+			pfree(prev);
+		prev = itup;
+		CHECK_FOR_INTERRUPTS();
+	}
+	level_flush(bs, w, NULL, true);
+	MemoryContextDelete(tupcxt);
+}
+
+/* Builds the inner levels above `below`; returns the root's block and level */
+static void
+load_inner(BuildState *bs, LevelWriter *below, BlockNumber *root, uint32 *level)
+{
+	LevelWriter *w = below;
+
+	while (w->npages > 1)
+	{
+		LevelWriter *up = palloc(sizeof(LevelWriter));
+		int			i;
+
+		level_init(up, w->level + 1, usable_space() * FOREIN_INNER_FILLFACTOR / 100);
+		for (i = 0; i < w->npages; i++)
+		{
+			IndexTuple	sep = w->page_lokeys[i] ? w->page_lokeys[i] : bs->placeholder;
+			IndexTuple	dl = forein_make_downlink(sep, w->first_blkno + i);
+
+			level_add(bs, up, dl);
+			pfree(dl);
+		}
+		level_flush(bs, up, NULL, true);
+		w = up;
+	}
+	*root = w->first_blkno;
+	*level = w->level;
+}
+
+IndexBuildResult *
+forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	ForeinState *state;
+	BuildState	bs;
+	IndexBuildResult *result;
+	TupleDesc	sortdesc;
+	AttrNumber	attnums[2] = {1, 2};
+	Oid			sortops[2];
+	Oid			collations[2];
+	bool		nullsfirst[2] = {false, false};
+	LevelWriter leaves;
+	BlockNumber root;
+	uint32		root_level;
+	double		reltuples;
+	PGAlignedBlock metabuf;
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data",
+			 RelationGetRelationName(index));
+	if (index->rd_indoption[0] & (INDOPTION_DESC | INDOPTION_NULLS_FIRST))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("forein indexes support only ASC NULLS LAST columns"),
+				 errhint("Omit DESC and NULLS FIRST: forein scans backward for descending order.")));
+	(void) forein_index_offload(index); /* validates the reloptions early */
+
+	state = forein_get_state(index);
+	memset(&bs, 0, sizeof(bs));
+	bs.index = index;
+	bs.state = state;
+	bs.use_wal = RelationNeedsWAL(index);
+	bs.placeholder = forein_make_placeholder(state);
+
+	sortops[0] = get_opfamily_member(state->opfamily, state->typid, state->typid,
+									 BTLessStrategyNumber);
+	if (!OidIsValid(sortops[0]))
+		elog(ERROR, "forein: no < operator for type %u in the operator family",
+			 state->typid);
+	sortops[1] = TIDLessOperator;
+	collations[0] = state->collation;
+	collations[1] = InvalidOid;
+	sortdesc = CreateTemplateTupleDesc(3);
+	TupleDescInitEntry(sortdesc, 1, "key", state->typid, -1, 0);
+	TupleDescInitEntryCollation(sortdesc, 1, state->collation);
+	TupleDescInitEntry(sortdesc, 2, "tid", TIDOID, -1, 0);
+	TupleDescInitEntry(sortdesc, 3, "alive", BOOLOID, -1, 0);
+	bs.slot = MakeSingleTupleTableSlot(sortdesc, &TTSOpsMinimalTuple);
+	bs.sort = tuplesort_begin_heap(sortdesc, 2, attnums, sortops, collations,
+								   nullsfirst, maintenance_work_mem, NULL,
+								   TUPLESORT_NONE);
+
+	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
+									   build_callback, &bs, NULL);
+	tuplesort_performsort(bs.sort);
+
+	/* block 0 is the metapage; written again once the root is known */
+	forein_init_metapage(metabuf.data, InvalidBlockNumber, 0,
+						 forein_index_fillfactor(index));
+	write_page(&bs, metabuf.data, bs.next_blkno++);
+
+	level_init(&leaves, 0, usable_space() * forein_index_fillfactor(index) / 100);
+	load_leaves(&bs, heap, indexInfo, &leaves);
+	load_inner(&bs, &leaves, &root, &root_level);
+
+	forein_init_metapage(metabuf.data, root, root_level,
+						 forein_index_fillfactor(index));
+	write_page(&bs, metabuf.data, FOREIN_METAPAGE_BLKNO);
+
+	/* WAL alone does not cover pages written behind the buffer manager */
+	if (bs.use_wal)
+		smgrimmedsync(RelationGetSmgr(index), MAIN_FORKNUM);
+
+	tuplesort_end(bs.sort);
+	ExecDropSingleTupleTableSlot(bs.slot);
+	forein_offload_node_event(index, root);
+
+	result = palloc(sizeof(IndexBuildResult));
+	result->heap_tuples = reltuples;
+	result->index_tuples = bs.indtuples;
+	return result;
+}
+
+/* The init fork of an unlogged index: metapage and an empty root leaf */
+void
+forein_buildempty(Relation index)
+{
+	ForeinState *state = forein_get_state(index);
+	PGAlignedBlock meta;
+	PGAlignedBlock root;
+	IndexTuple	placeholder = forein_make_placeholder(state);
+
+	forein_init_metapage(meta.data, 1, 0, forein_index_fillfactor(index));
+	forein_init_page(root.data, FOREIN_ROOT, 0);
+	ForeinPageGetOpaque(root.data)->version = 1;
+	if (PageAddItem(root.data, (Item) placeholder, IndexTupleSize(placeholder),
+					FOREIN_HIKEY, false, false) == InvalidOffsetNumber ||
+		PageAddItem(root.data, (Item) placeholder, IndexTupleSize(placeholder),
+					FOREIN_LOKEY, false, false) == InvalidOffsetNumber)
+		elog(ERROR, "forein: failed to initialize an empty root");
+
+	PageSetChecksumInplace(meta.data, FOREIN_METAPAGE_BLKNO);
+	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, FOREIN_METAPAGE_BLKNO,
+			   meta.data, true);
+	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM,
+				FOREIN_METAPAGE_BLKNO, meta.data, true);
+	PageSetChecksumInplace(root.data, 1);
+	smgrextend(RelationGetSmgr(index), INIT_FORKNUM, 1, root.data, true);
+	log_newpage(&(RelationGetSmgr(index))->smgr_rnode.node, INIT_FORKNUM, 1,
+				root.data, true);
+	smgrimmedsync(RelationGetSmgr(index), INIT_FORKNUM);
+}

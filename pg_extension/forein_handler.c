@@ -1,0 +1,233 @@
+/*-------------------------------------------------------------------------
+ *
+ * forein_handler.c
+ *	  The access method's handler, reloptions, operator class validation
+ *	  and cost estimation.
+ *
+ * pg_extension/forein_handler.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/amvalidate.h"
+#include "access/htup_details.h"
+#include "access/reloptions.h"
+#include "access/stratnum.h"
+#include "catalog/pg_amop.h"
+#include "catalog/pg_amproc.h"
+#include "catalog/pg_opclass.h"
+#include "commands/vacuum.h"
+#include "forein.h"
+#include "utils/builtins.h"
+#include "utils/elog.h"
+#include "utils/index_selfuncs.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+PG_FUNCTION_INFO_V1(forein_handler);
+
+#define FOREIN_SUPPORTED_TYPES \
+	"smallint, integer, bigint, text (and varchar), date, timestamp, timestamptz, uuid"
+
+static relopt_kind forein_relopt_kind;
+static bool forein_relopts_ready = false;
+static emit_log_hook_type prev_emit_log_hook = NULL;
+static bool forein_log_hook_ready = false;
+
+static void
+validate_offload(const char *value)
+{
+	if (value == NULL)
+		return;
+	if (strcmp(value, "switch_lpm") != 0 && strcmp(value, "none") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for forein option \"offload\": \"%s\"", value),
+				 errdetail("Valid values are \"switch_lpm\" and \"none\".")));
+}
+
+/* Registers the reloptions once per backend, on first use */
+static void
+init_reloptions(void)
+{
+	if (forein_relopts_ready)
+		return;
+	forein_relopt_kind = add_reloption_kind();
+	add_int_reloption(forein_relopt_kind, "fillfactor",
+					  "Packs forein leaf pages only to this percentage",
+					  FOREIN_DEFAULT_FILLFACTOR, FOREIN_MIN_FILLFACTOR, 100,
+					  ShareUpdateExclusiveLock);
+	add_string_reloption(forein_relopt_kind, "offload",
+						 "Offload backend that supplies scan hints: switch_lpm or none",
+						 "switch_lpm", validate_offload, ShareUpdateExclusiveLock);
+	add_int_reloption(forein_relopt_kind, "lpm_entries",
+					  "LPM entries this index may use in the switch table (0: forein.lpm_entries)",
+					  0, 0, 16 * 1024 * 1024, ShareUpdateExclusiveLock);
+	forein_relopts_ready = true;
+}
+
+bytea *
+forein_options(Datum reloptions, bool validate)
+{
+	static const relopt_parse_elt tab[] = {
+		{"fillfactor", RELOPT_TYPE_INT, offsetof(ForeinOptions, fillfactor)},
+		{"offload", RELOPT_TYPE_STRING, offsetof(ForeinOptions, offload_offset)},
+		{"lpm_entries", RELOPT_TYPE_INT, offsetof(ForeinOptions, lpm_entries)},
+	};
+
+	init_reloptions();
+	return (bytea *) build_reloptions(reloptions, validate, forein_relopt_kind,
+									  sizeof(ForeinOptions), tab, lengthof(tab));
+}
+
+int
+forein_index_fillfactor(Relation index)
+{
+	ForeinOptions *opts = (ForeinOptions *) index->rd_options;
+
+	return opts ? opts->fillfactor : FOREIN_DEFAULT_FILLFACTOR;
+}
+
+ForeinOffloadKind
+forein_index_offload(Relation index)
+{
+	ForeinOptions *opts = (ForeinOptions *) index->rd_options;
+	const char *value;
+
+	if (opts == NULL || opts->offload_offset == 0)
+		return FOREIN_OFFLOAD_SWITCH_LPM;
+	value = (const char *) opts + opts->offload_offset;
+	return strcmp(value, "none") == 0 ? FOREIN_OFFLOAD_NONE : FOREIN_OFFLOAD_SWITCH_LPM;
+}
+
+/*
+ * PostgreSQL reports a type without a forein operator class before the AM
+ * sees the index; this hook adds which types are supported to that error.
+ */
+static void
+forein_emit_log_hook(ErrorData *edata)
+{
+	if (edata->elevel >= ERROR && edata->message != NULL &&
+		edata->detail == NULL &&
+		strstr(edata->message, "for access method \"forein\"") != NULL)
+		edata->detail = pstrdup("forein indexes support these types: " FOREIN_SUPPORTED_TYPES ".");
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
+/*
+ * The same estimates as btree: the strategies, ordering and page layout
+ * match, so the planner picks forein exactly where it would pick btree.
+ */
+void
+forein_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
+					Cost *indexStartupCost, Cost *indexTotalCost,
+					Selectivity *indexSelectivity, double *indexCorrelation,
+					double *indexPages)
+{
+	btcostestimate(root, path, loop_count, indexStartupCost, indexTotalCost,
+				   indexSelectivity, indexCorrelation, indexPages);
+}
+
+/*
+ * Checks an operator class: the five comparison strategies and the
+ * comparison function for its input type.
+ */
+bool
+forein_validate(Oid opclassoid)
+{
+	HeapTuple	tup;
+	Form_pg_opclass form;
+	Oid			opfamily;
+	Oid			opcintype;
+	bool		ok = true;
+	int			strategy;
+
+	tup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclassoid);
+	form = (Form_pg_opclass) GETSTRUCT(tup);
+	opfamily = form->opcfamily;
+	opcintype = form->opcintype;
+	ReleaseSysCache(tup);
+
+	for (strategy = 1; strategy <= FOREIN_NSTRATEGIES; strategy++)
+		if (!OidIsValid(get_opfamily_member(opfamily, opcintype, opcintype, strategy)))
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("forein operator class %u is missing the operator for strategy %d",
+							opclassoid, strategy)));
+			ok = false;
+		}
+	if (!OidIsValid(get_opfamily_proc(opfamily, opcintype, opcintype, FOREIN_CMP_PROC)))
+	{
+		ereport(INFO,
+				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+				 errmsg("forein operator class %u is missing support function 1",
+						opclassoid)));
+		ok = false;
+	}
+	return ok;
+}
+
+Datum
+forein_handler(PG_FUNCTION_ARGS)
+{
+	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
+
+	if (!forein_log_hook_ready)
+	{
+		prev_emit_log_hook = emit_log_hook;
+		emit_log_hook = forein_emit_log_hook;
+		forein_log_hook_ready = true;
+	}
+
+	amroutine->amstrategies = FOREIN_NSTRATEGIES;
+	amroutine->amsupport = FOREIN_NPROC;
+	amroutine->amoptsprocnum = 0;
+	amroutine->amcanorder = true;
+	amroutine->amcanorderbyop = false;
+	amroutine->amcanbackward = true;
+	amroutine->amcanunique = true;
+	amroutine->amcanmulticol = false;
+	amroutine->amoptionalkey = true;
+	amroutine->amsearcharray = false;
+	amroutine->amsearchnulls = true;
+	amroutine->amstorage = false;
+	amroutine->amclusterable = true;
+	amroutine->ampredlocks = false;
+	amroutine->amcanparallel = false;
+	amroutine->amcaninclude = false;
+	amroutine->amusemaintenanceworkmem = false;
+	amroutine->amparallelvacuumoptions =
+		VACUUM_OPTION_PARALLEL_BULKDEL | VACUUM_OPTION_PARALLEL_COND_CLEANUP;
+	amroutine->amkeytype = InvalidOid;
+
+	amroutine->ambuild = forein_build;
+	amroutine->ambuildempty = forein_buildempty;
+	amroutine->aminsert = forein_insert;
+	amroutine->ambulkdelete = forein_bulkdelete;
+	amroutine->amvacuumcleanup = forein_vacuumcleanup;
+	amroutine->amcanreturn = forein_canreturn;
+	amroutine->amcostestimate = forein_costestimate;
+	amroutine->amoptions = forein_options;
+	amroutine->amproperty = NULL;
+	amroutine->ambuildphasename = NULL;
+	amroutine->amvalidate = forein_validate;
+	amroutine->amadjustmembers = NULL;
+	amroutine->ambeginscan = forein_beginscan;
+	amroutine->amrescan = forein_rescan;
+	amroutine->amgettuple = forein_gettuple;
+	amroutine->amgetbitmap = forein_getbitmap;
+	amroutine->amendscan = forein_endscan;
+	amroutine->ammarkpos = forein_markpos;
+	amroutine->amrestrpos = forein_restrpos;
+	amroutine->amestimateparallelscan = NULL;
+	amroutine->aminitparallelscan = NULL;
+	amroutine->amparallelrescan = NULL;
+
+	PG_RETURN_POINTER(amroutine);
+}

@@ -1,0 +1,619 @@
+/*-------------------------------------------------------------------------
+ *
+ * forein_insert.c
+ *	  Insertion: unique checks, page splits and downlink insertion.
+ *
+ * A split is WAL-logged in one generic record over the left page, the new
+ * right page, the old right sibling (its left link) and, when the split
+ * happens while inserting a downlink, the child whose INCOMPLETE_SPLIT flag
+ * that downlink clears.  The left page keeps INCOMPLETE_SPLIT until its new
+ * sibling's downlink is in the parent (the next record), so a crash in
+ * between leaves a tree that searches handle (move right) and that the next
+ * inserter to touch the page completes.  Every record holds at most four
+ * pages, the limit of generic WAL.
+ *
+ * pg_extension/forein_insert.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "forein.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/predicate.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+static void insert_onto(Relation index, ForeinState *state, Buffer buf,
+						ForeinStack stack, IndexTuple itup, OffsetNumber off,
+						Buffer childbuf);
+
+static void
+page_add(Relation index, Page page, IndexTuple itup, OffsetNumber off)
+{
+	if (PageAddItem(page, (Item) itup, IndexTupleSize(itup), off, false,
+					false) == InvalidOffsetNumber)
+		elog(ERROR, "failed to add item to a page of index \"%s\"",
+			 RelationGetRelationName(index));
+}
+
+static inline Size
+item_cost(IndexTuple itup)
+{
+	return MAXALIGN(IndexTupleSize(itup)) + sizeof(ItemIdData);
+}
+
+/*
+ * Where to split n ordered items: the first item of the right page.  Both
+ * halves must fit with their bounds.  Normally the bytes are halved; a
+ * rightmost page that grows at its end keeps the fill factor on the left,
+ * so ascending loads leave pages as full as a build would.
+ */
+static int
+choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost,
+			 bool rightmost_append, int fillpct)
+{
+	Size		usable = BLCKSZ - SizeOfPageHeaderData -
+		MAXALIGN(sizeof(ForeinPageOpaqueData));
+	Size		total = 0;
+	Size		left = lo_cost;
+	Size		target;
+	int			best = -1;
+	Size		best_dist = 0;
+	int			k;
+
+	for (k = 0; k < n; k++)
+		total += item_cost(items[k]);
+	target = rightmost_append ? usable * fillpct / 100 : (total + lo_cost + hi_cost) / 2;
+
+	for (k = 1; k < n; k++)
+	{
+		Size		sep = item_cost(items[k]);
+		Size		right;
+		Size		dist;
+
+		left += item_cost(items[k - 1]);
+		right = total - (left - lo_cost) + sep + hi_cost;
+		if (left + sep > usable || right > usable)
+			continue;
+		dist = left > target ? left - target : target - left;
+		if (best < 0 || dist < best_dist)
+		{
+			best = k;
+			best_dist = dist;
+		}
+	}
+	if (best < 0)
+		elog(ERROR, "forein: could not find a split point");
+	return best;
+}
+
+/*
+ * Splits the page in buf to make room for itup at off.  Consumes childbuf
+ * (clears its INCOMPLETE_SPLIT in the same record) and, through the
+ * downlink insertion that follows, buf.
+ */
+static void
+split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
+		   IndexTuple itup, OffsetNumber off, Buffer childbuf)
+{
+	Page		origpage = BufferGetPage(buf);
+	ForeinPageOpaque oopaque = ForeinPageGetOpaque(origpage);
+	BlockNumber blkno = BufferGetBlockNumber(buf);
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(origpage);
+	bool		leaf = oopaque->level == 0;
+	IndexTuple *items;
+	IndexTuple	hikey = (IndexTuple) PageGetItem(origpage, PageGetItemId(origpage, FOREIN_HIKEY));
+	IndexTuple	lokey = (IndexTuple) PageGetItem(origpage, PageGetItemId(origpage, FOREIN_LOKEY));
+	IndexTuple	sep;
+	int			n = 0;
+	int			k;
+	int			i;
+	OffsetNumber o;
+	Buffer		rbuf;
+	Buffer		obuf = InvalidBuffer;
+	BlockNumber rblkno;
+	BlockNumber oright = oopaque->right;
+	GenericXLogState *xs;
+	Page		lpage;
+	Page		rpage;
+	ForeinPageOpaque lopaque;
+	ForeinPageOpaque ropaque;
+	uint16		flags = oopaque->flags;
+	uint16		level = oopaque->level;
+	BlockNumber oleft = oopaque->left;
+	uint32		version = oopaque->version;
+
+	Assert(!(flags & FOREIN_INCOMPLETE_SPLIT));
+	items = palloc(sizeof(IndexTuple) * (maxoff + 1));
+	for (o = FOREIN_FIRST_ITEM; o <= maxoff; o++)
+	{
+		if (o == off)
+			items[n++] = itup;
+		items[n++] = (IndexTuple) PageGetItem(origpage, PageGetItemId(origpage, o));
+	}
+	if (off > maxoff)
+		items[n++] = itup;
+
+	k = choose_split(items, n, item_cost(lokey), item_cost(hikey),
+					 oright == InvalidBlockNumber && off > maxoff,
+					 leaf ? forein_index_fillfactor(index) : FOREIN_INNER_FILLFACTOR);
+
+	/*
+	 * The separator: on leaves, between different keys the key alone (TID
+	 * (0,0)) suffices, so a search for the key's first entry starts on the
+	 * page that has it; between duplicates the full (key, TID).  On inner
+	 * pages, the first right downlink's separator.
+	 */
+	sep = forein_make_bound(items[k]);
+	if (leaf && !forein_keys_equal(state, items[k - 1], items[k]))
+		ItemPointerSet(&sep->t_tid, 0, 0);
+
+	rbuf = forein_newbuf(index);
+	rblkno = BufferGetBlockNumber(rbuf);
+	if (oright != InvalidBlockNumber)
+		obuf = forein_getbuf(index, oright, BUFFER_LOCK_EXCLUSIVE);
+
+	xs = GenericXLogStart(index);
+	lpage = GenericXLogRegisterBuffer(xs, buf, GENERIC_XLOG_FULL_IMAGE);
+	rpage = GenericXLogRegisterBuffer(xs, rbuf, GENERIC_XLOG_FULL_IMAGE);
+
+	/* the new right page: items [k, n), bounds [sep, old hi) */
+	forein_init_page(rpage, 0, level);
+	page_add(index, rpage, hikey, FOREIN_HIKEY);
+	page_add(index, rpage, sep, FOREIN_LOKEY);
+	for (i = k; i < n; i++)
+		page_add(index, rpage, items[i], InvalidOffsetNumber);
+	ropaque = ForeinPageGetOpaque(rpage);
+	ropaque->left = blkno;
+	ropaque->right = oright;
+	ropaque->version = version + 1;
+
+	/* the left page: items [0, k), bounds [old lo, sep) */
+	forein_init_page(lpage, flags | FOREIN_INCOMPLETE_SPLIT, level);
+	page_add(index, lpage, sep, FOREIN_HIKEY);
+	page_add(index, lpage, lokey, FOREIN_LOKEY);
+	for (i = 0; i < k; i++)
+		page_add(index, lpage, items[i], InvalidOffsetNumber);
+	lopaque = ForeinPageGetOpaque(lpage);
+	lopaque->left = oleft;
+	lopaque->right = rblkno;
+	lopaque->version = version + 1;
+
+	if (BufferIsValid(obuf))
+		ForeinPageGetOpaque(GenericXLogRegisterBuffer(xs, obuf, 0))->left = rblkno;
+	if (BufferIsValid(childbuf))
+		ForeinPageGetOpaque(GenericXLogRegisterBuffer(xs, childbuf, 0))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
+	GenericXLogFinish(xs);
+
+	if (BufferIsValid(obuf))
+		forein_relbuf(obuf);
+	if (BufferIsValid(childbuf))
+		forein_relbuf(childbuf);
+	forein_relbuf(rbuf);
+	pfree(items);
+	pfree(sep);
+
+	forein_offload_node_event(index, blkno);
+	forein_offload_node_event(index, rblkno);
+
+	forein_insert_downlink(index, state, buf, stack);
+}
+
+/* Adds itup at off, splitting if needed; releases buf and childbuf */
+static void
+insert_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
+			IndexTuple itup, OffsetNumber off, Buffer childbuf)
+{
+	Page		page = BufferGetPage(buf);
+
+	if (PageGetFreeSpace(page) >= MAXALIGN(IndexTupleSize(itup)))
+	{
+		GenericXLogState *xs = GenericXLogStart(index);
+
+		page_add(index, GenericXLogRegisterBuffer(xs, buf, 0), itup, off);
+		if (BufferIsValid(childbuf))
+			ForeinPageGetOpaque(GenericXLogRegisterBuffer(xs, childbuf, 0))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
+		GenericXLogFinish(xs);
+		if (BufferIsValid(childbuf))
+			forein_relbuf(childbuf);
+		forein_relbuf(buf);
+		return;
+	}
+	split_page(index, state, buf, stack, itup, off, childbuf);
+}
+
+/* Grows the tree: a new root above the old root lbuf and its new sibling */
+static void
+new_root(Relation index, ForeinState *state, Buffer lbuf, IndexTuple sep,
+		 BlockNumber rblkno)
+{
+	Page		lpage = BufferGetPage(lbuf);
+	uint16		level = ForeinPageGetOpaque(lpage)->level + 1;
+	Buffer		nbuf = forein_newbuf(index);
+	Buffer		metabuf = ReadBuffer(index, FOREIN_METAPAGE_BLKNO);
+	GenericXLogState *xs;
+	Page		npage;
+	ForeinMetaPageData *meta;
+	IndexTuple	placeholder = forein_make_placeholder(state);
+	IndexTuple	first = forein_make_downlink(placeholder, BufferGetBlockNumber(lbuf));
+	IndexTuple	second = forein_make_downlink(sep, rblkno);
+
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	xs = GenericXLogStart(index);
+	npage = GenericXLogRegisterBuffer(xs, nbuf, GENERIC_XLOG_FULL_IMAGE);
+	forein_init_page(npage, FOREIN_ROOT, level);
+	ForeinPageGetOpaque(npage)->version = 1;
+	page_add(index, npage, placeholder, FOREIN_HIKEY);
+	page_add(index, npage, placeholder, FOREIN_LOKEY);
+	page_add(index, npage, first, FOREIN_FIRST_ITEM);
+	page_add(index, npage, second, FOREIN_FIRST_ITEM + 1);
+	meta = ForeinPageGetMeta(GenericXLogRegisterBuffer(xs, metabuf, 0));
+	meta->root = BufferGetBlockNumber(nbuf);
+	meta->root_level = level;
+	ForeinPageGetOpaque(GenericXLogRegisterBuffer(xs, lbuf, 0))->flags &=
+		~(FOREIN_ROOT | FOREIN_INCOMPLETE_SPLIT);
+	GenericXLogFinish(xs);
+
+	state->root = BufferGetBlockNumber(nbuf);
+	state->root_level = level;
+	forein_offload_node_event(index, BufferGetBlockNumber(nbuf));
+	forein_relbuf(metabuf);
+	forein_relbuf(nbuf);
+	forein_relbuf(lbuf);
+	pfree(placeholder);
+	pfree(first);
+	pfree(second);
+}
+
+/* Offset of the downlink to child on an inner page, or InvalidOffsetNumber */
+static OffsetNumber
+find_downlink(Page page, BlockNumber child)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	OffsetNumber off;
+
+	for (off = FOREIN_FIRST_ITEM; off <= maxoff; off++)
+		if (FOREIN_DOWNLINK((IndexTuple) PageGetItem(page, PageGetItemId(page, off))) == child)
+			return off;
+	return InvalidOffsetNumber;
+}
+
+/*
+ * Completes the split of the exclusively locked, INCOMPLETE_SPLIT page lbuf:
+ * inserts its right sibling's downlink into the parent (found through the
+ * stack, or by a descent from the root when the stack ends), clearing the
+ * flag in the same record.  Releases lbuf.
+ */
+void
+forein_insert_downlink(Relation index, ForeinState *state, Buffer lbuf,
+					   ForeinStack stack)
+{
+	Page		lpage = BufferGetPage(lbuf);
+	ForeinPageOpaque lopaque = ForeinPageGetOpaque(lpage);
+	BlockNumber lblkno = BufferGetBlockNumber(lbuf);
+	BlockNumber rblkno = lopaque->right;
+	uint32		level = lopaque->level;
+	Buffer		rbuf;
+	Buffer		pbuf;
+	ForeinStack parentstack;
+	ForeinStack found = NULL;
+	IndexTuple	sep;
+	IndexTuple	downlink;
+	OffsetNumber off;
+
+	/* The right sibling's low key is stable: only deleting lbuf changes it */
+	rbuf = forein_getbuf(index, rblkno, BUFFER_LOCK_SHARE);
+	sep = forein_make_bound((IndexTuple) PageGetItem(BufferGetPage(rbuf),
+													 PageGetItemId(BufferGetPage(rbuf), FOREIN_LOKEY)));
+	forein_relbuf(rbuf);
+
+	if (stack == NULL && (lopaque->flags & FOREIN_ROOT))
+	{
+		new_root(index, state, lbuf, sep, rblkno);
+		pfree(sep);
+		return;
+	}
+
+	if (stack != NULL)
+	{
+		pbuf = forein_getbuf(index, stack->blkno, BUFFER_LOCK_EXCLUSIVE);
+		parentstack = stack->parent;
+	}
+	else
+	{
+		/* the descent started below the parent (hint or former root) */
+		ForeinSearchKey key;
+
+		if (ForeinPageIsLeftmost(lpage))
+		{
+			memset(&key, 0, sizeof(key));
+			key.unbounded = true;
+			key.tidmode = FOREIN_TID_BEFORE;
+			key.cmp = &state->cmp;
+		}
+		else
+			forein_key_from_tuple(state, (IndexTuple) PageGetItem(lpage, PageGetItemId(lpage, FOREIN_LOKEY)),
+								  &key);
+		pbuf = forein_descend(index, state, &key, level + 1,
+							  BUFFER_LOCK_EXCLUSIVE, &found, false);
+		if (!BufferIsValid(pbuf))
+			elog(ERROR, "forein: no level %u above block %u in index \"%s\"",
+				 level + 1, lblkno, RelationGetRelationName(index));
+		parentstack = found;
+	}
+
+	/* re-find the downlink to lbuf, moving right; finish the parent's split first */
+	for (;;)
+	{
+		Page		ppage = BufferGetPage(pbuf);
+		ForeinPageOpaque popaque = ForeinPageGetOpaque(ppage);
+		BlockNumber pblkno = BufferGetBlockNumber(pbuf);
+
+		if (popaque->flags & FOREIN_INCOMPLETE_SPLIT)
+		{
+			forein_insert_downlink(index, state, pbuf, parentstack);
+			pbuf = forein_getbuf(index, pblkno, BUFFER_LOCK_EXCLUSIVE);
+			continue;
+		}
+		if (!ForeinPageIsDeleted(ppage))
+		{
+			off = find_downlink(ppage, lblkno);
+			if (off != InvalidOffsetNumber)
+				break;
+		}
+		if (popaque->right == InvalidBlockNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\": failed to re-find the downlink to block %u",
+							RelationGetRelationName(index), lblkno)));
+		pblkno = popaque->right;
+		forein_relbuf(pbuf);
+		pbuf = forein_getbuf(index, pblkno, BUFFER_LOCK_EXCLUSIVE);
+	}
+
+	downlink = forein_make_downlink(sep, rblkno);
+	insert_onto(index, state, pbuf, parentstack, downlink, off + 1, lbuf);
+	pfree(downlink);
+	pfree(sep);
+	forein_free_stack(found);
+}
+
+/*
+ * Looks for a live duplicate of itup's key, starting at the first position
+ * of the key on the exclusively locked leaf buf and moving right (share
+ * locks, buf stays locked).  Returns true on a conflict; sets *xwait (and
+ * *spec) when an in-progress transaction must be waited for first.
+ */
+static bool
+check_unique(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
+			 const ForeinSearchKey *first, IndexTuple itup,
+			 IndexUniqueCheck checkUnique, TransactionId *xwait, uint32 *spec)
+{
+	SnapshotData SnapshotDirty;
+	ForeinSearchKey after = *first;
+	Buffer		cur = buf;
+	Page		page = BufferGetPage(buf);
+	OffsetNumber off = forein_binsearch_leaf(state, page, first);
+	bool		conflict = false;
+
+	InitDirtySnapshot(SnapshotDirty);
+	after.tidmode = FOREIN_TID_AFTER;
+	*xwait = InvalidTransactionId;
+	*spec = 0;
+
+	for (;;)
+	{
+		OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+
+		for (; off <= maxoff; off++)
+		{
+			ItemId		iid = PageGetItemId(page, off);
+			IndexTuple	cand = (IndexTuple) PageGetItem(page, iid);
+			ItemPointerData htid;
+			bool		all_dead = false;
+
+			if (forein_compare(state, &after, cand) <= 0)
+				goto done;		/* past the key's entries */
+			if (ItemIdIsDead(iid))
+				continue;
+			htid = cand->t_tid;
+			if (checkUnique == UNIQUE_CHECK_EXISTING &&
+				ItemPointerEquals(&htid, &itup->t_tid))
+				continue;		/* the entry being rechecked */
+			if (!table_index_fetch_tuple_check(heapRel, &htid, &SnapshotDirty,
+											   &all_dead))
+				continue;
+			*xwait = TransactionIdIsValid(SnapshotDirty.xmin) ?
+				SnapshotDirty.xmin : SnapshotDirty.xmax;
+			if (TransactionIdIsValid(*xwait))
+			{
+				*spec = SnapshotDirty.speculativeToken;
+				goto done;
+			}
+
+			/*
+			 * A committed live duplicate.  It conflicts unless our own new
+			 * heap tuple is already dead (deleted later in this transaction).
+			 */
+			if (checkUnique != UNIQUE_CHECK_PARTIAL &&
+				!table_index_fetch_tuple_check(heapRel, &itup->t_tid,
+											   SnapshotSelf, NULL))
+				goto done;
+			conflict = true;
+			goto done;
+		}
+		if (!forein_page_hi_le(state, page, &after))
+			break;				/* the key's entries cannot continue right */
+		{
+			BlockNumber next = ForeinPageGetOpaque(page)->right;
+
+			if (cur != buf)
+				forein_relbuf(cur);
+			cur = forein_getbuf(index, next, BUFFER_LOCK_SHARE);
+			page = BufferGetPage(cur);
+			off = FOREIN_FIRST_ITEM;
+		}
+	}
+done:
+	if (cur != buf)
+		forein_relbuf(cur);
+	return conflict;
+}
+
+bool
+forein_insert(Relation index, Datum *values, bool *isnull,
+			  ItemPointer ht_ctid, Relation heapRel,
+			  IndexUniqueCheck checkUnique, bool indexUnchanged,
+			  IndexInfo *indexInfo)
+{
+	ForeinState *state = forein_get_state(index);
+	IndexTuple	itup = index_form_tuple(state->tupdesc, values, isnull);
+	ForeinSearchKey key;
+	bool		check;
+	bool		is_unique = true;
+
+	itup->t_tid = *ht_ctid;
+	if (IndexTupleSize(itup) > FOREIN_MAX_ITEM_SIZE)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("index row size %zu exceeds forein maximum %zu for index \"%s\"",
+						(Size) IndexTupleSize(itup), (Size) FOREIN_MAX_ITEM_SIZE,
+						RelationGetRelationName(index)),
+				 errhint("Values larger than 1/5 of a buffer page cannot be indexed.")));
+	forein_key_from_tuple(state, itup, &key);
+	check = checkUnique != UNIQUE_CHECK_NO &&
+		(!isnull[0] || index->rd_index->indnullsnotdistinct);
+
+	for (;;)
+	{
+		ForeinStack stack;
+		Buffer		buf;
+		Page		page;
+
+		if (!check)
+		{
+			buf = forein_descend(index, state, &key, 0, BUFFER_LOCK_EXCLUSIVE,
+								 &stack, true);
+			page = BufferGetPage(buf);
+			if (ForeinPageGetOpaque(page)->flags & FOREIN_INCOMPLETE_SPLIT)
+			{
+				forein_insert_downlink(index, state, buf, stack);
+				forein_free_stack(stack);
+				continue;
+			}
+			CheckForSerializableConflictIn(index, NULL, BufferGetBlockNumber(buf));
+			insert_onto(index, state, buf, stack, itup,
+						forein_binsearch_leaf(state, page, &key), InvalidBuffer);
+			forein_free_stack(stack);
+			break;
+		}
+		else
+		{
+			ForeinSearchKey first = key;
+			TransactionId xwait;
+			uint32		spec;
+			Buffer		target;
+
+			/*
+			 * Every inserter of this key locks the page of the key's first
+			 * position before checking, and keeps it locked until its own
+			 * entry is in: that serializes checks of equal keys.
+			 */
+			first.tidmode = FOREIN_TID_BEFORE;
+			buf = forein_descend(index, state, &first, 0, BUFFER_LOCK_EXCLUSIVE,
+								 &stack, true);
+			page = BufferGetPage(buf);
+			if (ForeinPageGetOpaque(page)->flags & FOREIN_INCOMPLETE_SPLIT)
+			{
+				forein_insert_downlink(index, state, buf, stack);
+				forein_free_stack(stack);
+				continue;
+			}
+			if (check_unique(index, state, heapRel, buf, &first, itup,
+							 checkUnique, &xwait, &spec))
+			{
+				if (checkUnique != UNIQUE_CHECK_PARTIAL)
+				{
+					char	   *desc;
+
+					forein_relbuf(buf);
+					forein_free_stack(stack);
+					desc = BuildIndexValueDescription(index, values, isnull);
+					ereport(ERROR,
+							(errcode(ERRCODE_UNIQUE_VIOLATION),
+							 errmsg("duplicate key value violates unique constraint \"%s\"",
+									RelationGetRelationName(index)),
+							 desc ? errdetail("Key %s already exists.", desc) : 0,
+							 errtableconstraint(heapRel, RelationGetRelationName(index))));
+				}
+				is_unique = false;
+			}
+			else if (TransactionIdIsValid(xwait))
+			{
+				forein_relbuf(buf);
+				forein_free_stack(stack);
+				if (spec)
+					SpeculativeInsertionWait(xwait, spec);
+				else
+					XactLockTableWait(xwait, heapRel, &itup->t_tid,
+									  XLTW_InsertIndex);
+				continue;
+			}
+			if (checkUnique == UNIQUE_CHECK_EXISTING)
+			{
+				forein_relbuf(buf);
+				forein_free_stack(stack);
+				break;
+			}
+
+			CheckForSerializableConflictIn(index, NULL, BufferGetBlockNumber(buf));
+			if (!forein_page_hi_le(state, page, &key))
+			{
+				insert_onto(index, state, buf, stack, itup,
+							forein_binsearch_leaf(state, page, &key), InvalidBuffer);
+				forein_free_stack(stack);
+				break;
+			}
+
+			/* our position is further right: go there holding buf */
+			target = InvalidBuffer;
+			{
+				BlockNumber next = ForeinPageGetOpaque(page)->right;
+
+				for (;;)
+				{
+					Buffer		nbuf = forein_getbuf(index, next, BUFFER_LOCK_EXCLUSIVE);
+					Page		npage = BufferGetPage(nbuf);
+
+					if (BufferIsValid(target))
+						forein_relbuf(target);
+					target = nbuf;
+					if (!ForeinPageIsDeleted(npage) && !forein_page_hi_le(state, npage, &key))
+						break;
+					next = ForeinPageGetOpaque(npage)->right;
+				}
+			}
+			if (ForeinPageGetOpaque(BufferGetPage(target))->flags & FOREIN_INCOMPLETE_SPLIT)
+			{
+				/* rare: complete that split and start over */
+				forein_relbuf(buf);
+				forein_insert_downlink(index, state, target, NULL);
+				forein_free_stack(stack);
+				continue;
+			}
+			insert_onto(index, state, target, NULL, itup,
+						forein_binsearch_leaf(state, BufferGetPage(target), &key),
+						InvalidBuffer);
+			forein_relbuf(buf);
+			forein_free_stack(stack);
+			break;
+		}
+	}
+	pfree(itup);
+	return is_unique;
+}

@@ -1,0 +1,486 @@
+/*-------------------------------------------------------------------------
+ *
+ * forein_scan.c
+ *	  Index scans: bounds from the scan keys, page-at-a-time reading in
+ *	  either direction, mark/restore, index-only and bitmap scans.
+ *
+ * Scan keys collapse into one range [lower, upper) of (key, TID) positions
+ * (IS NULL selects the NULLs, which sort last).  A page is read under a
+ * share lock in one go: every entry in range is copied, with the page's
+ * right link and low key, and the lock is dropped (the pin is kept only for
+ * non-MVCC snapshots, as nbtree does, so VACUUM cannot recycle a TID we are
+ * about to return).  Moving right follows the saved right link: entries
+ * that moved right by a later split were already copied.  Moving left
+ * descends again to the position just before the saved low key, which
+ * needs no left-link dance and starts from a hint like any other search.
+ *
+ * pg_extension/forein_scan.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/nbtree.h"
+#include "access/relscan.h"
+#include "forein.h"
+#include "miscadmin.h"
+#include "nodes/tidbitmap.h"
+#include "pgstat.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+static int
+mode_rank(ForeinTidMode mode)
+{
+	return mode == FOREIN_TID_BEFORE ? -1 : 1;
+}
+
+/* Orders two scan bounds (TID modes BEFORE or AFTER only) */
+static int
+compare_bounds(ForeinState *state, const ForeinSearchKey *a,
+			   const ForeinSearchKey *b)
+{
+	int			cmp = 0;
+
+	if (a->isnull || b->isnull)
+		cmp = (int) a->isnull - (int) b->isnull;
+	else
+	{
+		switch (state->kind)
+		{
+			case FOREIN_KEY_INT:
+			case FOREIN_KEY_DATE:
+			case FOREIN_KEY_TIMESTAMP:
+				cmp = (a->ival > b->ival) - (a->ival < b->ival);
+				break;
+			case FOREIN_KEY_UUID:
+				cmp = memcmp(DatumGetPointer(a->datum), DatumGetPointer(b->datum), 16);
+				break;
+			case FOREIN_KEY_GENERIC:
+				cmp = DatumGetInt32(FunctionCall2Coll(&state->cmp, state->collation,
+													  a->datum, b->datum));
+				cmp = (cmp > 0) - (cmp < 0);
+				break;
+		}
+	}
+	if (cmp != 0)
+		return cmp;
+	return mode_rank(a->tidmode) - mode_rank(b->tidmode);
+}
+
+static void
+set_lower(ForeinScanOpaque so, ForeinState *state, ForeinSearchKey *key)
+{
+	if (!so->have_lower || compare_bounds(state, key, &so->lower) > 0)
+		so->lower = *key;
+	so->have_lower = true;
+}
+
+static void
+set_upper(ForeinScanOpaque so, ForeinState *state, ForeinSearchKey *key)
+{
+	if (!so->have_upper || compare_bounds(state, key, &so->upper) < 0)
+		so->upper = *key;
+	so->have_upper = true;
+}
+
+/* Collapses the scan keys into [lower, upper) */
+static void
+preprocess_keys(IndexScanDesc scan)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	ForeinState *state = forein_get_state(scan->indexRelation);
+	int			i;
+
+	so->qual_ok = true;
+	so->have_lower = so->have_upper = false;
+	so->want_null = so->want_notnull = false;
+
+	for (i = 0; i < scan->numberOfKeys; i++)
+	{
+		ScanKey		sk = &scan->keyData[i];
+		ForeinSearchKey key;
+		FmgrInfo	cmpbuf;
+
+		if (sk->sk_flags & SK_ISNULL)
+		{
+			if (sk->sk_flags & SK_SEARCHNULL)
+				so->want_null = true;
+			else if (sk->sk_flags & SK_SEARCHNOTNULL)
+				so->want_notnull = true;
+			else
+				so->qual_ok = false;	/* a comparison with NULL */
+			continue;
+		}
+		if (!forein_key_from_scankey(state, sk, &cmpbuf, &key) ||
+			key.cmp != &state->cmp)
+			elog(ERROR, "forein: unsupported scan key type %u for index \"%s\"",
+				 sk->sk_subtype, RelationGetRelationName(scan->indexRelation));
+		so->want_notnull = true;
+		switch (sk->sk_strategy)
+		{
+			case BTLessStrategyNumber:
+				key.tidmode = FOREIN_TID_BEFORE;
+				set_upper(so, state, &key);
+				break;
+			case BTLessEqualStrategyNumber:
+				key.tidmode = FOREIN_TID_AFTER;
+				set_upper(so, state, &key);
+				break;
+			case BTEqualStrategyNumber:
+				key.tidmode = FOREIN_TID_BEFORE;
+				set_lower(so, state, &key);
+				key.tidmode = FOREIN_TID_AFTER;
+				set_upper(so, state, &key);
+				break;
+			case BTGreaterEqualStrategyNumber:
+				key.tidmode = FOREIN_TID_BEFORE;
+				set_lower(so, state, &key);
+				break;
+			case BTGreaterStrategyNumber:
+				key.tidmode = FOREIN_TID_AFTER;
+				set_lower(so, state, &key);
+				break;
+			default:
+				elog(ERROR, "forein: unknown strategy %d", sk->sk_strategy);
+		}
+	}
+
+	if (so->want_null && so->want_notnull)
+		so->qual_ok = false;
+	else if (so->want_null)
+	{
+		ForeinSearchKey key;
+
+		forein_key_from_datum(state, (Datum) 0, true, &key);
+		so->lower = key;
+		so->have_lower = true;
+	}
+	else if (so->want_notnull)
+	{
+		ForeinSearchKey key;
+
+		/* comparisons never match NULLs, which sort last: stop before them */
+		forein_key_from_datum(state, (Datum) 0, true, &key);
+		set_upper(so, state, &key);
+	}
+	if (so->have_lower && so->have_upper &&
+		compare_bounds(state, &so->lower, &so->upper) >= 0)
+		so->qual_ok = false;
+}
+
+IndexScanDesc
+forein_beginscan(Relation r, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(r, nkeys, norderbys);
+	ForeinScanOpaque so = palloc0(sizeof(ForeinScanOpaqueData));
+
+	so->pos.buf = InvalidBuffer;
+	so->pos.items = palloc(sizeof(ForeinScanItem) * MaxIndexTuplesPerPage);
+	so->mark.items = palloc(sizeof(ForeinScanItem) * MaxIndexTuplesPerPage);
+	scan->xs_itupdesc = RelationGetDescr(r);
+	scan->opaque = so;
+	return scan;
+}
+
+static void
+release_pos(ForeinScanPos *pos)
+{
+	if (BufferIsValid(pos->buf))
+		ReleaseBuffer(pos->buf);
+	pos->buf = InvalidBuffer;
+}
+
+void
+forein_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
+			  ScanKey orderbys, int norderbys)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+
+	release_pos(&so->pos);
+	so->started = false;
+	so->mark_valid = false;
+	if (scankey && scan->numberOfKeys > 0)
+		memmove(scan->keyData, scankey, scan->numberOfKeys * sizeof(ScanKeyData));
+	if (scan->xs_want_itup && so->pos.tuples == NULL)
+	{
+		so->pos.tuples = palloc(BLCKSZ);
+		so->mark.tuples = palloc(BLCKSZ);
+	}
+	preprocess_keys(scan);
+}
+
+/*
+ * Copies the in-range entries of the share-locked leaf in buf into the scan
+ * position, then unlocks it (keeping the pin for non-MVCC snapshots).
+ */
+static void
+read_page(IndexScanDesc scan, Buffer buf, ScanDirection dir)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	ForeinState *state = forein_get_state(scan->indexRelation);
+	ForeinScanPos *pos = &so->pos;
+	Page		page = BufferGetPage(buf);
+	ForeinPageOpaque opaque = ForeinPageGetOpaque(page);
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	OffsetNumber start = FOREIN_FIRST_ITEM;
+	OffsetNumber off;
+	bool		end_hit = false;
+	int			n = 0;
+
+	release_pos(pos);
+	pos->blkno = BufferGetBlockNumber(buf);
+	pos->right = opaque->right;
+	pos->leftmost = opaque->left == InvalidBlockNumber;
+	if (pos->lokey)
+		pfree(pos->lokey);
+	pos->lokey = NULL;
+	if (!pos->leftmost)
+		pos->lokey = forein_make_bound((IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_LOKEY)));
+	pos->nextTupleOffset = 0;
+
+	if (ForeinPageIsDeleted(page))
+		maxoff = InvalidOffsetNumber;	/* empty; only its right link counts */
+	else if (so->have_lower)
+		start = forein_binsearch_leaf(state, page, &so->lower);
+
+	for (off = start; off <= maxoff; off++)
+	{
+		IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
+		ForeinScanItem *item = &pos->items[n];
+
+		if (so->have_upper && forein_compare(state, &so->upper, itup) <= 0)
+		{
+			end_hit = true;
+			break;
+		}
+		item->heapTid = itup->t_tid;
+		item->offnum = off;
+		if (scan->xs_want_itup)
+		{
+			Size		size = IndexTupleSize(itup);
+
+			item->tupleOffset = pos->nextTupleOffset;
+			memcpy(pos->tuples + pos->nextTupleOffset, itup, size);
+			pos->nextTupleOffset += MAXALIGN(size);
+		}
+		n++;
+	}
+	pos->firstItem = 0;
+	pos->lastItem = n - 1;
+	pos->itemIndex = ScanDirectionIsBackward(dir) ? n - 1 : 0;
+	pos->moreRight = !end_hit && opaque->right != InvalidBlockNumber;
+	pos->moreLeft = start == FOREIN_FIRST_ITEM && !pos->leftmost &&
+		!ForeinPageIsDeleted(page);
+
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	if (IsMVCCSnapshot(scan->xs_snapshot))
+		ReleaseBuffer(buf);
+	else
+		pos->buf = buf;
+}
+
+/* Reads leaves in direction dir until one has entries; false at the end */
+static bool
+step_page(IndexScanDesc scan, ScanDirection dir)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	ForeinState *state = forein_get_state(scan->indexRelation);
+	Relation	index = scan->indexRelation;
+	ForeinScanPos *pos = &so->pos;
+
+	for (;;)
+	{
+		Buffer		buf;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ScanDirectionIsForward(dir))
+		{
+			if (!pos->moreRight)
+			{
+				pos->itemIndex = pos->lastItem + 1;
+				return false;
+			}
+			buf = forein_getbuf(index, pos->right, BUFFER_LOCK_SHARE);
+		}
+		else
+		{
+			ForeinSearchKey key;
+
+			if (!pos->moreLeft || pos->lokey == NULL)
+			{
+				pos->itemIndex = pos->firstItem - 1;
+				return false;
+			}
+			forein_key_from_tuple(state, pos->lokey, &key);
+			key.tidmode = FOREIN_TID_JUST_BEFORE;
+			buf = forein_descend(index, state, &key, 0, BUFFER_LOCK_SHARE, NULL, true);
+		}
+		read_page(scan, buf, dir);
+		if (pos->lastItem >= pos->firstItem)
+			return true;
+	}
+}
+
+/* Positions the scan on its first entry in direction dir */
+static bool
+first_position(IndexScanDesc scan, ScanDirection dir)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	ForeinState *state = forein_get_state(scan->indexRelation);
+	Relation	index = scan->indexRelation;
+	Buffer		buf;
+
+	pgstat_count_index_scan(index);
+	if (ScanDirectionIsForward(dir))
+		buf = so->have_lower ?
+			forein_descend(index, state, &so->lower, 0, BUFFER_LOCK_SHARE, NULL, true) :
+			forein_get_endpoint(index, state, false);
+	else
+		buf = so->have_upper ?
+			forein_descend(index, state, &so->upper, 0, BUFFER_LOCK_SHARE, NULL, true) :
+			forein_get_endpoint(index, state, true);
+	read_page(scan, buf, dir);
+	if (so->pos.lastItem >= so->pos.firstItem)
+		return true;
+	return step_page(scan, dir);
+}
+
+static void
+return_item(IndexScanDesc scan)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	ForeinScanItem *item = &so->pos.items[so->pos.itemIndex];
+
+	scan->xs_heaptid = item->heapTid;
+	if (scan->xs_want_itup)
+		scan->xs_itup = (IndexTuple) (so->pos.tuples + item->tupleOffset);
+	scan->xs_recheck = false;
+}
+
+bool
+forein_gettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	ForeinScanPos *pos = &so->pos;
+
+	if (!so->qual_ok)
+		return false;
+	if (!so->started)
+	{
+		so->started = true;
+		if (!first_position(scan, dir))
+			return false;
+	}
+	else if (ScanDirectionIsForward(dir))
+	{
+		if (++pos->itemIndex > pos->lastItem && !step_page(scan, dir))
+			return false;
+	}
+	else
+	{
+		if (--pos->itemIndex < pos->firstItem && !step_page(scan, dir))
+			return false;
+	}
+	return_item(scan);
+	return true;
+}
+
+int64
+forein_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	int64		ntids = 0;
+
+	if (!so->qual_ok)
+		return 0;
+	so->started = true;
+	if (!first_position(scan, ForwardScanDirection))
+		return 0;
+	do
+	{
+		ForeinScanPos *pos = &so->pos;
+		int			i;
+
+		for (i = pos->firstItem; i <= pos->lastItem; i++)
+			tbm_add_tuples(tbm, &pos->items[i].heapTid, 1, false);
+		ntids += pos->lastItem - pos->firstItem + 1;
+	} while (step_page(scan, ForwardScanDirection));
+	return ntids;
+}
+
+void
+forein_endscan(IndexScanDesc scan)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+
+	release_pos(&so->pos);
+	if (so->pos.lokey)
+		pfree(so->pos.lokey);
+	if (so->mark.lokey)
+		pfree(so->mark.lokey);
+	pfree(so->pos.items);
+	pfree(so->mark.items);
+	if (so->pos.tuples)
+	{
+		pfree(so->pos.tuples);
+		pfree(so->mark.tuples);
+	}
+	pfree(so);
+}
+
+/* Copies a scan position (no pin: entries are copies) */
+static void
+copy_pos(ForeinScanPos *dst, const ForeinScanPos *src)
+{
+	ForeinScanItem *items = dst->items;
+	char	   *tuples = dst->tuples;
+
+	if (dst->lokey)
+		pfree(dst->lokey);
+	*dst = *src;
+	dst->buf = InvalidBuffer;
+	dst->items = items;
+	dst->tuples = tuples;
+	dst->lokey = src->lokey ? forein_make_bound(src->lokey) : NULL;
+	if (src->lastItem >= 0)
+		memcpy(items, src->items, sizeof(ForeinScanItem) * (src->lastItem + 1));
+	if (tuples && src->tuples)
+		memcpy(tuples, src->tuples, src->nextTupleOffset);
+}
+
+void
+forein_markpos(IndexScanDesc scan)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+
+	if (!so->started)
+	{
+		so->mark_valid = false;
+		return;
+	}
+	copy_pos(&so->mark, &so->pos);
+	so->mark_valid = true;
+}
+
+void
+forein_restrpos(IndexScanDesc scan)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+
+	if (!so->mark_valid)
+	{
+		/* marked before the first fetch: start over */
+		release_pos(&so->pos);
+		so->started = false;
+		return;
+	}
+	release_pos(&so->pos);
+	copy_pos(&so->pos, &so->mark);
+}
+
+bool
+forein_canreturn(Relation index, int attno)
+{
+	return true;
+}

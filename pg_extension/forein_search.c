@@ -1,0 +1,305 @@
+/*-------------------------------------------------------------------------
+ *
+ * forein_search.c
+ *	  Descending the tree: binary search within a page, moving right, and
+ *	  starting from a hardware hint with validation and fallback.
+ *
+ * A hint names a node and its level.  It is accepted only if the page is a
+ * live forein page of that level whose low key does not exceed the search
+ * key; then the usual Lehman-Yao move-right handles a high key that is now
+ * too small (at most FOREIN_MAX_HINT_MOVES steps, else the hint is dropped).
+ * The primary (deepest) hint is tried first, then the bottom-line node, then
+ * the root.  Nothing a hint says is trusted beyond that check, so a stale,
+ * torn or random hint can only cost time.
+ *
+ * pg_extension/forein_search.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "forein.h"
+#include "miscadmin.h"
+#include "utils/rel.h"
+
+#define FOREIN_MAX_HINT_MOVES 8
+
+/* First item >= key on a leaf (maxoff + 1 if none) */
+OffsetNumber
+forein_binsearch_leaf(ForeinState *state, Page page, const ForeinSearchKey *key)
+{
+	OffsetNumber low = FOREIN_FIRST_ITEM;
+	OffsetNumber high = PageGetMaxOffsetNumber(page) + 1;
+
+	while (low < high)
+	{
+		OffsetNumber mid = low + (high - low) / 2;
+		IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, mid));
+
+		if (forein_compare(state, key, itup) > 0)
+			low = mid + 1;
+		else
+			high = mid;
+	}
+	return low;
+}
+
+/*
+ * The downlink to follow on an inner page: the last item whose separator is
+ * <= key, the first item standing for minus infinity.
+ */
+OffsetNumber
+forein_binsearch_inner(ForeinState *state, Page page, const ForeinSearchKey *key)
+{
+	OffsetNumber low = FOREIN_FIRST_ITEM + 1;
+	OffsetNumber high = PageGetMaxOffsetNumber(page) + 1;
+
+	while (low < high)
+	{
+		OffsetNumber mid = low + (high - low) / 2;
+		IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, mid));
+
+		if (forein_compare(state, key, itup) >= 0)
+			low = mid + 1;
+		else
+			high = mid;
+	}
+	return low - 1;
+}
+
+/*
+ * Moves right while the key lies at or beyond the page's high key, or the
+ * page was deleted (its right link leads to the page that took its keys).
+ */
+Buffer
+forein_moveright(Relation index, ForeinState *state, Buffer buf,
+				 const ForeinSearchKey *key, int access)
+{
+	for (;;)
+	{
+		Page		page = BufferGetPage(buf);
+		BlockNumber right;
+
+		if (!ForeinPageIsDeleted(page) && !forein_page_hi_le(state, page, key))
+			return buf;
+		right = ForeinPageGetOpaque(page)->right;
+		if (right == InvalidBlockNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\": deleted or bounded page %u has no right sibling",
+							RelationGetRelationName(index), BufferGetBlockNumber(buf))));
+		forein_relbuf(buf);
+		CHECK_FOR_INTERRUPTS();
+		buf = forein_getbuf(index, right, access);
+	}
+}
+
+void
+forein_free_stack(ForeinStack stack)
+{
+	while (stack != NULL)
+	{
+		ForeinStack parent = stack->parent;
+
+		pfree(stack);
+		stack = parent;
+	}
+}
+
+/* Validates a hinted node; returns it locked, or InvalidBuffer */
+static Buffer
+try_hint(Relation index, ForeinState *state, BlockNumber blkno, uint16 level,
+		 uint32 target_level, const ForeinSearchKey *key, int access,
+		 int *moves)
+{
+	Buffer		buf;
+	Page		page;
+	ForeinPageOpaque opaque;
+
+	if (blkno == InvalidBlockNumber || blkno == FOREIN_METAPAGE_BLKNO ||
+		level < target_level)
+		return InvalidBuffer;
+	buf = ReadBuffer(index, blkno);
+	LockBuffer(buf, level == target_level ? access : BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	opaque = ForeinPageGetOpaque(page);
+	*moves = 0;
+	if (PageIsNew(page) ||
+		PageGetSpecialSize(page) != MAXALIGN(sizeof(ForeinPageOpaqueData)) ||
+		opaque->page_id != FOREIN_PAGE_ID ||
+		(opaque->flags & (FOREIN_META | FOREIN_DELETED)) != 0 ||
+		opaque->level != level ||
+		!forein_page_lo_le(state, page, key))
+	{
+		forein_relbuf(buf);
+		return InvalidBuffer;
+	}
+	/* move right within the hint's budget */
+	while (ForeinPageIsDeleted(page) || forein_page_hi_le(state, page, key))
+	{
+		BlockNumber right = opaque->right;
+
+		forein_relbuf(buf);
+		if (++(*moves) > FOREIN_MAX_HINT_MOVES)
+			return InvalidBuffer;
+		buf = ReadBuffer(index, right);
+		LockBuffer(buf, level == target_level ? access : BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		forein_check_page(index, page, right);
+		opaque = ForeinPageGetOpaque(page);
+	}
+	return buf;
+}
+
+/*
+ * Locks the root for a descent.  The cached root may be a former root: it is
+ * still a correct start (leftmost of its level, never deleted; descents move
+ * right), so it is used once more and the cache refreshed next time.
+ */
+static Buffer
+get_root_buf(Relation index, ForeinState *state, uint32 target_level,
+			 int access)
+{
+	for (;;)
+	{
+		Buffer		buf;
+		ForeinPageOpaque opaque;
+		uint32		level;
+
+		if (state->root == InvalidBlockNumber || state->root_level < target_level)
+		{
+			forein_get_root(index, &state->root, &state->root_level);
+			if (state->root_level < target_level)
+				return InvalidBuffer;
+		}
+		level = state->root_level;
+		buf = forein_getbuf(index, state->root,
+							level == target_level ? access : BUFFER_LOCK_SHARE);
+		opaque = ForeinPageGetOpaque(BufferGetPage(buf));
+		if (opaque->level == level && !(opaque->flags & FOREIN_DELETED))
+		{
+			if (!(opaque->flags & FOREIN_ROOT))
+				state->root = InvalidBlockNumber;
+			return buf;
+		}
+		forein_relbuf(buf);
+		state->root = InvalidBlockNumber;
+	}
+}
+
+/*
+ * Descends to the node of target_level whose range holds key and returns
+ * it locked with `access` (inner levels are read with share locks).  With a
+ * stack pointer, records the path (from the start node down) for parent
+ * insertion.  Returns InvalidBuffer only if the tree has no such level.
+ */
+Buffer
+forein_descend(Relation index, ForeinState *state, const ForeinSearchKey *key,
+			   uint32 target_level, int access, ForeinStack *stack,
+			   bool use_hints)
+{
+	Buffer		buf = InvalidBuffer;
+	ForeinStart start = FOREIN_START_ROOT;
+	int			moves = 0;
+
+	if (stack)
+		*stack = NULL;
+
+	if (use_hints && !key->unbounded && state->has_words)
+	{
+		ForeinHint hint;
+
+		if (forein_offload_hint(index, key->word, &hint))
+		{
+			buf = try_hint(index, state, hint.primary, hint.primary_level,
+						   target_level, key, access, &moves);
+			if (BufferIsValid(buf))
+				start = FOREIN_START_HINT;
+			else
+			{
+				buf = try_hint(index, state, hint.secondary,
+							   hint.secondary_level, target_level, key,
+							   access, &moves);
+				start = BufferIsValid(buf) ? FOREIN_START_SECONDARY : FOREIN_START_FALLBACK;
+			}
+		}
+	}
+	if (!BufferIsValid(buf))
+	{
+		moves = 0;
+		buf = get_root_buf(index, state, target_level, access);
+		if (!BufferIsValid(buf))
+			return InvalidBuffer;
+	}
+
+	for (;;)
+	{
+		Page		page;
+		ForeinPageOpaque opaque;
+		OffsetNumber off;
+		BlockNumber child;
+		uint32		level;
+
+		buf = forein_moveright(index, state, buf, key,
+							   ForeinPageGetOpaque(BufferGetPage(buf))->level == target_level ?
+							   access : BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		opaque = ForeinPageGetOpaque(page);
+		level = opaque->level;
+		if (level == target_level)
+			break;
+		if (level < target_level)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\": descent reached level %u above the target %u",
+							RelationGetRelationName(index), level, target_level)));
+		off = forein_binsearch_inner(state, page, key);
+		if (off > PageGetMaxOffsetNumber(page))
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("index \"%s\": inner page %u has no downlinks",
+							RelationGetRelationName(index), BufferGetBlockNumber(buf))));
+		child = FOREIN_DOWNLINK((IndexTuple) PageGetItem(page, PageGetItemId(page, off)));
+		if (stack)
+		{
+			ForeinStack entry = palloc(sizeof(ForeinStackData));
+
+			entry->blkno = BufferGetBlockNumber(buf);
+			entry->parent = *stack;
+			*stack = entry;
+		}
+		forein_relbuf(buf);
+		buf = forein_getbuf(index, child,
+							level - 1 == target_level ? access : BUFFER_LOCK_SHARE);
+	}
+
+	if (target_level == 0)
+		forein_offload_count(index, start, moves, BufferGetBlockNumber(buf));
+	return buf;
+}
+
+/*
+ * The leftmost or rightmost leaf, share-locked.  Walks the leftmost path
+ * (first downlinks); for the rightmost, descends with a key above every
+ * position (a NULL key after every TID).
+ */
+Buffer
+forein_get_endpoint(Relation index, ForeinState *state, bool rightmost)
+{
+	ForeinSearchKey key;
+
+	memset(&key, 0, sizeof(key));
+	key.cmp = &state->cmp;
+	if (rightmost)
+	{
+		key.isnull = true;
+		key.tidmode = FOREIN_TID_AFTER;
+		key.word = PG_UINT64_MAX;
+	}
+	else
+	{
+		key.unbounded = true;
+		key.tidmode = FOREIN_TID_BEFORE;
+	}
+	return forein_descend(index, state, &key, 0, BUFFER_LOCK_SHARE, NULL, false);
+}
