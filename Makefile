@@ -6,7 +6,7 @@ BUILD      ?= build
 JOBS       ?= $(shell nproc)
 CMAKE_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps configure check demo bench check-asan check-tsan clean
+.PHONY: all deps configure check demo bench check-asan check-tsan clean install pg-bench
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -17,11 +17,20 @@ deps:
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) >/dev/null
 
-check: all
+check: all install
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-demo: all
-	$(BUILD)/engine/forein_demo
+# The PostgreSQL extension, built with PGXS against the PostgreSQL that
+# pg_config names (no JIT bitcode: clang is not a dependency).
+install:
+	$(MAKE) -C pg_extension with_llvm=no
+	$(MAKE) -C pg_extension with_llvm=no install
+
+demo: all install
+	BUILD=$(abspath $(BUILD)) bash scripts/demo.sh
+
+pg-bench: install
+	bash tests/bench/run_pg_bench.sh $(BUILD)/pg-bench
 
 bench: all
 	bash tests/bench/run_engine_bench.sh $(BUILD)
@@ -39,3 +48,4 @@ check-tsan: deps
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan
+	$(MAKE) -C pg_extension with_llvm=no clean

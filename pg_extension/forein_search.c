@@ -24,6 +24,100 @@
 
 #define FOREIN_MAX_HINT_MOVES 8
 
+/* The int64 value of a non-NULL integer-like tuple */
+static inline int64
+tuple_int(ForeinState *state, IndexTuple itup)
+{
+	char	   *data = (char *) itup + IndexInfoFindDataOffset(itup->t_info);
+
+	if (state->typlen == 2)
+		return *(int16 *) data;
+	if (state->typlen == 4)
+		return *(int32 *) data;
+	return *(int64 *) data;
+}
+
+#define ITEM_AT(page, off) ((IndexTuple) PageGetItem(page, PageGetItemId(page, off)))
+
+/*
+ * Narrows [*low, *high) for an integer-like key by interpolating between
+ * the page's first and last values, then galloping from the guess: on the
+ * dense keys typical of serial columns the guess is exact, so a lookup
+ * touches two or three items instead of a binary search's nine, each a
+ * likely cache miss.  The final binary search keeps it exact.
+ */
+static void
+interpolate(ForeinState *state, Page page, const ForeinSearchKey *key,
+			OffsetNumber *low, OffsetNumber *high)
+{
+	OffsetNumber lo = *low;
+	OffsetNumber hi = *high - 1;	/* last item */
+	IndexTuple	first = ITEM_AT(page, lo);
+	IndexTuple	last = ITEM_AT(page, hi);
+	int64		v0;
+	int64		v1;
+	OffsetNumber guess;
+	OffsetNumber step;
+
+	if (IndexTupleHasNulls(first) || IndexTupleHasNulls(last))
+		return;
+	v0 = tuple_int(state, first);
+	v1 = tuple_int(state, last);
+	if (key->ival <= v0 || key->ival > v1 || v1 <= v0)
+		return;
+	guess = lo + (OffsetNumber) (((double) (key->ival - v0) / (double) (v1 - v0)) * (hi - lo));
+	if (guess <= lo)
+		guess = lo + 1;
+	if (guess > hi)
+		guess = hi;
+
+	if (forein_compare(state, key, ITEM_AT(page, guess)) > 0)
+	{
+		/* the answer is right of guess: gallop right */
+		for (step = 1;; step *= 2)
+		{
+			OffsetNumber probe = guess + step;
+
+			if (probe >= *high)
+			{
+				*low = guess + 1;
+				return;
+			}
+			if (forein_compare(state, key, ITEM_AT(page, probe)) <= 0)
+			{
+				*low = guess + 1;
+				*high = probe + 1;
+				return;
+			}
+			guess = probe;
+		}
+	}
+	/* the answer is at or left of guess: gallop left */
+	*high = guess + 1;
+	for (step = 1;; step *= 2)
+	{
+		OffsetNumber probe;
+
+		if (guess - lo <= step)
+			return;
+		probe = guess - step;
+		if (forein_compare(state, key, ITEM_AT(page, probe)) > 0)
+		{
+			*low = probe + 1;
+			return;
+		}
+		*high = probe + 1;
+		guess = probe;
+	}
+}
+
+static inline bool
+can_interpolate(ForeinState *state, const ForeinSearchKey *key)
+{
+	return state->kind != FOREIN_KEY_UUID && state->kind != FOREIN_KEY_GENERIC &&
+		!key->unbounded && !key->isnull;
+}
+
 /* First item >= key on a leaf (maxoff + 1 if none) */
 OffsetNumber
 forein_binsearch_leaf(ForeinState *state, Page page, const ForeinSearchKey *key)
@@ -31,12 +125,13 @@ forein_binsearch_leaf(ForeinState *state, Page page, const ForeinSearchKey *key)
 	OffsetNumber low = FOREIN_FIRST_ITEM;
 	OffsetNumber high = PageGetMaxOffsetNumber(page) + 1;
 
+	if (high - low > 16 && can_interpolate(state, key))
+		interpolate(state, page, key, &low, &high);
 	while (low < high)
 	{
 		OffsetNumber mid = low + (high - low) / 2;
-		IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, mid));
 
-		if (forein_compare(state, key, itup) > 0)
+		if (forein_compare(state, key, ITEM_AT(page, mid)) > 0)
 			low = mid + 1;
 		else
 			high = mid;

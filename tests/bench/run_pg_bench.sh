@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# run_pg_bench.sh: forein against PostgreSQL's btree in one private cluster,
+# both indexes measured in the same run, alternating, medians reported.
+#
+#   bash tests/bench/run_pg_bench.sh [OUTDIR]     (default build/pg-bench)
+#
+# Needs the extension installed (make install) and postgresql-15. Writes
+# OUTDIR/pg_bench.csv (every repetition) and prints a summary table that
+# docs/pg-benchmark.md quotes. Knobs (environment): SCALE (20), REPS (5),
+# PROBES (1000000), PGBENCH_SECONDS (20), INSERT_ROWS (1000000).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${1:-$ROOT/build/pg-bench}
+SCALE=${SCALE:-20}
+REPS=${REPS:-5}
+PROBES=${PROBES:-1000000}
+PGBENCH_SECONDS=${PGBENCH_SECONDS:-20}
+INSERT_ROWS=${INSERT_ROWS:-1000000}
+CLUSTER=$OUT/cluster
+CSV=$OUT/pg_bench.csv
+
+mkdir -p "$OUT"
+bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true
+bash "$ROOT/scripts/pg-cluster.sh" start "$CLUSTER" \
+	--set shared_buffers=1GB --set max_parallel_maintenance_workers=0 \
+	--set max_parallel_workers_per_gather=0 --set forein.sample_rate=0.01 \
+	--set jit=off >/dev/null
+trap 'bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true' EXIT
+# shellcheck disable=SC1091
+source "$CLUSTER/env"
+
+psqlq() { psql -X -q -v ON_ERROR_STOP=1 -At "$@" postgres; }
+# ms SQL...: wall milliseconds of one statement, from psql's \timing
+ms() {
+	psql -X -q -v ON_ERROR_STOP=1 postgres -c '\timing on' -c "SET max_parallel_workers_per_gather = 0" \
+		-c "SET enable_hashjoin = off" -c "SET enable_mergejoin = off" -c "SET enable_seqscan = off" \
+		-c "SET enable_bitmapscan = off" -c "$1" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1
+}
+
+echo "metric,index,rep,value" > "$CSV"
+record() { echo "$1,$2,$3,$4" >> "$CSV"; }
+
+echo "== setup: pgbench scale $SCALE, no keys" >&2
+psqlq -c "CREATE EXTENSION IF NOT EXISTS forein"
+pgbench -q -i -s "$SCALE" -I dtgv postgres >/dev/null 2>&1
+psqlq -c "DROP TABLE IF EXISTS acc_b, acc_f, probes, ins_b, ins_f" \
+	-c "CREATE TABLE acc_b AS SELECT * FROM pgbench_accounts" \
+	-c "CREATE TABLE acc_f AS SELECT * FROM pgbench_accounts" \
+	-c "CREATE TABLE probes AS SELECT (random() * ($SCALE * 100000 - 1))::int + 1 AS id FROM generate_series(1, $PROBES)"
+
+echo "== build time and size ($REPS reps each, alternating)" >&2
+for rep in $(seq 1 "$REPS"); do
+	psqlq -c "DROP INDEX IF EXISTS acc_b_aid, acc_f_aid"
+	record build_ms btree "$rep" "$(ms "CREATE INDEX acc_b_aid ON acc_b USING btree (aid)")"
+	record build_ms forein "$rep" "$(ms "CREATE INDEX acc_f_aid ON acc_f USING forein (aid)")"
+done
+record size_pages btree 1 "$(psqlq -c "SELECT pg_relation_size('acc_b_aid') / 8192")"
+record size_pages forein 1 "$(psqlq -c "SELECT pg_relation_size('acc_f_aid') / 8192")"
+psqlq -c "VACUUM ANALYZE acc_b" -c "VACUUM ANALYZE acc_f" -c "VACUUM ANALYZE probes"
+
+echo "== probes: $PROBES random point probes, nested loop, index-only and heap" >&2
+psqlq -c "SELECT forein_refresh('acc_f_aid')" >/dev/null 2>&1 || echo "   (forein_refresh failed: no hints)" >&2
+for t in b f; do  # warm both indexes and heaps
+	ms "SELECT sum(a.abalance) FROM probes p JOIN acc_$t a ON a.aid = p.id" >/dev/null
+done
+for rep in $(seq 1 "$REPS"); do
+	record probe_ios_ms btree "$rep" "$(ms "SELECT count(*) FROM probes p JOIN acc_b a ON a.aid = p.id")"
+	record probe_ios_ms forein "$rep" "$(ms "SELECT count(*) FROM probes p JOIN acc_f a ON a.aid = p.id")"
+	record probe_heap_ms btree "$rep" "$(ms "SELECT sum(a.abalance) FROM probes p JOIN acc_b a ON a.aid = p.id")"
+	record probe_heap_ms forein "$rep" "$(ms "SELECT sum(a.abalance) FROM probes p JOIN acc_f a ON a.aid = p.id")"
+done
+psql -X postgres -c "SELECT * FROM forein_stats('acc_f_aid')" >&2 || true
+
+echo "== pgbench -S -M prepared -c 2 -j 2 -T $PGBENCH_SECONDS on pgbench_accounts.aid" >&2
+for rep in $(seq 1 "$REPS"); do
+	for kind in btree forein; do
+		psqlq -c "DROP INDEX IF EXISTS pgbench_accounts_aid" \
+			-c "CREATE INDEX pgbench_accounts_aid ON pgbench_accounts USING $kind (aid)" \
+			-c "VACUUM ANALYZE pgbench_accounts"
+		[ "$kind" = forein ] && psqlq -c "SELECT forein_refresh('pgbench_accounts_aid')" >/dev/null 2>&1 || true
+		tps=$(pgbench -n -S -M prepared -c 2 -j 2 -T "$PGBENCH_SECONDS" postgres 2>/dev/null |
+			sed -n 's/^tps = \([0-9.]*\).*/\1/p' | tail -1)
+		record pgbench_S_tps "$kind" "$rep" "$tps"
+	done
+done
+
+echo "== insert throughput: $INSERT_ROWS random keys into an indexed empty table" >&2
+for rep in $(seq 1 "$REPS"); do
+	for kind in btree forein; do
+		t=ins_${kind:0:1}
+		psqlq -c "DROP TABLE IF EXISTS $t" -c "CREATE UNLOGGED TABLE $t (k int8, v int4)" \
+			-c "CREATE INDEX ON $t USING $kind (k)"
+		record insert_ms "$kind" "$rep" "$(ms "INSERT INTO $t SELECT (random() * 1e12)::int8, i FROM generate_series(1, $INSERT_ROWS) i")"
+	done
+done
+
+echo "== summary (medians; ratio = forein relative to btree, >1 is better for forein)" >&2
+python3 - "$CSV" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+def med(metric, index):
+    vals = [float(r["value"]) for r in rows if r["metric"] == metric and r["index"] == index and r["value"]]
+    return statistics.median(vals) if vals else float("nan")
+higher_better = {"pgbench_S_tps"}
+print("| metric | btree | forein | forein vs btree |")
+print("| --- | ---: | ---: | ---: |")
+for metric in ["build_ms", "size_pages", "probe_ios_ms", "probe_heap_ms", "pgbench_S_tps", "insert_ms"]:
+    b, f = med(metric, "btree"), med(metric, "forein")
+    ratio = f / b if metric in higher_better else b / f
+    note = "speedup" if metric not in ("size_pages", "build_ms") else ("size ratio (forein/btree)" if metric == "size_pages" else "time ratio (forein/btree)")
+    if metric in ("size_pages", "build_ms"):
+        ratio = f / b
+    print(f"| {metric} | {b:.1f} | {f:.1f} | {ratio:.3f} ({note}) |")
+EOF
