@@ -129,4 +129,42 @@ AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT PARALLEL RESTRICTED;
 
 -- BEGIN offload functions (pg_extension/forein_offload.c)
+
+-- Offload statistics of one index.  backend: 'switch_lpm'; 'none' when the
+-- index has offload = 'none', forein.offload is off, the index is temporary
+-- or its keys have no order-preserving word (text under a non-C collation);
+-- 'inactive' when forein is not in shared_preload_libraries.  Counters:
+-- descents to a leaf, those that started at a validated hint, sibling steps
+-- after a hint, and those whose hints all failed.
+CREATE FUNCTION forein_stats(index regclass,
+	OUT backend text,
+	OUT lookups bigint,
+	OUT hint_hits bigint,
+	OUT move_rights bigint,
+	OUT fallbacks bigint,
+	OUT installed_entries bigint,
+	OUT capacity_entries bigint,
+	OUT installed_nodes bigint)
+RETURNS record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+-- Recomputes the index's offload table now, in this session, and installs
+-- it (after forein.install_delay_ms); returns the installed entries.
+CREATE FUNCTION forein_refresh(index regclass)
+RETURNS bigint
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+
+-- The installed LPM entries: prefix (the high prefix_len bits of a 64-bit
+-- key word, as an unsigned number) -> node (block) at level (0 = leaf).
+CREATE FUNCTION forein_offload_entries(index regclass,
+	OUT prefix numeric,
+	OUT prefix_len integer,
+	OUT node bigint,
+	OUT level integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
 -- END offload functions

@@ -1,0 +1,892 @@
+/*-------------------------------------------------------------------------
+ *
+ * forein_offload.c
+ *	  Hints from the modelled offload hardware (switch_lpm) and access
+ *	  statistics: GUCs, shared memory slots, the non-blocking hint lookup.
+ *
+ * Loaded through shared_preload_libraries, the module keeps one slot per
+ * offloaded index in shared memory (see forein_offload_int.h) and a
+ * background worker (forein_worker.c) that recomputes a slot's LPM table
+ * (forein_refresh.c) when page splits, deletions or sampled accesses say it
+ * is out of date.  A scan start asks forein_offload_hint() for the node to
+ * start from; the answer is advice the caller validates on the page, so a
+ * stale or torn table can cost time but never a wrong result.
+ *
+ * Loaded any other way, every entry point here is cheap and says "no hint";
+ * statistics then go to backend-local counters.
+ *
+ * Portions Copyright (c) 2026, forein developers
+ *
+ * pg_extension/forein_offload.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
+#include "common/pg_prng.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "forein.h"
+#include "forein_offload_int.h"
+
+PG_MODULE_MAGIC;
+
+/* GUCs */
+bool		forein_offload_enabled = true;
+int			forein_lpm_entries = FOREIN_DEFAULT_LPM_ENTRIES;
+double		forein_sample_rate = 0.01;
+int			forein_install_delay_ms = 0;
+int			forein_max_indexes = 8;
+bool		forein_debug_random_hints = false;
+
+/* Set in the postmaster's shmem startup hook; NULL: not preloaded */
+ForeinOffShared *forein_off_shared = NULL;
+LWLockPadded *forein_off_locks = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static object_access_hook_type prev_object_access_hook = NULL;
+
+/*
+ * Which slot an index has, cached per backend.  An entry is trusted while
+ * the shared epoch (bumped whenever a slot changes hands) is unchanged and
+ * the slot still names the index.  A failed allocation (every slot busy) is
+ * retried only every FOREIN_ALLOC_RETRY calls, so a busy table costs scans
+ * nothing.
+ */
+#define FOREIN_SLOT_CACHE		64
+#define FOREIN_ALLOC_RETRY		1024
+
+typedef struct SlotCacheEntry
+{
+	Oid			relid;
+	int			slotno;			/* -1: none */
+	uint32		epoch;
+	bool		alloc_tried;	/* the -1 came from a failed allocation */
+	uint32		misses;
+} SlotCacheEntry;
+
+static SlotCacheEntry slot_cache[FOREIN_SLOT_CACHE];
+
+/* Statistics of indexes without a slot, this backend only */
+typedef struct LocalCounters
+{
+	Oid			relid;			/* hash key */
+	uint64		lookups;
+	uint64		hint_hits;
+	uint64		move_rights;
+	uint64		fallbacks;
+} LocalCounters;
+
+static HTAB *local_counters = NULL;
+
+void		_PG_init(void);
+
+static void forein_shmem_request(void);
+static void forein_shmem_startup(void);
+static void forein_object_access(ObjectAccessType access, Oid classId,
+								 Oid objectId, int subId, void *arg);
+
+/*
+ * Module load.
+ */
+void
+_PG_init(void)
+{
+	forein_offload_init();
+}
+
+/*
+ * Defines the GUCs and, while shared_preload_libraries is being processed,
+ * asks for shared memory and registers the background worker.  Idempotent.
+ */
+void
+forein_offload_init(void)
+{
+	static bool done = false;
+
+	if (done)
+		return;
+	done = true;
+
+	DefineCustomBoolVariable("forein.offload",
+							 "Starts forein index descents from offload hints.",
+							 "Off: every descent starts at the root.",
+							 &forein_offload_enabled,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("forein.lpm_entries",
+							"LPM entries of the modelled switch table, per index.",
+							"The index reloption lpm_entries overrides it.  "
+							"Shared tables are sized from the value at server "
+							"start; larger values are clamped to that.",
+							&forein_lpm_entries,
+							FOREIN_DEFAULT_LPM_ENTRIES,
+							1, FOREIN_MAX_LPM_ENTRIES,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomRealVariable("forein.sample_rate",
+							 "Fraction of index descents sampled as access weights.",
+							 NULL,
+							 &forein_sample_rate,
+							 0.01,
+							 0.0, 1.0,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("forein.install_delay_ms",
+							"Modelled control-plane delay before a new LPM table is installed.",
+							NULL,
+							&forein_install_delay_ms,
+							0,
+							0, 3600 * 1000,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("forein.debug_random_hints",
+							 "Makes forein hand out random start hints (testing only).",
+							 "Hints are validated, so results must not change.",
+							 &forein_debug_random_hints,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	/* a PGC_POSTMASTER variable can only be defined at preload */
+	if (!process_shared_preload_libraries_in_progress)
+	{
+		MarkGUCPrefixReserved("forein");
+		return;
+	}
+
+	DefineCustomIntVariable("forein.max_indexes",
+							"Indexes that can hold an offload table in shared memory.",
+							NULL,
+							&forein_max_indexes,
+							8,
+							1, 1024,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("forein");
+
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = forein_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = forein_shmem_startup;
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = forein_object_access;
+
+	forein_worker_register();
+}
+
+/*
+ * Shared memory layout, from forein.max_indexes and forein.lpm_entries as
+ * the postmaster read them.  A table buffer holds the entries (<= E), the
+ * main segments (<= 2E + 1: LPM over laminar prefixes is a step function
+ * with at most two steps per prefix) and the bottom-line segments (<= 2E +
+ * 1).
+ */
+static Size
+forein_shmem_layout(ForeinOffShared *layout)
+{
+	uint32		capacity = (uint32) forein_lpm_entries;
+	uint32		records = 5 * capacity + 3;
+	Size		table_size;
+	Size		off;
+
+	table_size = CACHELINEALIGN(add_size(offsetof(ForeinOffTable, recs),
+										 mul_size(records, sizeof(ForeinOffRecord))));
+	off = CACHELINEALIGN(sizeof(ForeinOffSlot));
+	layout->ring_offset = off;
+	off = add_size(off, CACHELINEALIGN(FOREIN_SAMPLE_RING * sizeof(uint32)));
+	layout->table_offset[0] = off;
+	off = add_size(off, table_size);
+	layout->table_offset[1] = off;
+	off = add_size(off, table_size);
+	layout->slot_size = off;
+	layout->slot_capacity = capacity;
+	layout->table_records = records;
+	layout->max_indexes = forein_max_indexes;
+
+	return add_size(CACHELINEALIGN(offsetof(ForeinOffShared, slots)),
+					mul_size(forein_max_indexes, layout->slot_size));
+}
+
+static void
+forein_shmem_request(void)
+{
+	ForeinOffShared layout;
+
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+
+	RequestAddinShmemSpace(forein_shmem_layout(&layout));
+	RequestNamedLWLockTranche("forein_offload", 1 + forein_max_indexes);
+}
+
+static void
+forein_shmem_startup(void)
+{
+	ForeinOffShared layout;
+	Size		size;
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	size = forein_shmem_layout(&layout);
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	forein_off_shared = ShmemInitStruct("forein_offload", size, &found);
+	forein_off_locks = GetNamedLWLockTranche("forein_offload");
+	if (!found)
+	{
+		ForeinOffShared *sh = forein_off_shared;
+		int			i;
+
+		/* slots' bytes are touched lazily: big tables cost only what is used */
+		sh->max_indexes = layout.max_indexes;
+		sh->slot_capacity = layout.slot_capacity;
+		sh->table_records = layout.table_records;
+		sh->slot_size = layout.slot_size;
+		sh->table_offset[0] = layout.table_offset[0];
+		sh->table_offset[1] = layout.table_offset[1];
+		sh->ring_offset = layout.ring_offset;
+		pg_atomic_init_u32(&sh->epoch, 1);
+		sh->leader_latch = NULL;
+		for (i = 0; i < sh->max_indexes; i++)
+		{
+			ForeinOffSlot *slot = forein_off_slot(i);
+
+			memset(slot, 0, sizeof(ForeinOffSlot));
+			pg_atomic_init_u64(&slot->lookups, 0);
+			pg_atomic_init_u64(&slot->hint_hits, 0);
+			pg_atomic_init_u64(&slot->move_rights, 0);
+			pg_atomic_init_u64(&slot->fallbacks, 0);
+			pg_atomic_init_u64(&slot->events, 0);
+			pg_atomic_init_u64(&slot->samples, 0);
+			pg_atomic_init_u32(&slot->stale, 0);
+			pg_atomic_init_u32(&forein_off_table(slot, 0)->seq, 0);
+			pg_atomic_init_u32(&forein_off_table(slot, 1)->seq, 0);
+			forein_off_clear_tables(slot);
+		}
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Empties both table buffers of a slot (caller holds the slot lock, or is
+ * the postmaster initialising): readers see no table from now on.
+ */
+void
+forein_off_clear_tables(ForeinOffSlot *slot)
+{
+	int			which;
+
+	for (which = 0; which < 2; which++)
+	{
+		ForeinOffTable *t = forein_off_table(slot, which);
+		uint32		seq = pg_atomic_read_u32(&t->seq);
+
+		pg_atomic_write_u32(&t->seq, seq | 1);
+		pg_write_barrier();
+		t->dboid = InvalidOid;
+		t->relid = InvalidOid;
+		t->relfilenode = InvalidOid;
+		t->nblocks = 0;
+		t->nentries = t->nmain = t->nbottom = t->nnodes = 0;
+		t->capacity = 0;
+		t->bottom_level = 0;
+		pg_write_barrier();
+		pg_atomic_write_u32(&t->seq, (seq | 1) + 1);
+	}
+}
+
+/* Resets a slot for a new owner; caller holds the allocation and slot locks */
+static void
+init_slot(ForeinOffSlot *slot, Oid dboid, Oid relid, TimestampTz now)
+{
+	slot->in_use = true;
+	slot->dboid = dboid;
+	slot->relid = relid;
+	pg_atomic_write_u64(&slot->lookups, 0);
+	pg_atomic_write_u64(&slot->hint_hits, 0);
+	pg_atomic_write_u64(&slot->move_rights, 0);
+	pg_atomic_write_u64(&slot->fallbacks, 0);
+	pg_atomic_write_u64(&slot->events, 0);
+	pg_atomic_write_u64(&slot->samples, 0);
+	pg_atomic_write_u32(&slot->stale, 0);
+	slot->backend = FOREIN_SLOT_NEVER;
+	slot->events_at_refresh = 0;
+	slot->samples_at_refresh = 0;
+	slot->refresh_requested = false;
+	slot->failures = 0;
+	slot->launch_failures = 0;
+	slot->next_refresh = 0;
+	slot->last_refresh_us = 0;
+	slot->last_active = now;
+	slot->lookups_seen = 0;
+	forein_off_clear_tables(slot);
+}
+
+static int
+scan_slots(Oid dboid, Oid relid)
+{
+	int			i;
+
+	for (i = 0; i < forein_off_shared->max_indexes; i++)
+	{
+		ForeinOffSlot *slot = forein_off_slot(i);
+
+		if (slot->in_use && slot->relid == relid && slot->dboid == dboid)
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * Takes a free slot for the index, or else the one idle longest (no
+ * lookups for FOREIN_SLOT_IDLE_MS): dropped indexes of other databases, or
+ * one-off test indexes, must not keep the slots forever.  Returns the slot
+ * or -1, and the epoch that goes with the answer.
+ */
+static int
+allocate_slot(Oid relid, uint32 *epoch)
+{
+	int			slotno;
+	Latch	   *leader = NULL;
+
+	LWLockAcquire(FOREIN_ALLOC_LOCK(), LW_EXCLUSIVE);
+	slotno = scan_slots(MyDatabaseId, relid);
+	if (slotno < 0)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz idle_since = TimestampTzPlusMilliseconds(now, -FOREIN_SLOT_IDLE_MS);
+		int			victim = -1;
+		int			i;
+
+		for (i = 0; i < forein_off_shared->max_indexes; i++)
+		{
+			ForeinOffSlot *slot = forein_off_slot(i);
+
+			if (!slot->in_use)
+			{
+				victim = i;
+				break;
+			}
+			if (slot->last_active < idle_since &&
+				(victim < 0 ||
+				 slot->last_active < forein_off_slot(victim)->last_active))
+				victim = i;
+		}
+		if (victim >= 0)
+		{
+			ForeinOffSlot *slot = forein_off_slot(victim);
+
+			if (slot->in_use)
+				elog(DEBUG1, "forein: offload slot %d of index %u in database %u reused for index %u",
+					 victim, slot->relid, slot->dboid, relid);
+			LWLockAcquire(FOREIN_SLOT_LOCK(victim), LW_EXCLUSIVE);
+			init_slot(slot, MyDatabaseId, relid, now);
+			LWLockRelease(FOREIN_SLOT_LOCK(victim));
+			pg_atomic_fetch_add_u32(&forein_off_shared->epoch, 1);
+			leader = forein_off_shared->leader_latch;
+			slotno = victim;
+		}
+	}
+	*epoch = pg_atomic_read_u32(&forein_off_shared->epoch);
+	LWLockRelease(FOREIN_ALLOC_LOCK());
+
+	/* the worker computes the new slot's first table right away */
+	if (leader)
+		SetLatch(leader);
+	return slotno;
+}
+
+/*
+ * The index's slot, or -1.  With create, takes a slot if it has none (never
+ * inside a critical section: that needs a lock).
+ */
+int
+forein_off_find_slot(Relation index, bool create)
+{
+	Oid			relid = RelationGetRelid(index);
+	SlotCacheEntry *ce = &slot_cache[relid % FOREIN_SLOT_CACHE];
+	uint32		epoch;
+	int			slotno;
+	bool		tried = false;
+
+	if (forein_off_shared == NULL)
+		return -1;
+
+	epoch = pg_atomic_read_u32(&forein_off_shared->epoch);
+	pg_read_barrier();
+	if (ce->relid == relid && ce->epoch == epoch)
+	{
+		if (ce->slotno >= 0)
+		{
+			ForeinOffSlot *slot = forein_off_slot(ce->slotno);
+
+			if (slot->in_use && slot->relid == relid && slot->dboid == MyDatabaseId)
+				return ce->slotno;
+		}
+		else if (!create)
+			return -1;
+		else if (ce->alloc_tried && (++ce->misses % FOREIN_ALLOC_RETRY) != 0)
+			return -1;
+	}
+
+	/*
+	 * Temporary indexes get no slot: the worker, another backend, cannot
+	 * read their pages.
+	 */
+	slotno = scan_slots(MyDatabaseId, relid);
+	if (slotno < 0 && create && CritSectionCount == 0 && OidIsValid(MyDatabaseId) &&
+		index->rd_rel->relpersistence != RELPERSISTENCE_TEMP)
+	{
+		slotno = allocate_slot(relid, &epoch);
+		tried = true;
+	}
+
+	if (ce->relid != relid)
+		ce->misses = 0;
+	ce->relid = relid;
+	ce->slotno = slotno;
+	ce->epoch = epoch;
+	ce->alloc_tried = tried;
+	return slotno;
+}
+
+/* Drops what this backend remembers of the index's slot (next use rescans) */
+void
+forein_off_forget_slot(Relation index)
+{
+	Oid			relid = RelationGetRelid(index);
+	SlotCacheEntry *ce = &slot_cache[relid % FOREIN_SLOT_CACHE];
+
+	if (ce->relid == relid)
+		ce->relid = InvalidOid;
+}
+
+/* Gives a slot up if it still belongs to (dboid, relid) */
+void
+forein_off_free_slot(int slotno, Oid dboid, Oid relid)
+{
+	ForeinOffSlot *slot = forein_off_slot(slotno);
+
+	LWLockAcquire(FOREIN_ALLOC_LOCK(), LW_EXCLUSIVE);
+	if (slot->in_use && slot->dboid == dboid &&
+		(relid == InvalidOid || slot->relid == relid))
+	{
+		LWLockAcquire(FOREIN_SLOT_LOCK(slotno), LW_EXCLUSIVE);
+		slot->in_use = false;
+		slot->refresh_requested = false;
+		forein_off_clear_tables(slot);
+		LWLockRelease(FOREIN_SLOT_LOCK(slotno));
+		pg_atomic_fetch_add_u32(&forein_off_shared->epoch, 1);
+	}
+	LWLockRelease(FOREIN_ALLOC_LOCK());
+}
+
+/*
+ * DROP INDEX (or of its table) and DROP DATABASE free their slots at once.
+ * Should the drop roll back, the index just gets a new slot on next use.
+ */
+static void
+forein_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+					 int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+
+	if (access != OAT_DROP || forein_off_shared == NULL)
+		return;
+
+	if (classId == RelationRelationId && subId == 0)
+	{
+		int			slotno = scan_slots(MyDatabaseId, objectId);
+
+		if (slotno >= 0)
+			forein_off_free_slot(slotno, MyDatabaseId, objectId);
+	}
+	else if (classId == DatabaseRelationId)
+	{
+		int			i;
+
+		for (i = 0; i < forein_off_shared->max_indexes; i++)
+		{
+			ForeinOffSlot *slot = forein_off_slot(i);
+
+			if (slot->in_use && slot->dboid == objectId)
+				forein_off_free_slot(i, objectId, InvalidOid);
+		}
+	}
+}
+
+/* Is rel an index of the forein access method? */
+bool
+forein_is_forein_index(Relation rel)
+{
+	return rel->rd_rel->relkind == RELKIND_INDEX &&
+		rel->rd_indam != NULL &&
+		rel->rd_indam->ambuild == forein_build;
+}
+
+/*
+ * The entry budget of an index: its reloption lpm_entries, else
+ * forein.lpm_entries, at most what a shared table holds.
+ */
+uint32
+forein_index_budget(Relation index)
+{
+	uint32		budget = (uint32) forein_lpm_entries;
+
+	if (index->rd_options != NULL &&
+		((ForeinOptions *) index->rd_options)->lpm_entries > 0)
+		budget = (uint32) ((ForeinOptions *) index->rd_options)->lpm_entries;
+	if (forein_off_shared != NULL)
+		budget = Min(budget, forein_off_shared->slot_capacity);
+	return budget;
+}
+
+/* Flags a slot for the worker, touching the shared line only once */
+static inline void
+mark_stale(ForeinOffSlot *slot)
+{
+	if (pg_atomic_read_u32(&slot->stale) == 0)
+		pg_atomic_write_u32(&slot->stale, 1);
+}
+
+/* Index of the last segment whose start is <= w (segs[0].key is 0) */
+static inline uint32
+segment_of(const ForeinOffRecord *segs, uint32 n, uint64 w)
+{
+	uint32		lo = 0;
+	uint32		hi = n;
+
+	while (hi - lo > 1)
+	{
+		uint32		mid = lo + (hi - lo) / 2;
+
+		if (segs[mid].key <= w)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Reads the slot's active table without locking.  The buffer's sequence
+ * counter is read before and after; if a publish overwrote the buffer in
+ * between (two publishes during one lookup), the lookup is retried, and
+ * after a few tries given up: no hint is always a safe answer.  Counts and
+ * indexes are clamped to the buffer, so even a torn read stays inside it.
+ */
+static bool
+table_lookup(ForeinOffSlot *slot, Relation index, uint64 word, ForeinHint *hint)
+{
+	Oid			relid = RelationGetRelid(index);
+	Oid			relfilenode = forein_index_relfilenode(index);
+	uint32		records = forein_off_shared->table_records;
+	int			attempt;
+
+	for (attempt = 0; attempt < 4; attempt++)
+	{
+		uint32		which = *((volatile uint32 *) &slot->active) & 1;
+		ForeinOffTable *t = forein_off_table(slot, which);
+		uint32		seq;
+		uint32		nentries,
+					nmain,
+					nbottom;
+		BlockNumber nblocks;
+		ForeinOffRecord primary = {0},
+					secondary = {0};
+		bool		mine;
+		bool		current;
+
+		pg_read_barrier();
+		seq = pg_atomic_read_u32(&t->seq);
+		if (seq & 1)
+			continue;
+		pg_read_barrier();
+
+		mine = t->dboid == MyDatabaseId && t->relid == relid;
+		current = t->relfilenode == relfilenode;
+		nblocks = t->nblocks;
+		nentries = Min(t->nentries, records);
+		nmain = Min(t->nmain, records - nentries);
+		nbottom = Min(t->nbottom, records - nentries - nmain);
+		if (mine && current)
+		{
+			const ForeinOffRecord *main = t->recs + nentries;
+			const ForeinOffRecord *bottom = main + nmain;
+
+			if (nmain > 0)
+				primary = main[segment_of(main, nmain, word)];
+			if (nbottom > 0)
+				secondary = bottom[segment_of(bottom, nbottom, word)];
+		}
+
+		pg_read_barrier();
+		if (pg_atomic_read_u32(&t->seq) != seq)
+			continue;
+
+		if (!mine)
+			return false;		/* no table for this index yet */
+		if (!current)
+		{
+			/* REINDEX or TRUNCATE since: the table names old blocks */
+			mark_stale(slot);
+			return false;
+		}
+
+		/* block 0 (the metapage) marks "no match"; never past the old EOF */
+		if (primary.block == 0 || primary.block >= nblocks)
+			primary.block = InvalidBlockNumber;
+		if (secondary.block == 0 || secondary.block >= nblocks ||
+			secondary.block == primary.block)
+			secondary.block = InvalidBlockNumber;
+		if (primary.block == InvalidBlockNumber)
+		{
+			primary = secondary;
+			secondary.block = InvalidBlockNumber;
+		}
+		if (primary.block == InvalidBlockNumber)
+			return false;
+
+		hint->primary = primary.block;
+		hint->primary_level = primary.level;
+		hint->secondary = secondary.block;
+		hint->secondary_level =
+			secondary.block == InvalidBlockNumber ? 0 : secondary.level;
+		return true;
+	}
+	return false;
+}
+
+/* forein.debug_random_hints: any block of the index, any plausible level */
+static bool
+random_hint(Relation index, ForeinHint *hint)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	pg_prng_state *rng = &pg_global_prng_state;
+
+	if (nblocks <= 1)
+		return false;
+	hint->primary = (BlockNumber) pg_prng_uint64_range(rng, 1, nblocks - 1);
+	hint->primary_level = (uint16) pg_prng_uint64_range(rng, 0, 3);
+	hint->secondary = (BlockNumber) pg_prng_uint64_range(rng, 1, nblocks - 1);
+	hint->secondary_level = (uint16) pg_prng_uint64_range(rng, 0, 3);
+	return true;
+}
+
+/*
+ * The start node for a descent to the key whose offload word is `word`.
+ * False: no hint (start at the root).  Never blocks and never reads a page.
+ */
+bool
+forein_offload_hint(Relation index, uint64 word, ForeinHint *hint)
+{
+	int			slotno;
+	ForeinOffSlot *slot;
+
+	hint->primary = InvalidBlockNumber;
+	hint->primary_level = 0;
+	hint->secondary = InvalidBlockNumber;
+	hint->secondary_level = 0;
+
+	if (unlikely(forein_debug_random_hints))
+		return random_hint(index, hint);
+	if (forein_off_shared == NULL || !forein_offload_enabled)
+		return false;
+	if (forein_index_offload(index) == FOREIN_OFFLOAD_NONE)
+		return false;
+
+	slotno = forein_off_find_slot(index, true);
+	if (slotno < 0)
+		return false;
+	slot = forein_off_slot(slotno);
+
+	/* offload was switched back on (ALTER INDEX): the worker must compute */
+	if (slot->backend == FOREIN_SLOT_NONE)
+	{
+		mark_stale(slot);
+		return false;
+	}
+	return table_lookup(slot, index, word, hint);
+}
+
+static LocalCounters *
+local_entry(Oid relid)
+{
+	bool		found;
+	LocalCounters *entry;
+
+	if (local_counters == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(LocalCounters);
+		ctl.hcxt = TopMemoryContext;
+		local_counters = hash_create("forein local offload counters", 16, &ctl,
+									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(local_counters, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->lookups = 0;
+		entry->hint_hits = 0;
+		entry->move_rights = 0;
+		entry->fallbacks = 0;
+	}
+	return entry;
+}
+
+/*
+ * Statistics of one descent to a leaf, and with probability
+ * forein.sample_rate a sample of the leaf for the selection's weights.
+ */
+void
+forein_offload_count(Relation index, ForeinStart start, int move_rights,
+					 BlockNumber leaf)
+{
+	int			slotno = -1;
+	bool		hit = (start == FOREIN_START_HINT || start == FOREIN_START_SECONDARY);
+	bool		fallback = (start == FOREIN_START_FALLBACK);
+
+	if (forein_off_shared != NULL)
+		slotno = forein_off_find_slot(index, true);
+
+	if (slotno >= 0)
+	{
+		ForeinOffSlot *slot = forein_off_slot(slotno);
+
+		pg_atomic_fetch_add_u64(&slot->lookups, 1);
+		if (hit)
+			pg_atomic_fetch_add_u64(&slot->hint_hits, 1);
+		if (fallback)
+			pg_atomic_fetch_add_u64(&slot->fallbacks, 1);
+		if (move_rights > 0)
+			pg_atomic_fetch_add_u64(&slot->move_rights, move_rights);
+
+		if (leaf != InvalidBlockNumber && forein_sample_rate > 0 &&
+			(forein_sample_rate >= 1.0 ||
+			 pg_prng_double(&pg_global_prng_state) < forein_sample_rate))
+		{
+			uint64		pos = pg_atomic_fetch_add_u64(&slot->samples, 1);
+
+			forein_off_ring(slot)[pos % FOREIN_SAMPLE_RING] = leaf;
+		}
+	}
+	else if (CritSectionCount == 0)
+	{
+		LocalCounters *c = local_entry(RelationGetRelid(index));
+
+		c->lookups++;
+		if (hit)
+			c->hint_hits++;
+		if (fallback)
+			c->fallbacks++;
+		if (move_rights > 0)
+			c->move_rights += move_rights;
+	}
+}
+
+/*
+ * A page of the index split or was deleted: the table is out of date.  Only
+ * bumps a counter (callers may be inside a critical section); the worker
+ * notices within a second.
+ */
+void
+forein_offload_node_event(Relation index, BlockNumber blkno)
+{
+	int			slotno;
+
+	if (forein_off_shared == NULL)
+		return;
+	slotno = forein_off_find_slot(index, false);
+	if (slotno >= 0)
+		pg_atomic_fetch_add_u64(&forein_off_slot(slotno)->events, 1);
+}
+
+/* This backend's counters of an index without a slot (zeros if none) */
+void
+forein_off_local_counts(Oid relid, uint64 *counts)
+{
+	LocalCounters *entry = NULL;
+
+	if (local_counters != NULL)
+		entry = hash_search(local_counters, &relid, HASH_FIND, NULL);
+	counts[0] = entry ? entry->lookups : 0;
+	counts[1] = entry ? entry->hint_hits : 0;
+	counts[2] = entry ? entry->move_rights : 0;
+	counts[3] = entry ? entry->fallbacks : 0;
+}
+
+/* The active table's header, under the slot lock (not for hot paths) */
+void
+forein_off_table_info(int slotno, Relation index, ForeinOffTableInfo *info)
+{
+	ForeinOffSlot *slot = forein_off_slot(slotno);
+	ForeinOffTable *t;
+
+	memset(info, 0, sizeof(*info));
+	LWLockAcquire(FOREIN_SLOT_LOCK(slotno), LW_SHARED);
+	t = forein_off_table(slot, slot->active & 1);
+	if (t->dboid == MyDatabaseId && t->relid == RelationGetRelid(index) &&
+		t->relfilenode == forein_index_relfilenode(index))
+	{
+		info->valid = true;
+		info->nblocks = t->nblocks;
+		info->nentries = t->nentries;
+		info->nnodes = t->nnodes;
+		info->capacity = t->capacity;
+		info->bottom_level = t->bottom_level;
+		info->generation = t->generation;
+	}
+	LWLockRelease(FOREIN_SLOT_LOCK(slotno));
+}
+
+/* A palloc'd copy of the active table's entries, under the slot lock */
+ForeinOffRecord *
+forein_off_copy_entries(int slotno, Relation index, uint32 *nentries)
+{
+	ForeinOffSlot *slot = forein_off_slot(slotno);
+	ForeinOffTable *t;
+	ForeinOffRecord *copy = NULL;
+	uint32		n = 0;
+
+	/* allocated before taking the lock: no ERROR while holding it */
+	copy = palloc(sizeof(ForeinOffRecord) * Max(forein_off_shared->slot_capacity, 1));
+	LWLockAcquire(FOREIN_SLOT_LOCK(slotno), LW_SHARED);
+	t = forein_off_table(slot, slot->active & 1);
+	if (t->dboid == MyDatabaseId && t->relid == RelationGetRelid(index) &&
+		t->relfilenode == forein_index_relfilenode(index))
+	{
+		n = Min(t->nentries, forein_off_shared->slot_capacity);
+		memcpy(copy, t->recs, sizeof(ForeinOffRecord) * n);
+	}
+	LWLockRelease(FOREIN_SLOT_LOCK(slotno));
+	*nentries = n;
+	return copy;
+}

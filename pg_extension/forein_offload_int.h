@@ -1,0 +1,227 @@
+/*-------------------------------------------------------------------------
+ *
+ * forein_offload_int.h
+ *	  Shared memory layout and internal interfaces of forein's offload side
+ *	  (forein_offload.c, forein_refresh.c, forein_worker.c,
+ *	  forein_sqlfuncs.c).
+ *
+ * With shared_preload_libraries = 'forein' the postmaster sets aside
+ * forein.max_indexes slots.  A slot belongs to one index, keyed by
+ * (database, index OID), and holds:
+ *
+ *	 - statistics counters (atomics, bumped by every scan start);
+ *	 - a node-event counter (page splits and deletions) and a ring of
+ *	   sampled leaf blocks, which tell the background worker the table is
+ *	   out of date and give the selection its weights;
+ *	 - two table buffers.  A publish writes the buffer readers are not
+ *	   using, under a per-buffer sequence counter (odd while written), then
+ *	   flips `active`.  Readers never lock: they read the active buffer and
+ *	   retry (or give up: no hint) if its counter moved.  A table records the
+ *	   index's identity, relfilenode and size when it was computed, so a
+ *	   table from before a REINDEX or TRUNCATE, or a block past that size,
+ *	   is never handed out.
+ *
+ * Each table buffer holds three arrays of 16-byte records: the installed LPM
+ * entries (for forein_offload_entries), the segments of longest-prefix match
+ * over all entries (the primary hint) and the segments of the bottom-line
+ * layer alone (the secondary hint).
+ *
+ * Portions Copyright (c) 2026, forein developers
+ *
+ * pg_extension/forein_offload_int.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FOREIN_OFFLOAD_INT_H
+#define FOREIN_OFFLOAD_INT_H
+
+#include "port/atomics.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "forein.h"
+
+/* The paper's switch: 73,000 LPM entries */
+#define FOREIN_DEFAULT_LPM_ENTRIES	73000
+#define FOREIN_MAX_LPM_ENTRIES		(1 << 22)
+
+/* Sampled leaf blocks kept per slot (a power of two) */
+#define FOREIN_SAMPLE_RING			8192
+
+/* New samples since the last refresh that make a slot dirty */
+#define FOREIN_RESAMPLE_THRESHOLD	(FOREIN_SAMPLE_RING / 4)
+
+/* Heaviest leaves pinned into the table before the greedy selection */
+#define FOREIN_HOT_LEAVES			64
+
+/* An idle slot may be taken over by another index after this long */
+#define FOREIN_SLOT_IDLE_MS			10000
+
+/* What a slot's last refresh published */
+typedef enum ForeinSlotBackend
+{
+	FOREIN_SLOT_NEVER = 0,		/* nothing published yet */
+	FOREIN_SLOT_SWITCH_LPM,		/* a switch_lpm table */
+	FOREIN_SLOT_NONE			/* reloption offload = 'none', or no words */
+} ForeinSlotBackend;
+
+/*
+ * An LPM entry (key = prefix value, len = prefix length) or a segment
+ * (key = first word, len unused).  block 0 (the metapage) means "no match".
+ */
+typedef struct ForeinOffRecord
+{
+	uint64		key;
+	uint32		block;
+	uint16		level;
+	uint8		len;
+	uint8		layer;
+} ForeinOffRecord;
+
+typedef struct ForeinOffTable
+{
+	pg_atomic_uint32 seq;		/* odd while a publish writes this buffer */
+	Oid			dboid;			/* whose table this is */
+	Oid			relid;
+	Oid			relfilenode;
+	BlockNumber nblocks;		/* index size when computed: hints stay below */
+	uint32		nentries;
+	uint32		nmain;
+	uint32		nbottom;
+	uint32		nnodes;			/* distinct nodes with an entry */
+	uint32		capacity;		/* the entry budget it was computed for */
+	uint16		bottom_level;
+	uint64		generation;		/* publishes into this slot so far */
+	ForeinOffRecord recs[FLEXIBLE_ARRAY_MEMBER];	/* entries, main, bottom */
+} ForeinOffTable;
+
+typedef struct ForeinOffSlot
+{
+	/* identity; changed under the allocation lock and the slot lock */
+	bool		in_use;
+	Oid			dboid;
+	Oid			relid;
+
+	/* statistics, bumped without locks */
+	pg_atomic_uint64 lookups;
+	pg_atomic_uint64 hint_hits;
+	pg_atomic_uint64 move_rights;
+	pg_atomic_uint64 fallbacks;
+
+	/* what makes the slot dirty */
+	pg_atomic_uint64 events;	/* splits and deletions */
+	pg_atomic_uint64 samples;	/* samples taken; ring head */
+	pg_atomic_uint32 stale;		/* a reader saw the table disagree with the
+								 * index (new relfilenode, reloption) */
+
+	/* refresh bookkeeping, under the slot lock */
+	uint32		active;			/* buffer readers use: 0 or 1 */
+	ForeinSlotBackend backend;
+	uint64		events_at_refresh;
+	uint64		samples_at_refresh;
+	bool		refresh_requested;	/* by the leader, for a database worker */
+	int			failures;		/* consecutive failed refreshes */
+	int			launch_failures;	/* workers that never got to it */
+	TimestampTz next_refresh;	/* not before this (rate limit, backoff) */
+	int64		last_refresh_us;	/* how long the last one took */
+
+	/* activity, kept by the leader */
+	TimestampTz last_active;
+	uint64		lookups_seen;
+} ForeinOffSlot;
+
+typedef struct ForeinOffShared
+{
+	int			max_indexes;
+	uint32		slot_capacity;	/* LPM entries a table can hold */
+	uint32		table_records;	/* records per table buffer */
+	Size		slot_size;		/* bytes per slot, cache-line aligned */
+	Size		table_offset[2];	/* of each table buffer within a slot */
+	Size		ring_offset;
+	pg_atomic_uint32 epoch;		/* bumped when a slot changes hands */
+	Latch	   *leader_latch;	/* the background worker's, or NULL */
+	char		slots[FLEXIBLE_ARRAY_MEMBER];
+} ForeinOffShared;
+
+/* GUCs */
+extern bool forein_offload_enabled;
+extern int	forein_lpm_entries;
+extern double forein_sample_rate;
+extern int	forein_install_delay_ms;
+extern int	forein_max_indexes;
+extern bool forein_debug_random_hints;
+
+/* forein_offload.c */
+extern ForeinOffShared *forein_off_shared;
+extern LWLockPadded *forein_off_locks;	/* [0]: allocation; [1 + i]: slot i */
+
+#define FOREIN_ALLOC_LOCK()		(&forein_off_locks[0].lock)
+#define FOREIN_SLOT_LOCK(i)		(&forein_off_locks[1 + (i)].lock)
+
+static inline ForeinOffSlot *
+forein_off_slot(int i)
+{
+	return (ForeinOffSlot *) (forein_off_shared->slots +
+							  (Size) i * forein_off_shared->slot_size);
+}
+
+static inline ForeinOffTable *
+forein_off_table(ForeinOffSlot *slot, int which)
+{
+	return (ForeinOffTable *) ((char *) slot +
+							   forein_off_shared->table_offset[which]);
+}
+
+static inline uint32 *
+forein_off_ring(ForeinOffSlot *slot)
+{
+	return (uint32 *) ((char *) slot + forein_off_shared->ring_offset);
+}
+
+static inline Oid
+forein_index_relfilenode(Relation index)
+{
+#if PG_VERSION_NUM >= 160000
+	return index->rd_locator.relNumber;
+#else
+	return index->rd_node.relNode;
+#endif
+}
+
+extern int	forein_off_find_slot(Relation index, bool create);
+extern void forein_off_forget_slot(Relation index);
+extern void forein_off_free_slot(int slotno, Oid dboid, Oid relid);
+extern void forein_off_clear_tables(ForeinOffSlot *slot);
+extern uint32 forein_index_budget(Relation index);
+extern bool forein_is_forein_index(Relation rel);
+extern void forein_off_local_counts(Oid relid, uint64 *counts);
+
+/* A consistent copy of a slot's active table header (no records) */
+typedef struct ForeinOffTableInfo
+{
+	bool		valid;			/* a table of this index is published */
+	BlockNumber nblocks;
+	uint32		nentries;
+	uint32		nnodes;
+	uint32		capacity;
+	uint16		bottom_level;
+	uint64		generation;
+} ForeinOffTableInfo;
+
+extern void forein_off_table_info(int slotno, Relation index,
+								  ForeinOffTableInfo *info);
+extern ForeinOffRecord *forein_off_copy_entries(int slotno, Relation index,
+												uint32 *nentries);
+
+/* forein_refresh.c */
+extern int64 forein_refresh_index(Relation index, int slotno, bool delay);
+extern void forein_refresh_failed(int slotno);
+
+/* forein_worker.c */
+extern void forein_worker_register(void);
+extern PGDLLEXPORT void forein_leader_main(Datum main_arg);
+extern PGDLLEXPORT void forein_refresh_worker_main(Datum main_arg);
+
+#endif							/* FOREIN_OFFLOAD_INT_H */

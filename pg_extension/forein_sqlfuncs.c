@@ -1,0 +1,224 @@
+/*-------------------------------------------------------------------------
+ *
+ * forein_sqlfuncs.c
+ *	  SQL functions of the offload side: forein_stats, forein_refresh and
+ *	  forein_offload_entries.
+ *
+ * Portions Copyright (c) 2026, forein developers
+ *
+ * pg_extension/forein_sqlfuncs.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/index.h"
+#include "catalog/pg_class.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
+#include "utils/rel.h"
+
+#include "forein.h"
+#include "forein_offload_int.h"
+
+PG_FUNCTION_INFO_V1(forein_stats);
+PG_FUNCTION_INFO_V1(forein_refresh);
+PG_FUNCTION_INFO_V1(forein_offload_entries);
+
+/* Opens relid, which must be a forein index, with AccessShareLock */
+static Relation
+open_forein_index(Oid relid)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (!forein_is_forein_index(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a forein index",
+						RelationGetRelationName(rel))));
+	return rel;
+}
+
+/* The entries reveal key prefixes: require SELECT on the table */
+static void
+check_table_select(Relation index)
+{
+	Oid			heapoid = IndexGetRelation(RelationGetRelid(index), false);
+	AclResult	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
+
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(heapoid));
+}
+
+/*
+ * forein_stats(index regclass): backend, lookups, hint_hits, move_rights,
+ * fallbacks, installed_entries, capacity_entries, installed_nodes.
+ *
+ * Counters are the shared ones of the index's slot plus this backend's
+ * counts from times it had no slot (without preloading, only those).
+ */
+Datum
+forein_stats(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	index = open_forein_index(relid);
+	TupleDesc	tupdesc;
+	Datum		values[8];
+	bool		nulls[8] = {0};
+	uint64		counts[4];
+	ForeinOffTableInfo info;
+	const char *backend;
+	int			slotno = -1;
+	uint64		capacity = 0;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	forein_off_local_counts(relid, counts);
+	memset(&info, 0, sizeof(info));
+
+	if (forein_off_shared == NULL)
+		backend = "inactive";
+	else if (!forein_offload_enabled ||
+			 index->rd_rel->relpersistence == RELPERSISTENCE_TEMP ||
+			 forein_index_offload(index) == FOREIN_OFFLOAD_NONE ||
+			 !forein_get_state(index)->has_words)
+		backend = "none";
+	else
+	{
+		backend = "switch_lpm";
+		capacity = forein_index_budget(index);
+	}
+
+	if (forein_off_shared != NULL)
+		slotno = forein_off_find_slot(index, false);
+	if (slotno >= 0)
+	{
+		ForeinOffSlot *slot = forein_off_slot(slotno);
+
+		counts[0] += pg_atomic_read_u64(&slot->lookups);
+		counts[1] += pg_atomic_read_u64(&slot->hint_hits);
+		counts[2] += pg_atomic_read_u64(&slot->move_rights);
+		counts[3] += pg_atomic_read_u64(&slot->fallbacks);
+		forein_off_table_info(slotno, index, &info);
+	}
+
+	values[0] = CStringGetTextDatum(backend);
+	values[1] = Int64GetDatum((int64) counts[0]);
+	values[2] = Int64GetDatum((int64) counts[1]);
+	values[3] = Int64GetDatum((int64) counts[2]);
+	values[4] = Int64GetDatum((int64) counts[3]);
+	values[5] = Int64GetDatum(info.valid ? (int64) info.nentries : 0);
+	values[6] = Int64GetDatum((int64) capacity);
+	values[7] = Int64GetDatum(info.valid ? (int64) info.nnodes : 0);
+
+	relation_close(index, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * forein_refresh(index regclass) returns bigint: recomputes the index's
+ * table in this backend (honouring forein.install_delay_ms) and installs
+ * it; returns the installed entries.
+ */
+Datum
+forein_refresh(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	index = open_forein_index(relid);
+	int			slotno;
+	int64		installed;
+
+	check_table_select(index);
+
+	if (forein_off_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("forein offload is inactive"),
+				 errdetail("The forein library was not loaded at server start."),
+				 errhint("Add \"forein\" to shared_preload_libraries and restart the server.")));
+
+	/* nothing to install: offload off here, or a temporary index */
+	if (!forein_offload_enabled ||
+		index->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+	{
+		relation_close(index, AccessShareLock);
+		PG_RETURN_INT64(0);
+	}
+
+	/* an explicit request tries for a slot even if scans recently could not */
+	forein_off_forget_slot(index);
+	slotno = forein_off_find_slot(index, true);
+	if (slotno < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no free offload slot for index \"%s\"",
+						RelationGetRelationName(index)),
+				 errdetail("All %d slots are held by indexes used in the last %d seconds.",
+						   forein_off_shared->max_indexes, FOREIN_SLOT_IDLE_MS / 1000),
+				 errhint("Raise forein.max_indexes.")));
+
+	installed = forein_refresh_index(index, slotno, true);
+	relation_close(index, AccessShareLock);
+	PG_RETURN_INT64(installed);
+}
+
+/* A uint64 as numeric (prefix values use all 64 bits) */
+static Datum
+uint64_numeric(uint64 v)
+{
+	char		buf[32];
+
+	snprintf(buf, sizeof(buf), UINT64_FORMAT, v);
+	return DirectFunctionCall3(numeric_in, CStringGetDatum(buf),
+							   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+}
+
+/*
+ * forein_offload_entries(index regclass) returns setof (prefix numeric,
+ * prefix_len integer, node bigint, level integer): the entries of the
+ * installed table, by prefix.
+ */
+Datum
+forein_offload_entries(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	index = open_forein_index(relid);
+	ForeinOffRecord *entries = NULL;
+	uint32		n = 0;
+	uint32		i;
+	int			slotno;
+
+	check_table_select(index);
+	InitMaterializedSRF(fcinfo, 0);
+
+	slotno = forein_off_find_slot(index, false);
+	if (slotno >= 0)
+		entries = forein_off_copy_entries(slotno, index, &n);
+
+	for (i = 0; i < n; i++)
+	{
+		Datum		values[4];
+		bool		nulls[4] = {0};
+
+		values[0] = uint64_numeric(entries[i].key);
+		values[1] = Int32GetDatum((int32) entries[i].len);
+		values[2] = Int64GetDatum((int64) entries[i].block);
+		values[3] = Int32GetDatum((int32) entries[i].level);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	relation_close(index, AccessShareLock);
+	return (Datum) 0;
+}
