@@ -197,7 +197,7 @@ forein_handler(PG_FUNCTION_ARGS)
 	amroutine->amsearcharray = false;
 	amroutine->amsearchnulls = true;
 	amroutine->amstorage = false;
-	amroutine->amclusterable = true;
+	amroutine->amclusterable = false;
 	amroutine->ampredlocks = false;
 	amroutine->amcanparallel = false;
 	amroutine->amcaninclude = false;
