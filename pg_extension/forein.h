@@ -230,6 +230,7 @@ typedef struct ForeinScanPos
 	bool		moreLeft;
 	bool		moreRight;
 	IndexTuple	lokey;			/* copy of the leaf's low key (palloc'd) */
+	IndexTuple	hikey;			/* copy of its high key; NULL if rightmost */
 	int			firstItem;
 	int			lastItem;
 	int			itemIndex;

@@ -149,38 +149,64 @@ level_flush(BuildState *bs, LevelWriter *w, IndexTuple hikey, bool last)
 	}
 }
 
+static void
+level_append(LevelWriter *w, IndexTuple itup)
+{
+	MemoryContext old = MemoryContextSwitchTo(w->pagecxt);
+	Size		size = IndexTupleSize(itup);
+	IndexTuple	copy = palloc(size);
+
+	memcpy(copy, itup, size);
+	w->items[w->nitems++] = copy;
+	w->bytes += item_cost(itup);
+	MemoryContextSwitchTo(old);
+}
+
 /*
  * Adds an item; closes the open page first when the item would take it past
- * its target.  The separator between two leaves is the right one's first
- * key alone when it differs from the left's last key.
+ * its target.  The high key is the bound of the next page's first item,
+ * which may be larger than the items the page was planned with: when it
+ * does not fit, the page's last items move on to the next page.  The
+ * separator between two leaves is the right one's first key alone when it
+ * differs from the left's last key.
  */
 static void
 level_add(BuildState *bs, LevelWriter *w, IndexTuple itup)
 {
 	Size		cost = item_cost(itup);
-	Size		bounds = (w->lokey ? item_cost(w->lokey) : item_cost(bs->placeholder)) + cost;
+	Size		lo_cost = w->lokey ? item_cost(w->lokey) : item_cost(bs->placeholder);
 
 	if (w->nitems > 0 &&
-		(w->bytes + cost + bounds > w->target || w->nitems >= MaxIndexTuplesPerPage - 2))
+		(w->bytes + cost + lo_cost + cost > w->target ||
+		 w->nitems >= MaxIndexTuplesPerPage - 2))
 	{
-		IndexTuple	sep = forein_make_bound(itup);
+		IndexTuple *carry = palloc(sizeof(IndexTuple) * w->nitems);
+		int			ncarry = 0;
+		IndexTuple	next = itup;
+		IndexTuple	sep;
+		int			i;
 
+		while (w->nitems > 1 && w->bytes + lo_cost + item_cost(next) > usable_space())
+		{
+			next = w->items[--w->nitems];
+			w->bytes -= item_cost(next);
+			carry[ncarry++] = CopyIndexTuple(next);
+		}
+		next = ncarry > 0 ? carry[ncarry - 1] : itup;
+		sep = forein_make_bound(next);
 		if (w->level == 0 &&
-			!forein_keys_equal(bs->state, w->items[w->nitems - 1], itup))
+			!forein_keys_equal(bs->state, w->items[w->nitems - 1], next))
 			ItemPointerSet(&sep->t_tid, 0, 0);
 		level_flush(bs, w, sep, false);
 		pfree(sep);
+		for (i = ncarry - 1; i >= 0; i--)
+		{
+			level_append(w, carry[i]);
+			pfree(carry[i]);
+		}
+		pfree(carry);
 	}
-	{
-		MemoryContext old = MemoryContextSwitchTo(w->pagecxt);
-		Size		size = IndexTupleSize(itup);
-		IndexTuple	copy = palloc(size);
-
-		memcpy(copy, itup, size);
-		w->items[w->nitems++] = copy;
-		MemoryContextSwitchTo(old);
-	}
-	w->bytes += cost;
+	level_append(w, itup);
 }
 
 static void

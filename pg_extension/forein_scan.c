@@ -273,11 +273,57 @@ read_page(IndexScanDesc scan, Buffer buf, ScanDirection dir)
 	pos->moreLeft = start == FOREIN_FIRST_ITEM && !pos->leftmost &&
 		!ForeinPageIsDeleted(page);
 
+	if (pos->hikey)
+		pfree(pos->hikey);
+	pos->hikey = NULL;
+	if (opaque->right != InvalidBlockNumber && !ForeinPageIsDeleted(page))
+		pos->hikey = forein_make_bound((IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_HIKEY)));
+
+	/*
+	 * Keep the pin unless the snapshot is MVCC and the heap is visited for
+	 * every entry: VACUUM's cleanup lock then waits for us, so a TID we are
+	 * about to return (or an index-only answer) cannot be recycled meanwhile.
+	 */
 	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-	if (IsMVCCSnapshot(scan->xs_snapshot))
+	if (IsMVCCSnapshot(scan->xs_snapshot) && !scan->xs_want_itup)
 		ReleaseBuffer(buf);
 	else
 		pos->buf = buf;
+}
+
+/*
+ * Locks the leaf after the current one.  The saved right link is normally
+ * right: that page's low key can only have moved down to our old high key.
+ * A page that no longer fits (reused after deletion; possible on a hot
+ * standby, which gets no recovery conflict for page reuse from generic WAL)
+ * is not trusted: descend again to our old high key instead.
+ */
+static Buffer
+read_right(IndexScanDesc scan, ForeinState *state)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	ForeinScanPos *pos = &so->pos;
+	Relation	index = scan->indexRelation;
+	Buffer		buf = ReadBuffer(index, pos->right);
+	Page		page;
+	ForeinSearchKey key;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (pos->hikey == NULL)
+	{
+		forein_check_page(index, page, pos->right);
+		return buf;
+	}
+	forein_key_from_tuple(state, pos->hikey, &key);
+	if (!PageIsNew(page) &&
+		PageGetSpecialSize(page) == MAXALIGN(sizeof(ForeinPageOpaqueData)) &&
+		ForeinPageGetOpaque(page)->page_id == FOREIN_PAGE_ID &&
+		ForeinPageGetOpaque(page)->level == 0 &&
+		(ForeinPageIsDeleted(page) || forein_page_lo_le(state, page, &key)))
+		return buf;
+	forein_relbuf(buf);
+	return forein_descend(index, state, &key, 0, BUFFER_LOCK_SHARE, NULL, true);
 }
 
 /* Reads leaves in direction dir until one has entries; false at the end */
@@ -301,7 +347,7 @@ step_page(IndexScanDesc scan, ScanDirection dir)
 				pos->itemIndex = pos->lastItem + 1;
 				return false;
 			}
-			buf = forein_getbuf(index, pos->right, BUFFER_LOCK_SHARE);
+			buf = read_right(scan, state);
 		}
 		else
 		{
@@ -419,6 +465,10 @@ forein_endscan(IndexScanDesc scan)
 		pfree(so->pos.lokey);
 	if (so->mark.lokey)
 		pfree(so->mark.lokey);
+	if (so->pos.hikey)
+		pfree(so->pos.hikey);
+	if (so->mark.hikey)
+		pfree(so->mark.hikey);
 	pfree(so->pos.items);
 	pfree(so->mark.items);
 	if (so->pos.tuples)
@@ -438,11 +488,14 @@ copy_pos(ForeinScanPos *dst, const ForeinScanPos *src)
 
 	if (dst->lokey)
 		pfree(dst->lokey);
+	if (dst->hikey)
+		pfree(dst->hikey);
 	*dst = *src;
 	dst->buf = InvalidBuffer;
 	dst->items = items;
 	dst->tuples = tuples;
 	dst->lokey = src->lokey ? forein_make_bound(src->lokey) : NULL;
+	dst->hikey = src->hikey ? forein_make_bound(src->hikey) : NULL;
 	if (src->lastItem >= 0)
 		memcpy(items, src->items, sizeof(ForeinScanItem) * (src->lastItem + 1));
 	if (tuples && src->tuples)

@@ -366,6 +366,26 @@ forein_descend(Relation index, ForeinState *state, const ForeinSearchKey *key,
 		forein_relbuf(buf);
 		buf = forein_getbuf(index, child,
 							level - 1 == target_level ? access : BUFFER_LOCK_SHARE);
+
+		/*
+		 * A child's low key never rises, so a child whose low key exceeds
+		 * the key was reused after deletion behind our back (a hot standby
+		 * gets no recovery conflict for that): start over from the root.
+		 */
+		if (ForeinPageGetOpaque(BufferGetPage(buf))->level != level - 1 ||
+			(!ForeinPageIsDeleted(BufferGetPage(buf)) &&
+			 !forein_page_lo_le(state, BufferGetPage(buf), key)))
+		{
+			forein_relbuf(buf);
+			forein_free_stack(stack ? *stack : NULL);
+			if (stack)
+				*stack = NULL;
+			start = FOREIN_START_ROOT;
+			moves = 0;
+			buf = get_root_buf(index, state, target_level, access);
+			if (!BufferIsValid(buf))
+				return InvalidBuffer;
+		}
 	}
 
 	if (target_level == 0)
