@@ -12,7 +12,8 @@ BUILD=${BUILD:-$ROOT/build}
 CLUSTER=$BUILD/demo-pg
 
 bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true
-bash "$ROOT/scripts/pg-cluster.sh" start "$CLUSTER" --set shared_buffers=256MB
+rm -rf "$CLUSTER"   # a fresh cluster every time
+bash "$ROOT/scripts/pg-cluster.sh" start "$CLUSTER" --set shared_buffers=256MB >/dev/null
 trap 'bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true' EXIT
 # shellcheck disable=SC1091
 source "$CLUSTER/env"
@@ -38,7 +39,7 @@ run -c "SELECT forein_refresh('accounts_aid_forein') AS installed_entries" \
 	-c "SELECT * FROM forein_offload_entries('accounts_aid_forein') LIMIT 5"
 
 echo "== 20,000 random point lookups, each starting at the hinted leaf"
-run -c "DO \$\$ BEGIN FOR i IN 1..20000 LOOP PERFORM abalance FROM pgbench_accounts WHERE aid = 1 + (random() * 499999)::int; END LOOP; END \$\$"
+run -c "DO \$\$ DECLARE k int; BEGIN FOR i IN 1..20000 LOOP k := 1 + (random() * 499999)::int; PERFORM abalance FROM pgbench_accounts WHERE aid = k; END LOOP; END \$\$"
 run -c "SELECT * FROM forein_stats('accounts_aid_forein')"
 run -c "SELECT forein_check('accounts_aid_forein', true)" -c "SELECT forein_check('users_email_forein', true)"
 echo "== forein_check passed: order, bounds, sibling links, levels, every heap tuple indexed"
