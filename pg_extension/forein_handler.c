@@ -64,7 +64,7 @@ init_reloptions(void)
 						 "switch_lpm", validate_offload, ShareUpdateExclusiveLock);
 	add_int_reloption(forein_relopt_kind, "lpm_entries",
 					  "LPM entries this index may use in the switch table (0: forein.lpm_entries)",
-					  0, 0, 16 * 1024 * 1024, ShareUpdateExclusiveLock);
+					  0, 0, 4 * 1024 * 1024, ShareUpdateExclusiveLock);
 	forein_relopts_ready = true;
 }
 

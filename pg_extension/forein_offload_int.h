@@ -51,7 +51,7 @@
 #define FOREIN_SAMPLE_RING			8192
 
 /* New samples since the last refresh that make a slot dirty */
-#define FOREIN_RESAMPLE_THRESHOLD	(FOREIN_SAMPLE_RING / 4)
+#define FOREIN_RESAMPLE_THRESHOLD	FOREIN_SAMPLE_RING
 
 /* Heaviest leaves pinned into the table before the greedy selection */
 #define FOREIN_HOT_LEAVES			64

@@ -335,7 +335,12 @@ publish(int slotno, Relation index, const RefreshResult *r, uint64 events,
 
 	now = GetCurrentTimestamp();
 	took_us = now - started;
-	wait_ms = Max(FOREIN_MIN_REFRESH_MS, 4 * took_us / 1000);
+	/*
+	 * A refresh re-reads the whole index: keep the worker's share of a CPU
+	 * near 5 % however busy the index is, so it never competes seriously
+	 * with the queries it is meant to speed up.
+	 */
+	wait_ms = Max(FOREIN_MIN_REFRESH_MS, 20 * took_us / 1000);
 	slot->backend = r->backend;
 	slot->events_at_refresh = events;
 	slot->samples_at_refresh = samples;

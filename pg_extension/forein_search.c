@@ -40,6 +40,33 @@ tuple_int(ForeinState *state, IndexTuple itup)
 #define ITEM_AT(page, off) ((IndexTuple) PageGetItem(page, PageGetItemId(page, off)))
 
 /*
+ * forein_compare for a non-NULL integer-like key, inlined: the value
+ * comparison decides almost always; ties (the TID) take the general path.
+ */
+static inline int
+compare_int(ForeinState *state, const ForeinSearchKey *key, IndexTuple itup)
+{
+	int64		v;
+
+	if (IndexTupleHasNulls(itup))
+		return -1;
+	v = tuple_int(state, itup);
+	if (key->ival != v)
+		return key->ival > v ? 1 : -1;
+	return forein_compare(state, key, itup);
+}
+
+static inline bool
+can_interpolate(ForeinState *state, const ForeinSearchKey *key)
+{
+	return state->kind != FOREIN_KEY_UUID && state->kind != FOREIN_KEY_GENERIC &&
+		!key->unbounded && !key->isnull;
+}
+
+#define COMPARE(fast, state, key, itup) \
+	((fast) ? compare_int(state, key, itup) : forein_compare(state, key, itup))
+
+/*
  * Narrows [*low, *high) for an integer-like key by interpolating between
  * the page's first and last values, then galloping from the guess: on the
  * dense keys typical of serial columns the guess is exact, so a lookup
@@ -71,7 +98,7 @@ interpolate(ForeinState *state, Page page, const ForeinSearchKey *key,
 	if (guess > hi)
 		guess = hi;
 
-	if (forein_compare(state, key, ITEM_AT(page, guess)) > 0)
+	if (compare_int(state, key, ITEM_AT(page, guess)) > 0)
 	{
 		/* the answer is right of guess: gallop right */
 		for (step = 1;; step *= 2)
@@ -83,7 +110,7 @@ interpolate(ForeinState *state, Page page, const ForeinSearchKey *key,
 				*low = guess + 1;
 				return;
 			}
-			if (forein_compare(state, key, ITEM_AT(page, probe)) <= 0)
+			if (compare_int(state, key, ITEM_AT(page, probe)) <= 0)
 			{
 				*low = guess + 1;
 				*high = probe + 1;
@@ -101,7 +128,7 @@ interpolate(ForeinState *state, Page page, const ForeinSearchKey *key,
 		if (guess - lo <= step)
 			return;
 		probe = guess - step;
-		if (forein_compare(state, key, ITEM_AT(page, probe)) > 0)
+		if (compare_int(state, key, ITEM_AT(page, probe)) > 0)
 		{
 			*low = probe + 1;
 			return;
@@ -111,27 +138,21 @@ interpolate(ForeinState *state, Page page, const ForeinSearchKey *key,
 	}
 }
 
-static inline bool
-can_interpolate(ForeinState *state, const ForeinSearchKey *key)
-{
-	return state->kind != FOREIN_KEY_UUID && state->kind != FOREIN_KEY_GENERIC &&
-		!key->unbounded && !key->isnull;
-}
-
 /* First item >= key on a leaf (maxoff + 1 if none) */
 OffsetNumber
 forein_binsearch_leaf(ForeinState *state, Page page, const ForeinSearchKey *key)
 {
 	OffsetNumber low = FOREIN_FIRST_ITEM;
 	OffsetNumber high = PageGetMaxOffsetNumber(page) + 1;
+	bool		fast = can_interpolate(state, key);
 
-	if (high - low > 16 && can_interpolate(state, key))
+	if (high - low > 16 && fast)
 		interpolate(state, page, key, &low, &high);
 	while (low < high)
 	{
 		OffsetNumber mid = low + (high - low) / 2;
 
-		if (forein_compare(state, key, ITEM_AT(page, mid)) > 0)
+		if (COMPARE(fast, state, key, ITEM_AT(page, mid)) > 0)
 			low = mid + 1;
 		else
 			high = mid;
@@ -148,13 +169,14 @@ forein_binsearch_inner(ForeinState *state, Page page, const ForeinSearchKey *key
 {
 	OffsetNumber low = FOREIN_FIRST_ITEM + 1;
 	OffsetNumber high = PageGetMaxOffsetNumber(page) + 1;
+	bool		fast = can_interpolate(state, key);
 
 	while (low < high)
 	{
 		OffsetNumber mid = low + (high - low) / 2;
 		IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, mid));
 
-		if (forein_compare(state, key, itup) >= 0)
+		if (COMPARE(fast, state, key, itup) >= 0)
 			low = mid + 1;
 		else
 			high = mid;

@@ -9,6 +9,8 @@ packages=(
   catch2            # unit, property and stress tests
   libabsl-dev       # absl::btree_map, the benchmark's peer
   libsqlite3-dev sqlite3  # the SQLite variant (sqlite_vfs/) and its shell test
+  postgresql-15 postgresql-server-dev-15 postgresql-contrib  # the access method (pg_extension/)
+  libipc-run-perl   # its TAP tests (regress/t/)
 )
 
 missing=()

@@ -1,0 +1,101 @@
+# forein_check has teeth: it passes on a healthy index and fails, with
+# ERRCODE_INDEX_CORRUPTED naming the index, when (a) live heap tuples are
+# missing from the index (heapallindexed) and (b) a leaf page's items are
+# out of order on disk.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use ForeinTAP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = forein_node('check');
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE c (k int8);
+	INSERT INTO c SELECT g FROM generate_series(1, 20000) g;
+	CREATE INDEX c_k ON c USING forein (k);
+	CREATE TABLE m (k int4);
+	INSERT INTO m SELECT g FROM generate_series(1, 1000) g;
+	CREATE INDEX m_k ON m USING forein (k);
+});
+
+for my $idx (qw(c_k m_k))
+{
+	my ($ret, $out, $err) = $node->psql('postgres', "SELECT forein_check('$idx', true)");
+	is($ret, 0, "healthy $idx passes forein_check") or diag $err;
+}
+
+# (a) rows inserted while the index is not maintained (indisready off, the
+# way amcheck's tests do it): the structure is fine, the index misses them.
+$node->safe_psql(
+	'postgres', q{
+	UPDATE pg_index SET indisready = false WHERE indexrelid = 'm_k'::regclass;
+});
+$node->safe_psql('postgres', 'INSERT INTO m SELECT g FROM generate_series(1001, 1010) g');
+$node->safe_psql(
+	'postgres', q{
+	UPDATE pg_index SET indisready = true WHERE indexrelid = 'm_k'::regclass;
+});
+{
+	my ($ret, $out, $err) = $node->psql('postgres', "SELECT forein_check('m_k')");
+	is($ret, 0, 'missing entries: structure check alone passes') or diag $err;
+	($ret, $out, $err) = $node->psql('postgres',
+		"\\set VERBOSITY verbose\nSELECT forein_check('m_k', true)");
+	isnt($ret, 0, 'missing entries: forein_check(heapallindexed) fails');
+	like($err, qr/XX002/, 'with ERRCODE_INDEX_CORRUPTED (XX002)');
+	like($err, qr/m_k/, 'naming the index');
+	note $err;
+}
+
+# (b) swap two line pointers of a leaf page on disk: keys out of order.
+my $file = $node->data_dir . '/'
+  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('c_k')");
+$node->stop;
+
+open(my $fh, '+<:raw', $file) or die "open $file: $!";
+my $size = -s $file;
+my $BLCKSZ = 8192;
+my $leaf;
+for my $blk (1 .. $size / $BLCKSZ - 1)
+{
+	seek($fh, $blk * $BLCKSZ, 0);
+	read($fh, my $page, $BLCKSZ) == $BLCKSZ or die 'short read';
+	my ($lower, $upper, $special) = unpack('v v v', substr($page, 12, 6));
+	# ForeinPageOpaqueData (28 bytes, MAXALIGNed) is the special space
+	next unless $special == $BLCKSZ - 32;
+	my ($left, $right, $version, $level, $flags, $xhi, $xlo, $unused, $page_id) =
+	  unpack('V V V v v V V v v', substr($page, $special, 28));
+	next unless $page_id == 0xFE1E && $level == 0 && $flags == 0;
+	my $nitems = ($lower - 24) / 4;
+	next unless $nitems >= 10;
+	$leaf = $blk;
+	# line pointers of offsets 5 and 6 (1-based) swap places
+	my $lp5 = substr($page, 24 + 4 * 4, 4);
+	my $lp6 = substr($page, 24 + 5 * 4, 4);
+	substr($page, 24 + 4 * 4, 4) = $lp6;
+	substr($page, 24 + 5 * 4, 4) = $lp5;
+	seek($fh, $blk * $BLCKSZ, 0);
+	print $fh $page;
+	last;
+}
+close $fh;
+ok(defined $leaf, 'found a leaf page of c_k to corrupt') or BAIL_OUT('no leaf page found');
+note "swapped items 5 and 6 of block $leaf";
+
+$node->start;
+{
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"\\set VERBOSITY verbose\nSELECT forein_check('c_k')");
+	isnt($ret, 0, 'out-of-order leaf: forein_check fails');
+	like($err, qr/XX002/, 'with ERRCODE_INDEX_CORRUPTED (XX002)');
+	like($err, qr/c_k/, 'naming the index');
+	like($err, qr/\b$leaf\b/, "and the block ($leaf)");
+	note $err;
+}
+
+$node->stop;
+done_testing();
