@@ -253,6 +253,15 @@ typedef struct ForeinScanOpaqueData
 	FmgrInfo	lower_cmp;
 	FmgrInfo	upper_cmp;
 
+	/*
+	 * key = ANY(array): the distinct elements inside the other bounds,
+	 * ascending; the scan visits [element, element] ranges one by one.
+	 */
+	ForeinSearchKey *elems;
+	int			nelems;			/* -1: no array key */
+	int			elem;			/* the current element */
+	int			mark_elem;
+
 	ForeinScanPos pos;
 	ForeinScanPos mark;
 	bool		mark_valid;

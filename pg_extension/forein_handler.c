@@ -194,7 +194,7 @@ forein_handler(PG_FUNCTION_ARGS)
 	amroutine->amcanunique = true;
 	amroutine->amcanmulticol = false;
 	amroutine->amoptionalkey = true;
-	amroutine->amsearcharray = false;
+	amroutine->amsearcharray = true;
 	amroutine->amsearchnulls = true;
 	amroutine->amstorage = false;
 	amroutine->amclusterable = false;

@@ -26,6 +26,8 @@
 #include "miscadmin.h"
 #include "nodes/tidbitmap.h"
 #include "pgstat.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -84,6 +86,102 @@ set_upper(ForeinScanOpaque so, ForeinState *state, ForeinSearchKey *key)
 	so->have_upper = true;
 }
 
+static ForeinState *sort_state;
+
+static int
+compare_elems(const void *a, const void *b)
+{
+	return compare_bounds(sort_state, (const ForeinSearchKey *) a,
+						  (const ForeinSearchKey *) b);
+}
+
+/*
+ * The non-NULL elements of an array scan key as search keys, sorted and
+ * distinct.  Returns the count (0: nothing can match).
+ */
+static int
+array_elements(ForeinState *state, ScanKey sk, ForeinSearchKey **out)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(sk->sk_argument);
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	int16		elmlen;
+	bool		elmbyval;
+	char		elmalign;
+	Datum	   *values;
+	bool	   *nulls;
+	int			n;
+	int			i;
+	int			m = 0;
+	ForeinSearchKey *keys;
+
+	get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
+	deconstruct_array(arr, elemtype, elmlen, elmbyval, elmalign, &values, &nulls, &n);
+	keys = palloc(sizeof(ForeinSearchKey) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		ScanKeyData one = *sk;
+
+		if (nulls[i])
+			continue;
+		one.sk_flags &= ~SK_SEARCHARRAY;
+		one.sk_argument = values[i];
+		if (!forein_key_from_scankey(state, &one, NULL, &keys[m]) ||
+			keys[m].cmp != &state->cmp)
+			elog(ERROR, "forein: unsupported array element type %u", elemtype);
+		keys[m].tidmode = FOREIN_TID_BEFORE;
+		m++;
+	}
+	pfree(values);
+	pfree(nulls);
+	if (m > 1)
+	{
+		int			j = 0;
+
+		sort_state = state;
+		qsort(keys, m, sizeof(ForeinSearchKey), compare_elems);
+		for (i = 1; i < m; i++)
+			if (compare_bounds(state, &keys[i], &keys[j]) != 0)
+				keys[++j] = keys[i];
+		m = j + 1;
+	}
+	*out = keys;
+	return m;
+}
+
+/* Keeps the elements of a that also are in b (both sorted, distinct) */
+static int
+intersect_elements(ForeinState *state, ForeinSearchKey *a, int na,
+				   const ForeinSearchKey *b, int nb)
+{
+	int			i = 0,
+				j = 0,
+				m = 0;
+
+	while (i < na && j < nb)
+	{
+		int			c = compare_bounds(state, &a[i], &b[j]);
+
+		if (c == 0)
+			a[m++] = a[i++], j++;
+		else if (c < 0)
+			i++;
+		else
+			j++;
+	}
+	return m;
+}
+
+/* Sets [lower, upper) to the current array element */
+static void
+set_element_bounds(ForeinScanOpaque so)
+{
+	so->lower = so->elems[so->elem];
+	so->lower.tidmode = FOREIN_TID_BEFORE;
+	so->upper = so->elems[so->elem];
+	so->upper.tidmode = FOREIN_TID_AFTER;
+	so->have_lower = so->have_upper = true;
+}
+
 /* Collapses the scan keys into [lower, upper) */
 static void
 preprocess_keys(IndexScanDesc scan)
@@ -95,12 +193,69 @@ preprocess_keys(IndexScanDesc scan)
 	so->qual_ok = true;
 	so->have_lower = so->have_upper = false;
 	so->want_null = so->want_notnull = false;
+	if (so->nelems >= 0 && so->elems)
+		pfree(so->elems);
+	so->elems = NULL;
+	so->nelems = -1;
+	so->elem = 0;
 
 	for (i = 0; i < scan->numberOfKeys; i++)
 	{
 		ScanKey		sk = &scan->keyData[i];
 		ForeinSearchKey key;
 		FmgrInfo	cmpbuf;
+
+		if ((sk->sk_flags & SK_SEARCHARRAY) && !(sk->sk_flags & SK_ISNULL))
+		{
+			ForeinSearchKey *elems;
+			int			n = array_elements(state, sk, &elems);
+
+			so->want_notnull = true;
+			if (n == 0)
+			{
+				so->qual_ok = false;
+				continue;
+			}
+			if (sk->sk_strategy == BTEqualStrategyNumber)
+			{
+				if (so->nelems < 0)
+				{
+					so->elems = elems;
+					so->nelems = n;
+				}
+				else
+				{
+					so->nelems = intersect_elements(state, so->elems, so->nelems,
+													elems, n);
+					pfree(elems);
+				}
+				continue;
+			}
+			/* x < ANY(a) is x < max(a); x > ANY(a) is x > min(a) */
+			key = (sk->sk_strategy == BTLessStrategyNumber ||
+				   sk->sk_strategy == BTLessEqualStrategyNumber) ? elems[n - 1] : elems[0];
+			pfree(elems);
+			switch (sk->sk_strategy)
+			{
+				case BTLessStrategyNumber:
+					key.tidmode = FOREIN_TID_BEFORE;
+					set_upper(so, state, &key);
+					break;
+				case BTLessEqualStrategyNumber:
+					key.tidmode = FOREIN_TID_AFTER;
+					set_upper(so, state, &key);
+					break;
+				case BTGreaterEqualStrategyNumber:
+					key.tidmode = FOREIN_TID_BEFORE;
+					set_lower(so, state, &key);
+					break;
+				default:
+					key.tidmode = FOREIN_TID_AFTER;
+					set_lower(so, state, &key);
+					break;
+			}
+			continue;
+		}
 
 		if (sk->sk_flags & SK_ISNULL)
 		{
@@ -164,9 +319,52 @@ preprocess_keys(IndexScanDesc scan)
 		forein_key_from_datum(state, (Datum) 0, true, &key);
 		set_upper(so, state, &key);
 	}
+	if (so->nelems >= 0)
+	{
+		/* keep the elements inside the other bounds */
+		int			m = 0;
+
+		if (so->want_null)
+			so->qual_ok = false;
+		for (i = 0; i < so->nelems; i++)
+		{
+			ForeinSearchKey lo = so->elems[i];
+			ForeinSearchKey hi = so->elems[i];
+
+			lo.tidmode = FOREIN_TID_BEFORE;
+			hi.tidmode = FOREIN_TID_AFTER;
+			if (so->have_lower && compare_bounds(state, &hi, &so->lower) <= 0)
+				continue;
+			if (so->have_upper && compare_bounds(state, &lo, &so->upper) >= 0)
+				continue;
+			so->elems[m++] = so->elems[i];
+		}
+		so->nelems = m;
+		if (m == 0)
+			so->qual_ok = false;
+		else
+			set_element_bounds(so);
+		return;
+	}
 	if (so->have_lower && so->have_upper &&
 		compare_bounds(state, &so->lower, &so->upper) >= 0)
 		so->qual_ok = false;
+}
+
+/*
+ * Moves to the next array element in direction dir; false when there is
+ * none (or no array key).
+ */
+static bool
+next_element(ForeinScanOpaque so, ScanDirection dir)
+{
+	int			next = so->elem + (ScanDirectionIsBackward(dir) ? -1 : 1);
+
+	if (so->nelems < 0 || next < 0 || next >= so->nelems)
+		return false;
+	so->elem = next;
+	set_element_bounds(so);
+	return true;
 }
 
 IndexScanDesc
@@ -176,6 +374,7 @@ forein_beginscan(Relation r, int nkeys, int norderbys)
 	ForeinScanOpaque so = palloc0(sizeof(ForeinScanOpaqueData));
 
 	so->pos.buf = InvalidBuffer;
+	so->nelems = -1;
 	so->pos.items = palloc(sizeof(ForeinScanItem) * MaxIndexTuplesPerPage);
 	so->mark.items = palloc(sizeof(ForeinScanItem) * MaxIndexTuplesPerPage);
 	scan->xs_itupdesc = RelationGetDescr(r);
@@ -410,24 +609,30 @@ forein_gettuple(IndexScanDesc scan, ScanDirection dir)
 	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
 	ForeinScanPos *pos = &so->pos;
 
+	bool		found;
+
 	if (!so->qual_ok)
 		return false;
 	if (!so->started)
 	{
 		so->started = true;
-		if (!first_position(scan, dir))
-			return false;
+		if (so->nelems > 0)
+		{
+			so->elem = ScanDirectionIsBackward(dir) ? so->nelems - 1 : 0;
+			set_element_bounds(so);
+		}
+		found = first_position(scan, dir);
 	}
 	else if (ScanDirectionIsForward(dir))
-	{
-		if (++pos->itemIndex > pos->lastItem && !step_page(scan, dir))
-			return false;
-	}
+		found = ++pos->itemIndex <= pos->lastItem || step_page(scan, dir);
 	else
-	{
-		if (--pos->itemIndex < pos->firstItem && !step_page(scan, dir))
-			return false;
-	}
+		found = --pos->itemIndex >= pos->firstItem || step_page(scan, dir);
+
+	/* this element's entries are done: on to the next one */
+	while (!found && next_element(so, dir))
+		found = first_position(scan, dir);
+	if (!found)
+		return false;
 	return_item(scan);
 	return true;
 }
@@ -441,17 +646,25 @@ forein_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 	if (!so->qual_ok)
 		return 0;
 	so->started = true;
-	if (!first_position(scan, ForwardScanDirection))
-		return 0;
+	if (so->nelems > 0)
+	{
+		so->elem = 0;
+		set_element_bounds(so);
+	}
 	do
 	{
-		ForeinScanPos *pos = &so->pos;
-		int			i;
+		if (!first_position(scan, ForwardScanDirection))
+			continue;
+		do
+		{
+			ForeinScanPos *pos = &so->pos;
+			int			i;
 
-		for (i = pos->firstItem; i <= pos->lastItem; i++)
-			tbm_add_tuples(tbm, &pos->items[i].heapTid, 1, false);
-		ntids += pos->lastItem - pos->firstItem + 1;
-	} while (step_page(scan, ForwardScanDirection));
+			for (i = pos->firstItem; i <= pos->lastItem; i++)
+				tbm_add_tuples(tbm, &pos->items[i].heapTid, 1, false);
+			ntids += pos->lastItem - pos->firstItem + 1;
+		} while (step_page(scan, ForwardScanDirection));
+	} while (next_element(so, ForwardScanDirection));
 	return ntids;
 }
 
@@ -513,6 +726,7 @@ forein_markpos(IndexScanDesc scan)
 		return;
 	}
 	copy_pos(&so->mark, &so->pos);
+	so->mark_elem = so->elem;
 	so->mark_valid = true;
 }
 
@@ -530,6 +744,11 @@ forein_restrpos(IndexScanDesc scan)
 	}
 	release_pos(&so->pos);
 	copy_pos(&so->pos, &so->mark);
+	if (so->nelems > 0)
+	{
+		so->elem = so->mark_elem;
+		set_element_bounds(so);
+	}
 }
 
 bool

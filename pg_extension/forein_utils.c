@@ -206,7 +206,7 @@ forein_key_from_scankey(ForeinState *state, ScanKey sk, FmgrInfo *cmpbuf,
 			return false;
 		proc = get_opfamily_proc(state->opfamily, state->typid, argtype,
 								 FOREIN_CMP_PROC);
-		if (!OidIsValid(proc))
+		if (!OidIsValid(proc) || cmpbuf == NULL)
 			return false;
 		fmgr_info(proc, cmpbuf);
 		key->cmp = cmpbuf;

@@ -110,8 +110,8 @@ EXECUTE p8(NULL);
 DEALLOCATE p4;
 DEALLOCATE p8;
 
--- IN and = ANY.  forein has no amsearcharray: in an index scan the array is
--- a filter over the scan (bitmap scans probe each element, see scans.sql)
+-- IN and = ANY: an index condition (amsearcharray); the scan visits the
+-- sorted distinct elements in scan order (bitmap scans too, see scans.sql)
 EXPLAIN (COSTS OFF) SELECT i4 FROM ints WHERE i4 IN (30, 10, 20, 20, 99999) ORDER BY i4;
 SELECT i4 FROM ints WHERE i4 IN (30, 10, 20, 20, 99999) ORDER BY i4;
 SELECT i4 FROM ints WHERE i4 IN (30, 10, 20, 20, 99999) ORDER BY i4 DESC;
@@ -123,6 +123,15 @@ SELECT count(*) FROM ints WHERE i4 < ANY ('{-9990, -9995}');
 SELECT count(*) FROM ints WHERE i4 > ALL ('{9990, 9995}');
 SELECT count(*) FROM ints WHERE i2 IN (1, 2, 3);
 SELECT count(*) FROM ints WHERE i8 IN (1000000000, 3000000000, -1);
+SELECT i4 FROM ints WHERE i4 = ANY ('{7, 8}') AND i4 = ANY ('{8, 9}');
+BEGIN;
+DECLARE ca SCROLL CURSOR FOR SELECT i4 FROM ints WHERE i4 IN (30, 10, 20, -7) ORDER BY i4;
+FETCH 2 FROM ca;
+FETCH BACKWARD 1 FROM ca;
+FETCH LAST FROM ca;
+FETCH BACKWARD 2 FROM ca;
+FETCH ABSOLUTE 3 FROM ca;
+COMMIT;
 
 -- ORDER BY ... LIMIT, both directions (NULLs last ascending, first descending)
 EXPLAIN (COSTS OFF) SELECT i4 FROM ints ORDER BY i4 LIMIT 3;

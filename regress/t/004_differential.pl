@@ -79,8 +79,10 @@ sub random_query
 	{
 		my @in = map { rk() } 1 .. (1 + r(12));
 		push @in, 'NULL' if r(4) == 0;
-		# forein has no amsearcharray: an index scan cannot take the list as
-		# a qual, a bitmap scan probes each element
+		# the list as an index condition (amsearcharray) or probed by a
+		# bitmap scan, half and half
+		return [ "SELECT count(*), sum(id) FROM %T WHERE k IN (" . join(', ', @in) . ")", 1 ]
+		  if r(2) == 0;
 		return [ 'SET enable_bitmapscan = on; SET enable_indexscan = off; SELECT count(*), sum(id) FROM %T WHERE k IN ('
 			  . join(', ', @in) . '); SET enable_bitmapscan = off; RESET enable_indexscan', 0 ];
 	}
