@@ -86,6 +86,40 @@ set_upper(ForeinScanOpaque so, ForeinState *state, ForeinSearchKey *key)
 	so->have_upper = true;
 }
 
+/* Narrows [lower, upper) by "column <strategy> key" */
+static void
+apply_bound(ForeinScanOpaque so, ForeinState *state, StrategyNumber strategy,
+			ForeinSearchKey key)
+{
+	switch (strategy)
+	{
+		case BTLessStrategyNumber:
+			key.tidmode = FOREIN_TID_BEFORE;
+			set_upper(so, state, &key);
+			break;
+		case BTLessEqualStrategyNumber:
+			key.tidmode = FOREIN_TID_AFTER;
+			set_upper(so, state, &key);
+			break;
+		case BTEqualStrategyNumber:
+			key.tidmode = FOREIN_TID_BEFORE;
+			set_lower(so, state, &key);
+			key.tidmode = FOREIN_TID_AFTER;
+			set_upper(so, state, &key);
+			break;
+		case BTGreaterEqualStrategyNumber:
+			key.tidmode = FOREIN_TID_BEFORE;
+			set_lower(so, state, &key);
+			break;
+		case BTGreaterStrategyNumber:
+			key.tidmode = FOREIN_TID_AFTER;
+			set_lower(so, state, &key);
+			break;
+		default:
+			elog(ERROR, "forein: unknown strategy %d", strategy);
+	}
+}
+
 static ForeinState *sort_state;
 
 static int
@@ -235,25 +269,7 @@ preprocess_keys(IndexScanDesc scan)
 			key = (sk->sk_strategy == BTLessStrategyNumber ||
 				   sk->sk_strategy == BTLessEqualStrategyNumber) ? elems[n - 1] : elems[0];
 			pfree(elems);
-			switch (sk->sk_strategy)
-			{
-				case BTLessStrategyNumber:
-					key.tidmode = FOREIN_TID_BEFORE;
-					set_upper(so, state, &key);
-					break;
-				case BTLessEqualStrategyNumber:
-					key.tidmode = FOREIN_TID_AFTER;
-					set_upper(so, state, &key);
-					break;
-				case BTGreaterEqualStrategyNumber:
-					key.tidmode = FOREIN_TID_BEFORE;
-					set_lower(so, state, &key);
-					break;
-				default:
-					key.tidmode = FOREIN_TID_AFTER;
-					set_lower(so, state, &key);
-					break;
-			}
+			apply_bound(so, state, sk->sk_strategy, key);
 			continue;
 		}
 
@@ -272,33 +288,7 @@ preprocess_keys(IndexScanDesc scan)
 			elog(ERROR, "forein: unsupported scan key type %u for index \"%s\"",
 				 sk->sk_subtype, RelationGetRelationName(scan->indexRelation));
 		so->want_notnull = true;
-		switch (sk->sk_strategy)
-		{
-			case BTLessStrategyNumber:
-				key.tidmode = FOREIN_TID_BEFORE;
-				set_upper(so, state, &key);
-				break;
-			case BTLessEqualStrategyNumber:
-				key.tidmode = FOREIN_TID_AFTER;
-				set_upper(so, state, &key);
-				break;
-			case BTEqualStrategyNumber:
-				key.tidmode = FOREIN_TID_BEFORE;
-				set_lower(so, state, &key);
-				key.tidmode = FOREIN_TID_AFTER;
-				set_upper(so, state, &key);
-				break;
-			case BTGreaterEqualStrategyNumber:
-				key.tidmode = FOREIN_TID_BEFORE;
-				set_lower(so, state, &key);
-				break;
-			case BTGreaterStrategyNumber:
-				key.tidmode = FOREIN_TID_AFTER;
-				set_lower(so, state, &key);
-				break;
-			default:
-				elog(ERROR, "forein: unknown strategy %d", sk->sk_strategy);
-		}
+		apply_bound(so, state, sk->sk_strategy, key);
 	}
 
 	if (so->want_null && so->want_notnull)
