@@ -1,11 +1,21 @@
 // The cursor: xOpen/xFilter/xNext/xEof/xColumn/xRowid/xClose. A filter is
 // either a list of point lookups (= and IN) or one tree scan (ranges, or
 // everything), in key order or reversed.
+//
+// A prepared point lookup runs xOpen, xFilter, xColumn..., xNext, xClose
+// per execution, so this path avoids allocations: closed cursors are kept
+// by the table and reused with their buffers, a looked-up value is copied
+// into a string that keeps its capacity, a scanned row is not copied at
+// all (views into the tree cursor's batch, valid until its next()), and a
+// row's column offsets are decoded once, on the first xColumn that needs
+// them.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "forein_vtab.h"
@@ -15,6 +25,7 @@ namespace {
 
 struct Cur {
   sqlite3_vtab_cursor base{};
+  // Holds the tree the cursor reads: a refresh may replace the table's.
   std::shared_ptr<Tree> tree;
   // Point mode: keys to look up, in output order.
   bool point = false;
@@ -23,19 +34,30 @@ struct Cur {
   // Scan mode.
   std::optional<Cursor> scan;
   bool eof = true;
-  std::string key, value;
+  std::string_view key, value;  // the current row
+  std::string value_buf;        // point mode: the looked-up value
   std::vector<std::size_t> offs;
+  bool offs_valid = false;
 };
 
+// encode_int64's inverse for a key known to be 8 bytes (xColumn is hot:
+// SQLite reads the key once more per row to re-check the constraints).
+std::int64_t int_key(std::string_view k) {
+  std::uint64_t w;
+  std::memcpy(&w, k.data(), sizeof w);
+  return static_cast<std::int64_t>(__builtin_bswap64(w) ^ (std::uint64_t{1} << 63));
+}
+
 void advance(Table* t, Cur* c) {
+  c->offs_valid = false;
   if (c->point) {
     while (c->ki < c->keys.size()) {
       const std::string& k = c->keys[c->ki++];
       const StartHints h = t->hint_for(k);
       ++t->lookups;
-      if (c->tree->get(k, &c->value, &h)) {
+      if (c->tree->get(k, &c->value_buf, &h)) {
         c->key = k;
-        c->offs = column_offsets(c->value);
+        c->value = c->value_buf;
         c->eof = false;
         return;
       }
@@ -44,38 +66,66 @@ void advance(Table* t, Cur* c) {
     return;
   }
   if (c->scan && c->scan->next()) {
-    c->key = std::string(c->scan->key());
-    c->value = std::string(c->scan->value());
-    c->offs = column_offsets(c->value);
+    c->key = c->scan->key();
+    c->value = c->scan->value();
     c->eof = false;
     return;
   }
   c->eof = true;
 }
 
+// Drops what ties the cursor to a tree; keeps its buffers.
+void clear(Cur* c) {
+  c->scan.reset();
+  c->tree.reset();
+  c->keys.clear();
+  c->ki = 0;
+  c->point = false;
+  c->eof = true;
+  c->key = c->value = {};
+}
+
 }  // namespace
 
-int x_open(sqlite3_vtab*, sqlite3_vtab_cursor** out) {
-  auto* c = new Cur();
+int x_open(sqlite3_vtab* vt, sqlite3_vtab_cursor** out) {
+  Table* t = table_of(vt);
+  Cur* c;
+  if (!t->spare_cursors.empty()) {
+    c = static_cast<Cur*>(t->spare_cursors.back());
+    t->spare_cursors.pop_back();
+    c->base = sqlite3_vtab_cursor{};
+  } else {
+    c = new Cur();
+  }
   *out = &c->base;
   return SQLITE_OK;
 }
+
 int x_close(sqlite3_vtab_cursor* cur) {
-  delete reinterpret_cast<Cur*>(cur);
+  auto* c = reinterpret_cast<Cur*>(cur);
+  Table* t = table_of(cur->pVtab);
+  clear(c);
+  constexpr std::size_t kMaxSpare = 4;
+  if (t->spare_cursors.size() < kMaxSpare) {
+    t->spare_cursors.push_back(c);
+  } else {
+    delete c;
+  }
   return SQLITE_OK;
+}
+
+void free_spare_cursors(Table* t) {
+  for (void* c : t->spare_cursors) delete static_cast<Cur*>(c);
+  t->spare_cursors.clear();
 }
 
 int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_value** argv) {
   auto* c = reinterpret_cast<Cur*>(cur);
-  auto* t = reinterpret_cast<Table*>(cur->pVtab);
+  Table* t = table_of(cur->pVtab);
   try {
     t->ensure_fresh();
+    clear(c);
     c->tree = t->tree;
-    c->point = false;
-    c->keys.clear();
-    c->ki = 0;
-    c->scan.reset();
-    c->eof = true;
     const bool desc = (idx & kDesc) != 0;
     int ai = 0;
     if (idx & (kEq | kIn)) {
@@ -93,7 +143,7 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
           all_exact = false;
           return;
         }
-        c->keys.push_back(*k);
+        c->keys.push_back(std::move(*k));
       };
       if (idx & kIn) {
         sqlite3_value* v = nullptr;
@@ -105,9 +155,11 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
         take(argv[0]);
       }
       if (all_exact) {
-        std::sort(c->keys.begin(), c->keys.end());
-        c->keys.erase(std::unique(c->keys.begin(), c->keys.end()), c->keys.end());
-        if (desc) std::reverse(c->keys.begin(), c->keys.end());
+        if (c->keys.size() > 1) {
+          std::sort(c->keys.begin(), c->keys.end());
+          c->keys.erase(std::unique(c->keys.begin(), c->keys.end()), c->keys.end());
+          if (desc) std::reverse(c->keys.begin(), c->keys.end());
+        }
         c->point = true;
         advance(t, c);
         return SQLITE_OK;
@@ -151,7 +203,13 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
     set_error(cur->pVtab, e.msg);
     return e.rc;
   } catch (const std::exception& e) {
-    t->mark_stale();
+    // A damaged page: reload from <name>_pages, unless unwritten changes
+    // live only in this tree.
+    if (!t->has_unwritten()) {
+      t->mark_stale();
+    } else {
+      t->txn.poisoned = true;
+    }
     set_error(cur->pVtab, std::string("forein: ") + e.what());
     return SQLITE_ERROR;
   }
@@ -159,7 +217,7 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
 
 int x_next(sqlite3_vtab_cursor* cur) {
   try {
-    advance(reinterpret_cast<Table*>(cur->pVtab), reinterpret_cast<Cur*>(cur));
+    advance(table_of(cur->pVtab), reinterpret_cast<Cur*>(cur));
   } catch (const std::exception& e) {
     set_error(cur->pVtab, std::string("forein: ") + e.what());
     return SQLITE_ERROR;
@@ -171,14 +229,18 @@ int x_eof(sqlite3_vtab_cursor* cur) { return reinterpret_cast<Cur*>(cur)->eof ? 
 
 int x_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
   auto* c = reinterpret_cast<Cur*>(cur);
-  auto* t = reinterpret_cast<Table*>(cur->pVtab);
+  Table* t = table_of(cur->pVtab);
   if (col == 0) {
-    if (t->key_type == KeyType::kInteger) {
-      sqlite3_result_int64(ctx, decode_int64(c->key));
+    if (t->key_type == KeyType::kInteger && c->key.size() == 8) {
+      sqlite3_result_int64(ctx, int_key(c->key));
     } else {
       sqlite3_result_text(ctx, c->key.data(), static_cast<int>(c->key.size()), SQLITE_TRANSIENT);
     }
     return SQLITE_OK;
+  }
+  if (!c->offs_valid) {
+    column_offsets(c->value, &c->offs);
+    c->offs_valid = true;
   }
   const auto i = static_cast<std::size_t>(col - 1);
   if (i < c->offs.size()) {
@@ -192,7 +254,7 @@ int x_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
 int x_rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* rowid) {
   // WITHOUT ROWID: SQLite does not call this; answer something sane.
   auto* c = reinterpret_cast<Cur*>(cur);
-  *rowid = c->key.size() == 8 ? decode_int64(c->key) : 0;
+  *rowid = c->key.size() == 8 ? int_key(c->key) : 0;
   return SQLITE_OK;
 }
 

@@ -1,10 +1,11 @@
 // The `forein` SQLite virtual table: the engine's B+tree over pages kept in
 // a shadow table, so SQLite's pager (rollback journal or WAL) makes every
-// change atomic and durable. See docs/sqlite.md for the design.
+// commit atomic and durable. Pages live in memory and are written back at
+// commit; see docs/sqlite.md for the design.
 //
 // Private declarations shared by the module's files (one per role): the
-// table with its page store and hint map, the SQL helpers, and the module's
-// entry points.
+// table with its page store, transaction state and hint source, the SQL
+// helpers, and the module's entry points.
 //
 // Every file is compiled twice: with SQLITE_CORE for the static library
 // (direct calls into libsqlite3) and without it for the loadable extension
@@ -21,6 +22,7 @@ SQLITE_EXTENSION_INIT3
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,10 +33,16 @@ SQLITE_EXTENSION_INIT3
 #include "forein/page_store.h"
 #include "forein/tree.h"
 
+namespace forein::offload {
+class OffloadManager;
+class SwitchLpmBackend;
+}  // namespace forein::offload
+
 namespace forein::sqlite {
 
-constexpr std::size_t kHintCapacity = 65536;  // hint entries per table at most
-constexpr int kFormat = 1;                      // <name>_meta format
+// <name>_meta format. 2: <name>_pages(id, gen, page), gen = the committed
+// <name>_meta.gen that last wrote the page (format 1 had no gen column).
+constexpr int kFormat = 2;
 
 // ---------------------------------------------------------------- helpers
 
@@ -91,46 +99,88 @@ class Stmt {
   sqlite3_stmt* s_ = nullptr;
 };
 
+// Resets a statement at scope exit (also when an exception leaves early).
+class StmtReset {
+ public:
+  explicit StmtReset(const Stmt& s) : s_(s.get()) {}
+  ~StmtReset() { sqlite3_reset(s_); }
+  StmtReset(const StmtReset&) = delete;
+  StmtReset& operator=(const StmtReset&) = delete;
+
+ private:
+  sqlite3_stmt* s_;
+};
+
 // ------------------------------------------------------------ page store
 // (storage.cc)
 
-// Pages in memory, loaded from <name>_pages; sync() hands the dirty ones to
-// a writer (an INSERT OR REPLACE into the shadow table).
+using PageImage = std::vector<std::byte>;
+
+// The tree's pages in memory. Nothing is written from here: the table
+// collects the dirty marks (take_dirty) and writes the pages back into
+// <name>_pages at transaction boundaries (writeback.cc).
 class ShadowPageStore final : public PageStore {
  public:
-  using Writer = std::function<void(PageId, const std::byte*, std::size_t)>;
-  ShadowPageStore(std::uint32_t page_size, Writer writer)
-      : PageStore(page_size), writer_(std::move(writer)) {
-    tracks_dirty_ = true;
-  }
+  explicit ShadowPageStore(std::uint32_t page_size) : PageStore(page_size) { tracks_dirty_ = true; }
   void grow(PageId count) { grow_to(count); }
   void finish_load() { rebuild_free_list(); }
-  void sync() override;
-
- private:
-  Writer writer_;
+  void sync() override {}
+  void take_dirty(const std::function<void(PageId)>& fn) { drain_dirty(fn); }
 };
 
 // ------------------------------------------------------------ hint source
 // (hints.cc)
 
-// A per-table range map from a leaf's low word to the leaf, kept current
-// by the tree's node-interval events (the in-process stand-in for a
-// switch's LPM table). Entries may be stale: the tree validates every hint.
-class HintMap final : public NodeObserver {
+// Start hints from the offload path: the project's OffloadManager fed by
+// the tree's node-interval events and sampled lookups, installing FOREIN's
+// layered entries into a modelled switch_lpm backend (73,000 LPM entries).
+// A whole-tree load or a rollback gets a fresh manager and backend (restored
+// pages may carry older node versions than the manager has seen, and it
+// ignores events that are not newer); a refresh with other connections'
+// commits keeps them, since a refresh of the manager scans every key, and
+// re-attaches them to the new tree. Hints are advice; the tree validates
+// every one.
+class HintSource final : public NodeObserver {
  public:
-  void on_node_event(const NodeEvent& ev) override;
-  void install(const NodeInterval& iv);
-  void clear() { map_.clear(); }
-  std::size_t size() const { return map_.size(); }
+  HintSource();
+  ~HintSource() override;
+  HintSource(const HintSource&) = delete;
+  HintSource& operator=(const HintSource&) = delete;
 
-  // mode 0: the map; 1: random garbage hints; 2: none.
-  StartHints lookup(std::string_view key);
+  void on_node_event(const NodeEvent& ev) override;
+  // `tree` (created with this observer) replaces the previous tree.
+  void attach(Tree& tree);
+  void detach();
+  // Lets go of the tree but keeps the manager and backend, then resumes on
+  // its replacement, given extra node events and how many pages changed.
+  void suspend();
+  void resume(Tree& tree, const std::vector<NodeEvent>& events, std::size_t changed_pages);
+
+  // mode 0: the offload path; 1: random garbage hints; 2: none.
+  StartHints hint(std::string_view key);
   int mode = 0;
   std::mt19937_64 rng{1};
 
+  // Runs the first refresh now if it is still due (for forein_stats).
+  void ensure_refreshed();
+  // The tree's counters without the refreshes' own key scans (which count
+  // as hinted operations inside the engine).
+  TreeStats own_stats() const;
+  std::uint64_t installed_entries() const;
+  std::uint64_t capacity_entries() const;
+  std::uint64_t refreshes() const { return refreshes_; }
+
  private:
-  std::map<Word, Hint> map_;
+  void refresh();
+
+  std::unique_ptr<offload::SwitchLpmBackend> backend_;
+  std::unique_ptr<offload::OffloadManager> manager_;
+  Tree* tree_ = nullptr;
+  bool refreshed_ = false;              // since attach
+  std::uint64_t ops_since_refresh_ = 0;
+  std::uint64_t events_since_refresh_ = 0;
+  std::uint64_t refreshes_ = 0;
+  TreeStats refresh_stats_;  // counted by refreshes on the current tree
 };
 
 // ------------------------------------------------------------ the table
@@ -139,60 +189,134 @@ enum class KeyType { kInteger, kText };
 
 struct Registry;
 
-// The table's storage methods (prepare .. begin_write) are in storage.cc.
+// The state at one savepoint: images of the pages that changed between the
+// previous capture and xSavepoint(level) (writeback.cc).
+struct SavepointImages {
+  int level = 0;
+  std::map<PageId, PageImage> images;
+};
+
+// A write transaction's changes, kept in memory until xSync writes them
+// back (writeback.cc). Pages are written only at commit, so inside the
+// transaction <name>_pages holds the state at its start.
+struct TxnState {
+  bool active = false;   // xBegin .. xCommit/xRollback: we hold the write lock
+  bool checked = false;  // foreign changes checked since xBegin
+  bool poisoned = false; // a change failed midway: only a rollback helps
+  bool wrote = false;    // xSync wrote pages (commit may still fail and retry)
+  std::set<PageId> touched;        // changed in this transaction
+  std::set<PageId> unflushed;      // changed since the last write-back
+  std::set<PageId> since_capture;  // changed since the last savepoint capture
+  std::vector<SavepointImages> savepoints;  // ascending level
+};
+
+// One table's state in one connection: the tree, its transaction state and
+// its hint source. Shared by every sqlite3_vtab SQLite makes for the table
+// on this connection (VTab below): a schema change inside a transaction
+// (ALTER TABLE of any table, or RENAME of this one) makes SQLite connect a
+// new object while the old one, holding the unwritten changes, stays in the
+// transaction until it ends. Its storage methods are in storage.cc
+// (reading and refreshing) and writeback.cc (transactions).
 struct Table {
-  sqlite3_vtab base{};  // must be first
   sqlite3* db = nullptr;
-  Registry* registry = nullptr;
   std::string schema;
   std::string name;
   KeyType key_type = KeyType::kInteger;
   std::vector<std::string> columns;  // names; [0] is the key
   std::uint32_t page_size = kDefaultPageSize;
 
-  std::shared_ptr<Tree> tree;  // null while stale
-  std::int64_t gen = -1;       // <name>_meta.gen the tree reflects
-  bool bumped = false;         // gen bumped in the current write transaction
-  HintMap hints;
+  HintSource hints;            // declared before `tree`: the tree's observer
+  std::shared_ptr<Tree> tree;  // null until loaded, or after a failure
+  std::int64_t gen = -1;       // committed <name>_meta.gen the clean pages reflect
+  bool dv_known = false;       // data_version cached
+  unsigned data_version = 0;   // SQLITE_FCNTL_DATA_VERSION when gen was last read
+  TxnState txn;
+  // Pages to restore before the tree is used again (after a rollback):
+  // an image, or nullopt for "as in <name>_pages".
+  std::map<PageId, std::optional<PageImage>> pending;
 
-  Stmt st_gen, st_bump, st_write;
+  Stmt st_gen, st_set_gen, st_write, st_changed, st_page, st_max_id;
+  std::vector<void*> spare_cursors;  // closed cursors kept for reuse (cursor.cc)
 
-  // Counters carried across reloads.
+  // Counters (tree counters carried across tree replacements).
   std::uint64_t lookups = 0;
   std::uint64_t base_hint_hits = 0, base_fallbacks = 0, base_hinted = 0;
-  std::uint64_t reloads = 0;
+  std::uint64_t loads = 0, refreshes = 0, pages_read = 0, pages_written = 0;
+
+  ~Table();
 
   std::string pages_table() const { return quote_ident(schema) + "." + quote_ident(name + "_pages"); }
   std::string meta_table() const { return quote_ident(schema) + "." + quote_ident(name + "_meta"); }
 
   std::size_t max_key() const { return page_size / 16; }
   std::size_t max_value() const { return page_size / 8; }
+  ShadowPageStore& store() { return static_cast<ShadowPageStore&>(tree->store()); }
 
+  // storage.cc
   void prepare();
-  ShadowPageStore::Writer writer();
+  std::int64_t read_gen();
   void fold_stats();
   void mark_stale();
-  std::int64_t read_gen();
-  // Loads every page from the shadow table and opens the tree on them.
-  void load(std::int64_t g);
-  // Makes `tree` reflect the database's current contents.
+  // Loads every page from <name>_pages (checksums verified).
+  void load_all();
+  // Makes `tree` reflect the database: foreign commits, pending restores.
   void ensure_fresh();
-  // Before a change: fresh tree, gen bumped on every change.
-  void begin_write();
+  // Applies `pending` (and pages committed after `gen` when `foreign`).
+  void refresh(bool foreign, std::int64_t new_gen);
+  void install(std::unique_ptr<ShadowPageStore> store, bool keep_hints);
+  void write_page(PageId id, std::int64_t page_gen);
 
-  StartHints hint_for(std::string_view key) { return hints.lookup(key); }
+  // writeback.cc
+  void collect();
+  // Whether this transaction changed the table (in memory or written back):
+  // then the tree, not <name>_pages, is the truth. Never throws.
+  bool has_unwritten() noexcept;
+  void begin_txn();
+  int savepoint(int level);
+  void release(int level);
+  void rollback_to(int level);
+  void rollback();
+  int sync();
+  void commit();
+
+  StartHints hint_for(std::string_view key) { return hints.hint(key); }
 };
 
+// The sqlite3_vtab SQLite holds; several may share one Table.
+struct VTab {
+  sqlite3_vtab base{};  // must be first
+  Registry* registry = nullptr;
+  std::shared_ptr<Table> t;
+};
+inline Table* table_of(sqlite3_vtab* vt) { return reinterpret_cast<VTab*>(vt)->t.get(); }
+
+// Per connection (the module's client data): the tables' states, by
+// registry_key(schema, name).
 struct Registry {
-  std::map<std::string, Table*> tables;  // lower-case name
+  std::map<std::string, std::shared_ptr<Table>> tables;
 };
+std::string registry_key(const std::string& schema, const std::string& name);
+
+// ------------------------------------------------------------ CREATE args
+// (create_args.cc)
+
+struct Spec {
+  KeyType key_type = KeyType::kInteger;
+  std::vector<std::string> names;
+  std::vector<std::string> types;
+  std::uint32_t page_size = kDefaultPageSize;
+};
+// Parses CREATE VIRTUAL TABLE's arguments (argv[3..]); throws SqlError.
+Spec parse_args(int argc, const char* const* argv);
+// The CREATE TABLE statement declared to SQLite.
+std::string declare_sql(const Spec& s);
 
 // ------------------------------------------------------------ row values
 // (row_codec.cc)
 
 void encode_value(std::string& out, sqlite3_value* v);
-// Offsets of each column's tag inside an encoded row.
-std::vector<std::size_t> column_offsets(std::string_view row);
+// Offsets of each column's tag inside an encoded row (reuses *offs).
+void column_offsets(std::string_view row, std::vector<std::size_t>* offs);
 void result_value(sqlite3_context* ctx, std::string_view row, std::size_t off);
 
 // The encoded key for a value written to the table, or an error.
@@ -226,6 +350,7 @@ int x_best_index(sqlite3_vtab* vt, sqlite3_index_info* info);
 // cursor.cc
 int x_open(sqlite3_vtab* vt, sqlite3_vtab_cursor** out);
 int x_close(sqlite3_vtab_cursor* cur);
+void free_spare_cursors(Table* t);
 int x_filter(sqlite3_vtab_cursor* cur, int idx, const char* idx_str, int argc,
              sqlite3_value** argv);
 int x_next(sqlite3_vtab_cursor* cur);
@@ -235,6 +360,8 @@ int x_rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* rowid);
 
 // update.cc
 int x_update(sqlite3_vtab* vt, int argc, sqlite3_value** argv, sqlite3_int64* rowid);
+
+// writeback.cc
 int x_begin(sqlite3_vtab* vt);
 int x_sync(sqlite3_vtab* vt);
 int x_commit(sqlite3_vtab* vt);

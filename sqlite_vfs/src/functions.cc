@@ -3,6 +3,7 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "forein/error.h"
 #include "forein_vtab.h"
@@ -16,20 +17,25 @@ Table* find_table(sqlite3_context* ctx, sqlite3_value* name_v) {
   const auto* p = reinterpret_cast<const char*>(sqlite3_value_text(name_v));
   if (!p) throw SqlError{SQLITE_ERROR, "forein: table name expected"};
   const std::string name = p;
-  auto it = reg->tables.find(lower(name));
+  // Preparing a statement on the table makes SQLite connect it if it is not
+  // yet (the connection keeps it until the schema changes); then its state
+  // is registered.
+  sqlite3* db = sqlite3_context_db_handle(ctx);
+  sqlite3_stmt* s = nullptr;
+  const std::string sql = "SELECT 1 FROM " + quote_ident(name) + " LIMIT 0";
+  const int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
+  sqlite3_finalize(s);
+  auto it = reg->tables.find(registry_key("main", name));
   if (it == reg->tables.end()) {
-    // Preparing a statement on the table makes SQLite connect it.
-    sqlite3* db = sqlite3_context_db_handle(ctx);
-    sqlite3_stmt* s = nullptr;
-    const std::string sql = "SELECT 1 FROM " + quote_ident(name) + " LIMIT 0";
-    const int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
-    sqlite3_finalize(s);
-    it = reg->tables.find(lower(name));
-    if (rc != SQLITE_OK || it == reg->tables.end()) {
-      throw SqlError{SQLITE_ERROR, "forein: no forein table named '" + name + "'"};
+    const std::string suffix = "." + lower(name);
+    for (it = reg->tables.begin(); it != reg->tables.end(); ++it) {
+      if (it->first.size() > suffix.size() && it->first.ends_with(suffix)) break;
     }
   }
-  return it->second;
+  if (rc != SQLITE_OK || it == reg->tables.end()) {
+    throw SqlError{SQLITE_ERROR, "forein: no forein table named '" + name + "'"};
+  }
+  return it->second.get();
 }
 
 }  // namespace
@@ -38,7 +44,8 @@ void fn_stats(sqlite3_context* ctx, int, sqlite3_value** argv) {
   try {
     Table* t = find_table(ctx, argv[0]);
     t->ensure_fresh();
-    const TreeStats s = t->tree->stats();
+    t->hints.ensure_refreshed();  // report the switch's entries, not an empty table
+    const TreeStats s = t->hints.own_stats();
     std::string j = "{";
     auto add = [&j](const char* k, std::uint64_t v) {
       if (j.size() > 1) j += ",";
@@ -50,13 +57,17 @@ void fn_stats(sqlite3_context* ctx, int, sqlite3_value** argv) {
     add("hinted", t->base_hinted + s.hinted);
     add("hint_hits", t->base_hint_hits + s.hint_hits);
     add("fallbacks", t->base_fallbacks + s.fallbacks);
-    add("installed_entries", t->hints.size());
-    add("capacity_entries", kHintCapacity);
+    add("installed_entries", t->hints.installed_entries());  // switch_lpm LPM entries
+    add("capacity_entries", t->hints.capacity_entries());
+    add("hint_refreshes", t->hints.refreshes());
     add("keys", t->tree->size());
     add("height", t->tree->height());
     add("pages", t->tree->store().page_count());
     add("page_size", t->page_size);
-    add("reloads", t->reloads);
+    add("loads", t->loads);
+    add("refreshes", t->refreshes);
+    add("pages_read", t->pages_read);
+    add("pages_written", t->pages_written);
     j += "}";
     sqlite3_result_text(ctx, j.c_str(), -1, SQLITE_TRANSIENT);
   } catch (const SqlError& e) {
@@ -72,20 +83,25 @@ void fn_check(sqlite3_context* ctx, int, sqlite3_value** argv) {
     t = find_table(ctx, argv[0]);
     // Reload from the shadow table (verifying every page checksum), then
     // check the tree's invariants and its key count against a full scan.
-    t->load(t->read_gen());
+    // Inside a transaction that changed the table the unwritten pages exist
+    // only in memory: check that tree as it is.
+    if (t->has_unwritten()) {
+      t->ensure_fresh();
+    } else {
+      t->load_all();
+    }
     t->tree->check();
     std::uint64_t n = 0;
     std::string prev;
+    std::vector<std::size_t> offs;
     bool first = true;
     t->tree->scan(ScanSpec{}, [&](std::string_view k, std::string_view v) {
       if (!first && compare_keys(prev, k) >= 0) throw CorruptionError("keys out of order in scan");
       if (t->key_type == KeyType::kInteger && k.size() != 8) {
         throw CorruptionError("integer key of " + std::to_string(k.size()) + " bytes");
       }
-      std::size_t end = 0;
-      const auto offs = column_offsets(v);
-      if (!offs.empty()) end = offs.size();
-      if (end > t->columns.size() - 1) throw CorruptionError("row with too many columns");
+      column_offsets(v, &offs);
+      if (offs.size() > t->columns.size() - 1) throw CorruptionError("row with too many columns");
       prev = std::string(k);
       first = false;
       ++n;
@@ -99,13 +115,13 @@ void fn_check(sqlite3_context* ctx, int, sqlite3_value** argv) {
   } catch (const SqlError& e) {
     sqlite3_result_error(ctx, e.msg.c_str(), -1);
   } catch (const std::exception& e) {
-    if (t) t->mark_stale();
+    if (t && !t->has_unwritten()) t->mark_stale();
     sqlite3_result_error(ctx, (std::string("forein_check: ") + e.what()).c_str(), -1);
   }
 }
 
-// forein_debug_hints(table, mode[, seed]): 0 = hints from the map,
-// 1 = random hints (hint-safety tests), 2 = no hints.
+// forein_debug_hints(table, mode[, seed]): 0 = hints from the offload path
+// (manager + switch_lpm), 1 = random hints (hint-safety tests), 2 = none.
 void fn_debug_hints(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   try {
     Table* t = find_table(ctx, argv[0]);

@@ -1,50 +1,128 @@
-// The hint map: a per-table range map from a leaf's low word to the leaf,
-// kept current by the tree's node-interval events.
+// The hint source: the offload manager (offload/manager) with the switch_lpm
+// backend, wired to the table's tree as engine/tools/forein_demo.cc does.
+// The tree's node-interval events and 1 in 16 lookups (sampled) feed the
+// manager; a refresh recomputes FOREIN's layered entries and installs the
+// difference into the modelled LPM tables, whose match is the start hint.
+//
+// No background thread (a loadable extension should not start threads, and
+// fork() in an application must stay safe): refresh() runs inline. A
+// refresh scans every key of the tree (hollow-prefix elimination) and
+// recomputes the selection, so it runs when the tree is first used, then
+// only after a number of operations proportional to the tree's size:
+// a quarter of the keys once the tree's structure changed (node events),
+// eight times the keys otherwise (re-weighting for a drifting workload).
+// Its cost thus stays a small fraction of a key scan per operation.
+#include <algorithm>
+#include <memory>
+
+#include "forein/offload/manager.h"
 #include "forein_vtab.h"
+#include "switch_lpm/switch_lpm_backend.h"
 
 namespace forein::sqlite {
+namespace {
 
-void HintMap::on_node_event(const NodeEvent& ev) {
-  const NodeInterval& iv = ev.interval;
-  if (iv.level != 0) return;
-  switch (ev.kind) {
-    case NodeEventKind::kDeleted: {
-      auto it = map_.find(iv.lo);
-      if (it != map_.end() && it->second.node == iv.node) map_.erase(it);
-      break;
-    }
-    case NodeEventKind::kCreated:
-    case NodeEventKind::kSplit:
-    case NodeEventKind::kRangeChanged:
-      install(iv);
-      break;
+// Operations between refreshes: at least this many, and at least the
+// tree's keys times the factor (x/4 after node events, x8 without).
+constexpr std::uint64_t kMinOpsBetweenRefreshes = 4096;
+
+}  // namespace
+
+HintSource::HintSource() = default;
+HintSource::~HintSource() { detach(); }
+
+void HintSource::on_node_event(const NodeEvent& ev) {
+  ++events_since_refresh_;
+  if (manager_) manager_->on_node_event(ev);
+}
+
+void HintSource::attach(Tree& tree) {
+  detach();
+  backend_ = std::make_unique<offload::SwitchLpmBackend>();
+  manager_ = std::make_unique<offload::OffloadManager>(*backend_);
+  manager_->attach(tree);
+  tree_ = &tree;
+  refresh_stats_ = TreeStats{};
+  refreshed_ = false;
+  ops_since_refresh_ = 0;
+  events_since_refresh_ = 0;
+}
+
+void HintSource::detach() {
+  if (manager_) manager_->detach();
+  manager_.reset();
+  backend_.reset();
+  tree_ = nullptr;
+}
+
+void HintSource::suspend() {
+  if (manager_) manager_->detach();
+  tree_ = nullptr;
+}
+
+void HintSource::resume(Tree& tree, const std::vector<NodeEvent>& events, std::size_t changed_pages) {
+  if (!manager_) {
+    attach(tree);
+    return;
   }
+  for (const NodeEvent& ev : events) manager_->on_node_event(ev);
+  events_since_refresh_ += changed_pages;
+  manager_->attach(tree);  // replays every live node (only newer versions count)
+  tree_ = &tree;
+  refresh_stats_ = TreeStats{};
 }
 
-void HintMap::install(const NodeInterval& iv) {
-  if (iv.empty()) return;
-  auto it = map_.find(iv.lo);
-  if (it == map_.end() && map_.size() >= kHintCapacity) return;
-  map_[iv.lo] = Hint{iv.node, 0, iv.version};
+void HintSource::refresh() {
+  const TreeStats before = tree_->stats();
+  manager_->refresh();
+  manager_->flush();  // no modelled install delay here: apply now
+  const TreeStats after = tree_->stats();
+  refresh_stats_.hinted += after.hinted - before.hinted;
+  refresh_stats_.hint_hits += after.hint_hits - before.hint_hits;
+  refresh_stats_.fallbacks += after.fallbacks - before.fallbacks;
+  refreshed_ = true;
+  ops_since_refresh_ = 0;
+  events_since_refresh_ = 0;
+  ++refreshes_;
 }
 
-// mode 0: the map; 1: random garbage hints; 2: none.
-StartHints HintMap::lookup(std::string_view key) {
-  StartHints h;
-  if (mode == 2) return h;
+StartHints HintSource::hint(std::string_view key) {
+  if (mode == 2 || tree_ == nullptr) return {};
   if (mode == 1) {
-    h.primary = Hint{static_cast<PageId>(rng() % 4096), static_cast<std::uint16_t>(rng() % 3),
-                     rng() % 8};
-    h.secondary = Hint{static_cast<PageId>(rng() % 4096), static_cast<std::uint16_t>(rng() % 3),
-                       rng() % 8};
+    // Garbage: any page (some past the end), any level up to 2.
+    const std::uint64_t pages = tree_->store().page_count() + 16;
+    StartHints h;
+    h.primary = Hint{static_cast<PageId>(rng() % pages), static_cast<std::uint16_t>(rng() % 3), rng()};
+    h.secondary = Hint{static_cast<PageId>(rng() % pages), static_cast<std::uint16_t>(rng() % 3), rng()};
     return h;
   }
   const Word w = word_of(key);
-  auto it = map_.upper_bound(w);
-  if (it == map_.begin()) return h;
-  --it;
-  h.primary = it->second;
-  return h;
+  if (!refreshed_) {
+    refresh();
+  } else if (++ops_since_refresh_ >= kMinOpsBetweenRefreshes) {
+    const std::uint64_t keys = tree_->size();
+    if (ops_since_refresh_ >= (events_since_refresh_ > 0 ? keys / 4 : keys * 8)) refresh();
+  }
+  manager_->sample_access(w);
+  return manager_->filter(backend_->hint_for_word(w));
+}
+
+TreeStats HintSource::own_stats() const {
+  if (tree_ == nullptr) return {};
+  TreeStats s = tree_->stats();
+  s.hinted -= refresh_stats_.hinted;
+  s.hint_hits -= refresh_stats_.hint_hits;
+  s.fallbacks -= refresh_stats_.fallbacks;
+  return s;
+}
+
+void HintSource::ensure_refreshed() {
+  if (mode == 0 && manager_ && tree_ != nullptr && !refreshed_) refresh();
+}
+
+std::uint64_t HintSource::installed_entries() const { return backend_ ? backend_->usage().used : 0; }
+std::uint64_t HintSource::capacity_entries() const {
+  return backend_ ? backend_->usage().capacity : offload::kSwitchLpmCapacity;
 }
 
 }  // namespace forein::sqlite

@@ -50,11 +50,11 @@ void encode_value(std::string& out, sqlite3_value* v) {
 }
 
 // Offsets of each column's tag inside an encoded row.
-std::vector<std::size_t> column_offsets(std::string_view row) {
-  std::vector<std::size_t> offs;
+void column_offsets(std::string_view row, std::vector<std::size_t>* offs) {
+  offs->clear();
   std::size_t i = 0;
   while (i < row.size()) {
-    offs.push_back(i);
+    offs->push_back(i);
     const char tag = row[i++];
     if (tag == 1 || tag == 2) {
       i += 8;
@@ -64,7 +64,6 @@ std::vector<std::size_t> column_offsets(std::string_view row) {
       i += 4 + n;
     }
   }
-  return offs;
 }
 
 void result_value(sqlite3_context* ctx, std::string_view row, std::size_t off) {

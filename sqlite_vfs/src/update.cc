@@ -1,5 +1,6 @@
 // Writes: xUpdate (INSERT, UPDATE including the key, DELETE) with SQLite's
-// ON CONFLICT modes, and the transaction methods.
+// ON CONFLICT modes. Changes stay in the in-memory tree; writeback.cc
+// writes the pages back at commit.
 #include <optional>
 #include <string>
 
@@ -8,7 +9,7 @@
 namespace forein::sqlite {
 
 int x_update(sqlite3_vtab* vt, int argc, sqlite3_value** argv, sqlite3_int64*) {
-  auto* t = reinterpret_cast<Table*>(vt);
+  Table* t = table_of(vt);
   try {
     // Validate everything before touching the tree: bad input changes nothing.
     std::optional<std::string> old_key;
@@ -32,12 +33,14 @@ int x_update(sqlite3_vtab* vt, int argc, sqlite3_value** argv, sqlite3_int64*) {
     t->ensure_fresh();
     Tree& tree = *t->tree;
     const int on_conflict = sqlite3_vtab_on_conflict(t->db);
+    // One hint for the new key serves the conflict check and the put.
+    StartHints new_hint;
+    if (new_key) new_hint = t->hint_for(*new_key);
     // Conflict check: the new key is taken by another row.
     bool replace_other = false;
     if (new_key && (!old_key || *old_key != *new_key)) {
-      const StartHints h = t->hint_for(*new_key);
       ++t->lookups;
-      if (tree.get(*new_key, nullptr, &h)) {
+      if (tree.get(*new_key, nullptr, &new_hint)) {
         if (on_conflict == SQLITE_IGNORE) return SQLITE_OK;
         if (on_conflict != SQLITE_REPLACE) {
           set_error(vt, "UNIQUE constraint failed: " + t->name + "." + t->columns[0]);
@@ -47,19 +50,16 @@ int x_update(sqlite3_vtab* vt, int argc, sqlite3_value** argv, sqlite3_int64*) {
       }
     }
     (void)replace_other;  // put() replaces the other row's value in place
-    t->begin_write();
     try {
       if (old_key && (!new_key || *old_key != *new_key)) {
         const StartHints h = t->hint_for(*old_key);
         tree.erase(*old_key, &h);
       }
-      if (new_key) {
-        const StartHints h = t->hint_for(*new_key);
-        tree.put(*new_key, row, &h);
-      }
-      tree.sync();
+      if (new_key) tree.put(*new_key, row, &new_hint);
     } catch (...) {
-      t->mark_stale();  // the shadow table is the truth; reload next time
+      // The tree may be half changed and its unwritten changes are only in
+      // memory: refuse this table until the transaction rolls back.
+      t->txn.poisoned = true;
       throw;
     }
     return SQLITE_OK;
@@ -70,29 +70,6 @@ int x_update(sqlite3_vtab* vt, int argc, sqlite3_value** argv, sqlite3_int64*) {
     set_error(vt, std::string("forein: ") + e.what());
     return SQLITE_ERROR;
   }
-}
-
-// Transactions: pages are written to the shadow table inside every xUpdate,
-// so SQLite's own journal covers them. After any rollback the in-memory tree
-// is dropped and reloaded from the (rolled back) shadow table on next use.
-int x_begin(sqlite3_vtab* vt) {
-  reinterpret_cast<Table*>(vt)->bumped = false;
-  return SQLITE_OK;
-}
-int x_sync(sqlite3_vtab*) { return SQLITE_OK; }
-int x_commit(sqlite3_vtab* vt) {
-  reinterpret_cast<Table*>(vt)->bumped = false;
-  return SQLITE_OK;
-}
-int x_rollback(sqlite3_vtab* vt) {
-  reinterpret_cast<Table*>(vt)->mark_stale();
-  return SQLITE_OK;
-}
-int x_savepoint(sqlite3_vtab*, int) { return SQLITE_OK; }
-int x_release(sqlite3_vtab*, int) { return SQLITE_OK; }
-int x_rollback_to(sqlite3_vtab* vt, int) {
-  reinterpret_cast<Table*>(vt)->mark_stale();
-  return SQLITE_OK;
 }
 
 }  // namespace forein::sqlite

@@ -1,7 +1,11 @@
 // Transactions, savepoints, conflicts, bad input, several connections.
 #include <catch2/catch.hpp>
 
+#include <random>
+#include <vector>
+
 #include "sqlite/harness.h"
+#include "support/seed.h"
 
 using forein::sqlite_test::Db;
 using forein::sqlite_test::TempDir;
@@ -125,27 +129,60 @@ TEST_CASE("sqlite: several connections see committed data", "[sqlite]") {
   }
 }
 
-TEST_CASE("sqlite: random hints change no result", "[sqlite]") {
+TEST_CASE("sqlite: hints from the offload path and random hints change no result", "[sqlite]") {
+  const std::uint64_t seed = forein::testing::test_seed("sqlite hints");
+  std::mt19937_64 rng(seed);
   Db db;
   db.exec("CREATE VIRTUAL TABLE kv USING forein(k INTEGER, v)");
   db.exec("BEGIN");
-  for (int i = 0; i < 5000; ++i) db.exec("INSERT INTO kv VALUES (" + std::to_string(i * 3) + ", " + std::to_string(i) + ")");
+  for (int i = 0; i < 20000; ++i) db.exec("INSERT INTO kv VALUES (" + std::to_string(i * 3) + ", " + std::to_string(i) + ")");
   db.exec("COMMIT");
-  const char* qs[] = {"SELECT * FROM kv WHERE k = 300", "SELECT * FROM kv WHERE k IN (3, 999, 14997, 5)",
-                      "SELECT k FROM kv WHERE k > 100 AND k <= 400 ORDER BY k DESC",
-                      "SELECT count(*) FROM kv WHERE k >= 7000"};
-  std::vector<std::string> expect;
-  for (const char* q : qs) expect.push_back(db.rows(q));
-  for (int seed = 1; seed <= 20; ++seed) {
-    db.rows("SELECT forein_debug_hints('kv', 1, " + std::to_string(seed) + ")");
-    for (std::size_t i = 0; i < expect.size(); ++i) CHECK(db.rows(qs[i]) == expect[i]);
-    db.exec("UPDATE kv SET v = v + 1 WHERE k = " + std::to_string(seed * 3));
-    db.exec("UPDATE kv SET v = v - 1 WHERE k = " + std::to_string(seed * 3));
+  auto stat = [&](const char* f) {
+    return std::stoull(db.rows(std::string("SELECT json_extract(forein_stats('kv'), '$.") + f + "')"));
+  };
+  auto queries = [&] {
+    std::vector<std::string> q;
+    for (int i = 0; i < 40; ++i) {
+      const std::string k = std::to_string(rng() % 70000), k2 = std::to_string(rng() % 70000);
+      q.push_back("SELECT * FROM kv WHERE k = " + k);
+      q.push_back("SELECT * FROM kv WHERE k IN (" + k + ", " + k2 + ", 5, 59997)");
+      q.push_back("SELECT k FROM kv WHERE k > " + k + " AND k <= " + k2 + " ORDER BY k DESC LIMIT 50");
+      q.push_back("SELECT count(*), sum(v) FROM kv WHERE k >= " + k);
+    }
+    return q;
+  };
+  for (int round = 0; round < 6; ++round) {
+    const std::vector<std::string> qs = queries();
+    // The reference: no hints, every operation descends from the root.
+    db.rows("SELECT forein_debug_hints('kv', 2)");
+    std::vector<std::string> expect;
+    for (const auto& q : qs) expect.push_back(db.rows(q));
+    // The real path: offload manager + switch_lpm backend.
+    db.rows("SELECT forein_debug_hints('kv', 0)");
+    const std::uint64_t hits = stat("hint_hits");
+    for (std::size_t i = 0; i < qs.size(); ++i) {
+      INFO("offload hints, seed " << seed << ": " << qs[i]);
+      CHECK(db.rows(qs[i]) == expect[i]);
+    }
+    CHECK(stat("hint_hits") > hits);
+    CHECK(stat("installed_entries") > 0);
+    CHECK(stat("capacity_entries") == 73000);
+    // Random hints: any page, any level, past the end.
+    db.rows("SELECT forein_debug_hints('kv', 1, " + std::to_string(rng()) + ")");
+    for (std::size_t i = 0; i < qs.size(); ++i) {
+      INFO("random hints, seed " << seed << ": " << qs[i]);
+      CHECK(db.rows(qs[i]) == expect[i]);
+    }
+    // Writes under random hints, then under the offload path's (stale
+    // after the splits and merges) hints.
+    db.exec("INSERT OR REPLACE INTO kv SELECT k + 1, v FROM kv WHERE k % 7 = " + std::to_string(round));
+    db.exec("DELETE FROM kv WHERE k % 11 = " + std::to_string(round));
+    db.rows("SELECT forein_debug_hints('kv', 0)");
+    db.exec("UPDATE kv SET v = v + 1 WHERE k % 13 = " + std::to_string(round));
+    db.exec("INSERT OR IGNORE INTO kv SELECT k + 2, v FROM kv WHERE k % 5 = " + std::to_string(round));
   }
-  db.rows("SELECT forein_debug_hints('kv', 0)");
-  for (std::size_t i = 0; i < expect.size(); ++i) CHECK(db.rows(qs[i]) == expect[i]);
   const std::string stats = db.rows("SELECT forein_stats('kv')");
   INFO(stats);
-  CHECK(stats.find("\"hint_hits\":0,") == std::string::npos);
+  CHECK(stat("fallbacks") < stat("hinted"));
   CHECK(db.rows("SELECT forein_check('kv')") == "ok");
 }

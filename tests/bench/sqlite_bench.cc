@@ -1,0 +1,395 @@
+// SQLite variant benchmark (issue 5, section 4; docs/sqlite-benchmark.md):
+// the same rows in three tables of one database file, measured in the same
+// run, taking turns:
+//   ipk     CREATE TABLE ipk(k INTEGER PRIMARY KEY, v)           (rowid b-tree)
+//   wr      CREATE TABLE wr(k INTEGER PRIMARY KEY, v) WITHOUT ROWID
+//   forein  CREATE VIRTUAL TABLE fr USING forein(k INTEGER, v)
+// Workloads, each with uniform and Zipf(theta) key choice:
+//   point     SELECT v FROM t WHERE k = ?1          (prepared once, reset per op),
+//             the probes of a run inside one read transaction
+//   point_ac  the same, each statement its own (autocommit) transaction,
+//             a quarter of the probes
+//   range     SELECT k, v FROM t WHERE k >= ?1 ORDER BY k LIMIT <range>,
+//             inside one read transaction
+// Every repetition runs every (workload, distribution, table) cell once, in
+// an order rotated per repetition; the report gives per-cell medians and
+// the forein / native ratios. SQLite gets a page cache larger than the
+// database and all tables are scanned before measuring, so the native
+// tables are memory-resident like forein's tree.
+//
+//   sqlite_bench [--rows N] [--point-ops N] [--range-ops N] [--range N]
+//                [--reps N] [--theta X] [--dir D] [--csv FILE]
+//                [--only ipk|wr|forein]   (measure one table, for profiling)
+// FOREIN_SEED picks keys and probe sequences (tests/support/seed.h).
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "forein/sqlite.h"
+#include "support/seed.h"
+#include "support/zipf.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::uint64_t rows = 1'000'000;
+  std::uint64_t point_ops = 200'000;
+  std::uint64_t range_ops = 20'000;
+  std::uint64_t range = 100;
+  int reps = 5;
+  double theta = 0.99;
+  std::string dir;
+  std::string csv;
+  std::string only;  // run only cells of this table (for profiling)
+};
+
+[[noreturn]] void usage() {
+  std::fprintf(stderr,
+               "usage: sqlite_bench [--rows N] [--point-ops N] [--range-ops N] [--range N] "
+               "[--reps N] [--theta X] [--dir D] [--csv FILE] [--only ipk|wr|forein]\n");
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) usage();
+    const char* v = argv[++i];
+    if (a == "--rows") o.rows = std::strtoull(v, nullptr, 10);
+    else if (a == "--point-ops") o.point_ops = std::strtoull(v, nullptr, 10);
+    else if (a == "--range-ops") o.range_ops = std::strtoull(v, nullptr, 10);
+    else if (a == "--range") o.range = std::strtoull(v, nullptr, 10);
+    else if (a == "--reps") o.reps = std::atoi(v);
+    else if (a == "--theta") o.theta = std::strtod(v, nullptr);
+    else if (a == "--dir") o.dir = v;
+    else if (a == "--csv") o.csv = v;
+    else if (a == "--only") o.only = v;
+    else usage();
+  }
+  if (o.rows < 2 * o.range || o.reps < 1 || o.range == 0) usage();
+  return o;
+}
+
+void check(sqlite3* db, int rc, const char* what) {
+  if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    throw std::runtime_error(std::string(what) + ": " + sqlite3_errmsg(db));
+  }
+}
+
+void exec(sqlite3* db, const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    const std::string m = err ? err : "?";
+    sqlite3_free(err);
+    throw std::runtime_error(sql + ": " + m);
+  }
+}
+
+std::string scalar(sqlite3* db, const std::string& sql) {
+  sqlite3_stmt* s = nullptr;
+  check(db, sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr), sql.c_str());
+  std::string out;
+  if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0)) {
+    out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  }
+  sqlite3_finalize(s);
+  return out;
+}
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& sql) : db_(db) {
+    check(db, sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr),
+          sql.c_str());
+  }
+  ~Stmt() { sqlite3_finalize(s_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  sqlite3_stmt* get() const { return s_; }
+  sqlite3* db() const { return db_; }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+};
+
+struct Table {
+  std::string label;  // ipk, wr, forein
+  std::string name;   // SQL name
+};
+
+// Loads the rows (ascending keys) in one transaction; returns seconds.
+double load(sqlite3* db, const Table& t, const std::vector<std::int64_t>& keys,
+            const std::vector<std::string>& values) {
+  const auto start = Clock::now();
+  exec(db, "BEGIN");
+  Stmt ins(db, "INSERT INTO " + t.name + " VALUES (?1, ?2)");
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    sqlite3_bind_int64(ins.get(), 1, keys[i]);
+    sqlite3_bind_text(ins.get(), 2, values[i].data(), static_cast<int>(values[i].size()), SQLITE_STATIC);
+    check(db, sqlite3_step(ins.get()), "insert");
+    sqlite3_reset(ins.get());
+  }
+  exec(db, "COMMIT");
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct Result {
+  double ns_per_op;
+  std::uint64_t checksum;  // rows and value bytes seen: equal across tables
+};
+
+// A run is one read transaction (BEGIN .. COMMIT around the probes), as an
+// application batching its reads would do; with `autocommit` every
+// statement opens and closes its own transaction (file locks, a header
+// read), which costs every table the same microseconds.
+Result run_point(Stmt& st, const std::vector<std::int64_t>& probes, bool autocommit = false) {
+  std::uint64_t sum = 0;
+  if (!autocommit) exec(st.db(), "BEGIN");
+  const std::size_t n = autocommit ? probes.size() / 4 : probes.size();
+  const auto start = Clock::now();
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t k = probes[i];
+    sqlite3_bind_int64(st.get(), 1, k);
+    while (sqlite3_step(st.get()) == SQLITE_ROW) sum += 1 + static_cast<std::uint64_t>(sqlite3_column_bytes(st.get(), 0));
+    sqlite3_reset(st.get());
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!autocommit) exec(st.db(), "COMMIT");
+  return {s * 1e9 / static_cast<double>(n), sum};
+}
+
+Result run_range(Stmt& st, const std::vector<std::int64_t>& starts) {
+  std::uint64_t sum = 0;
+  exec(st.db(), "BEGIN");
+  const auto start = Clock::now();
+  for (std::int64_t k : starts) {
+    sqlite3_bind_int64(st.get(), 1, k);
+    while (sqlite3_step(st.get()) == SQLITE_ROW) {
+      sum += 1 + static_cast<std::uint64_t>(sqlite3_column_int64(st.get(), 0) & 0xff) +
+             static_cast<std::uint64_t>(sqlite3_column_bytes(st.get(), 1));
+    }
+    sqlite3_reset(st.get());
+  }
+  const double s = std::chrono::duration<double>(Clock::now() - start).count();
+  exec(st.db(), "COMMIT");
+  return {s * 1e9 / static_cast<double>(starts.size()), sum};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const std::uint64_t seed = forein::testing::test_seed("sqlite_bench");
+  std::mt19937_64 rng(seed);
+
+  const std::filesystem::path dir = o.dir.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(o.dir);
+  const std::string path = (dir / ("forein-sqlite-bench-" + std::to_string(::getpid()) + ".db")).string();
+  std::filesystem::remove(path);
+
+  // Distinct random 62-bit keys, ascending; values of 16..48 bytes.
+  std::vector<std::int64_t> keys;
+  keys.reserve(o.rows);
+  while (keys.size() < o.rows) {
+    for (std::uint64_t i = keys.size(); i < o.rows; ++i) keys.push_back(static_cast<std::int64_t>(rng() >> 2));
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  }
+  std::vector<std::string> values(o.rows);
+  for (auto& v : values) {
+    v.resize(16 + rng() % 33);
+    for (char& c : v) c = static_cast<char>('a' + rng() % 26);
+  }
+
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK || forein_sqlite_register(db) != SQLITE_OK) {
+    std::fprintf(stderr, "sqlite_bench: cannot open %s\n", path.c_str());
+    return 1;
+  }
+  int status = 0;
+  try {
+    exec(db, "PRAGMA journal_mode=WAL");
+    exec(db, "PRAGMA synchronous=NORMAL");
+    exec(db, "PRAGMA cache_size=-4000000");  // 4 GB: the whole database stays cached
+    exec(db, "CREATE TABLE ipk(k INTEGER PRIMARY KEY, v)");
+    exec(db, "CREATE TABLE wr(k INTEGER PRIMARY KEY, v) WITHOUT ROWID");
+    exec(db, "CREATE VIRTUAL TABLE fr USING forein(k INTEGER, v)");
+    const std::vector<Table> tables = {{"ipk", "ipk"}, {"wr", "wr"}, {"forein", "fr"}};
+
+    std::printf("sqlite_bench: %llu rows, SQLite %s, db %s\n",
+                static_cast<unsigned long long>(o.rows), sqlite3_libversion(), path.c_str());
+    std::printf("load (one transaction of %llu prepared INSERTs, ascending keys):\n",
+                static_cast<unsigned long long>(o.rows));
+    for (const Table& t : tables) {
+      const double s = load(db, t, keys, values);
+      std::printf("  %-7s %7.2f s  %8.0f rows/s\n", t.label.c_str(), s, static_cast<double>(o.rows) / s);
+    }
+    std::fflush(stdout);
+    exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+    std::printf("database file: %.1f MiB; forein: %s\n",
+                static_cast<double>(std::filesystem::file_size(path)) / (1 << 20),
+                scalar(db, "SELECT forein_stats('fr')").c_str());
+    // Warm every table's pages into SQLite's cache.
+    for (const Table& t : tables) scalar(db, "SELECT sum(length(v)) FROM " + t.name);
+
+    // Probe sequences, shared by all tables. Zipf ranks are scattered over
+    // the key space by a fixed permutation (hot keys are not neighbours).
+    forein::testing::ZipfGenerator zipf(o.rows, o.theta);
+    const std::uint64_t span = o.rows - o.range;  // range starts leave `range` rows
+    auto scatter = [&](std::uint64_t rank, std::uint64_t n) { return (rank * 2654435761ULL + 12345) % n; };
+    struct Dist {
+      std::string name;
+      std::vector<std::int64_t> point, range;
+    };
+    std::vector<Dist> dists(2);
+    dists[0].name = "uniform";
+    dists[1].name = "zipf" + std::to_string(o.theta).substr(0, 4);
+    for (std::uint64_t i = 0; i < o.point_ops; ++i) {
+      dists[0].point.push_back(keys[rng() % o.rows]);
+      dists[1].point.push_back(keys[scatter(zipf(rng), o.rows)]);
+    }
+    forein::testing::ZipfGenerator zipf_span(span, o.theta);
+    for (std::uint64_t i = 0; i < o.range_ops; ++i) {
+      dists[0].range.push_back(keys[rng() % span]);
+      dists[1].range.push_back(keys[scatter(zipf_span(rng), span)]);
+    }
+
+    struct Cell {
+      std::string op, dist, table;
+      std::vector<double> ns;
+      std::uint64_t checksum = 0;
+    };
+    std::vector<Cell> cells;
+    std::vector<std::unique_ptr<Stmt>> point_st, range_st;
+    for (const Table& t : tables) {
+      point_st.push_back(std::make_unique<Stmt>(db, "SELECT v FROM " + t.name + " WHERE k = ?1"));
+      range_st.push_back(std::make_unique<Stmt>(
+          db, "SELECT k, v FROM " + t.name + " WHERE k >= ?1 ORDER BY k LIMIT " + std::to_string(o.range)));
+    }
+    const char* const ops[] = {"point", "point_ac", "range"};
+    for (const char* op : ops) {
+      for (const Dist& d : dists) {
+        for (const Table& t : tables) cells.push_back({op, d.name, t.label, {}, 0});
+      }
+    }
+    auto skip = [&](std::size_t ci) { return !o.only.empty() && cells[ci].table != o.only; };
+    auto run_cell = [&](std::size_t ci) {
+      const std::size_t ti = ci % tables.size(), di = (ci / tables.size()) % dists.size();
+      const std::size_t op = ci / (tables.size() * dists.size());
+      if (op == 2) return run_range(*range_st[ti], dists[di].range);
+      return run_point(*point_st[ti], dists[di].point, op == 1);
+    };
+    // Warm-up: one pass of every cell (forein installs its switch entries).
+    for (std::size_t ci = 0; ci < cells.size(); ++ci) {
+      if (!skip(ci)) cells[ci].checksum = run_cell(ci).checksum;
+    }
+    for (int rep = 0; rep < o.reps; ++rep) {
+      for (std::size_t j = 0; j < cells.size(); ++j) {
+        const std::size_t ci = (j + static_cast<std::size_t>(rep) * 5) % cells.size();
+        if (skip(ci)) continue;
+        const Result r = run_cell(ci);
+        if (r.checksum != cells[ci].checksum) throw std::runtime_error("checksum changed");
+        cells[ci].ns.push_back(r.ns_per_op);
+      }
+      std::fprintf(stderr, "  repetition %d of %d done\n", rep + 1, o.reps);
+    }
+    if (!o.only.empty()) {
+      for (const Cell& c : cells) {
+        if (!c.ns.empty()) std::printf("  %-8s %-9s %-7s %10.0f ns median\n", c.op.c_str(), c.dist.c_str(), c.table.c_str(), median(c.ns));
+      }
+      throw std::runtime_error("--only: no comparison");
+    }
+    // Same rows in every table: same checksums per (op, dist).
+    for (std::size_t ci = 0; ci < cells.size(); ci += tables.size()) {
+      for (std::size_t k = 1; k < tables.size(); ++k) {
+        if (cells[ci + k].checksum != cells[ci].checksum) {
+          throw std::runtime_error("tables disagree on " + cells[ci].op + "/" + cells[ci].dist);
+        }
+      }
+    }
+
+    std::printf("\nmedians of %d repetitions (ns per operation; range = %llu rows):\n", o.reps,
+                static_cast<unsigned long long>(o.range));
+    std::printf("  %-8s %-9s %10s %10s %10s   %12s %12s\n", "op", "dist", "ipk", "wr", "forein",
+                "forein/ipk", "forein/wr");
+    std::ofstream csv;
+    if (!o.csv.empty()) {
+      csv.open(o.csv);
+      csv << "op,dist,table,median_ns,min_ns,max_ns,reps\n";
+    }
+    for (std::size_t ci = 0; ci < cells.size(); ci += tables.size()) {
+      double m[3];
+      for (std::size_t k = 0; k < tables.size(); ++k) {
+        const Cell& c = cells[ci + k];
+        m[k] = median(c.ns);
+        if (csv) {
+          csv << c.op << "," << c.dist << "," << c.table << "," << m[k] << ","
+              << *std::min_element(c.ns.begin(), c.ns.end()) << ","
+              << *std::max_element(c.ns.begin(), c.ns.end()) << "," << c.ns.size() << "\n";
+        }
+      }
+      std::printf("  %-8s %-9s %10.0f %10.0f %10.0f   %12.2f %12.2f\n", cells[ci].op.c_str(),
+                  cells[ci].dist.c_str(), m[0], m[1], m[2], m[2] / m[0], m[2] / m[1]);
+    }
+    std::printf("(ratio < 1: forein faster)\nforein after: %s\n",
+                scalar(db, "SELECT forein_stats('fr')").c_str());
+
+    // Another connection: its first query loads the whole tree; after this
+    // connection commits a one-row UPDATE, its next query re-reads only the
+    // changed pages (and rebuilds the tree from memory).
+    sqlite3* other = nullptr;
+    if (sqlite3_open(path.c_str(), &other) != SQLITE_OK || forein_sqlite_register(other) != SQLITE_OK) {
+      throw std::runtime_error("cannot open a second connection");
+    }
+    exec(other, "PRAGMA cache_size=-4000000");
+    std::vector<double> first_ms, after_ms, native_ms;
+    for (int rep = 0; rep < o.reps; ++rep) {
+      const std::string k = std::to_string(keys[rng() % o.rows]);
+      auto timed = [&](const std::string& sql) {
+        const auto t0 = Clock::now();
+        scalar(other, sql);
+        return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      };
+      if (rep == 0) first_ms.push_back(timed("SELECT v FROM fr WHERE k = " + k));
+      exec(db, "UPDATE fr SET v = 'updated" + std::to_string(rep) + "' WHERE k = " + k);
+      exec(db, "UPDATE ipk SET v = 'updated" + std::to_string(rep) + "' WHERE k = " + k);
+      after_ms.push_back(timed("SELECT v FROM fr WHERE k = " + k));
+      native_ms.push_back(timed("SELECT v FROM ipk WHERE k = " + k));
+      if (scalar(other, "SELECT v FROM fr WHERE k = " + k) != "updated" + std::to_string(rep)) {
+        throw std::runtime_error("second connection missed a commit");
+      }
+    }
+    const std::string other_stats = scalar(other, "SELECT forein_stats('fr')");
+    sqlite3_close_v2(other);
+    std::printf("\nsecond connection: first query (whole-tree load) %.1f ms; after a one-row commit by the\n"
+                "first connection, next query: forein %.2f ms, ipk %.2f ms (medians of %d)\n%s\n",
+                first_ms[0], median(after_ms), median(native_ms), o.reps, other_stats.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sqlite_bench: %s\n", e.what());
+    status = 1;
+  }
+  sqlite3_close_v2(db);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  return status;
+}
