@@ -22,7 +22,7 @@ check: all install
 
 # The PostgreSQL extension, built with PGXS against the PostgreSQL that
 # pg_config names (no JIT bitcode: clang is not a dependency).
-install:
+install: deps
 	$(MAKE) -C pg_extension with_llvm=no
 	$(MAKE) -C pg_extension with_llvm=no install
 
