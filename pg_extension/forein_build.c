@@ -29,7 +29,48 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/date.h"
 #include "utils/tuplesort.h"
+
+/*
+ * Integer-like keys (integers, dates, timestamps) are sorted as compact
+ * 16-byte entries in memory while they fit in maintenance_work_mem: a
+ * third of a heap tuplesort's footprint, so a 2M-row build sorts in memory
+ * where the general path spills to tape.  Beyond the budget the entries
+ * move to the tuplesort.
+ */
+typedef struct IntEntry
+{
+	int64		key;
+	ItemPointerData tid;
+	uint8		isnull;
+	uint8		alive;
+} IntEntry;
+
+static inline int
+compare_int_entries(const IntEntry *a, const IntEntry *b)
+{
+	BlockNumber ab,
+				bb;
+
+	if (a->isnull != b->isnull)
+		return a->isnull ? 1 : -1;
+	if (!a->isnull && a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	ab = ItemPointerGetBlockNumberNoCheck(&a->tid);
+	bb = ItemPointerGetBlockNumberNoCheck(&b->tid);
+	if (ab != bb)
+		return ab < bb ? -1 : 1;
+	return (int) ItemPointerGetOffsetNumberNoCheck(&a->tid) -
+		(int) ItemPointerGetOffsetNumberNoCheck(&b->tid);
+}
+
+#define ST_SORT sort_int_entries
+#define ST_ELEMENT_TYPE IntEntry
+#define ST_COMPARE(a, b) compare_int_entries(a, b)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
 
 /* Pages of one level, written as they fill */
 typedef struct LevelWriter
@@ -55,9 +96,16 @@ typedef struct BuildState
 	bool		use_wal;
 	BlockNumber next_blkno;
 	IndexTuple	placeholder;
-	Tuplesortstate *sort;
+	Tuplesortstate *sort;		/* NULL while sorting in memory */
 	TupleTableSlot *slot;
 	double		indtuples;
+	IntEntry   *entries;		/* the in-memory sort (integer-like keys) */
+	Size		nentries;
+	Size		capacity;
+	Size		next;			/* reading position after the sort */
+	TupleDesc	sortdesc;
+	Oid			sortops[2];
+	Oid			collations[2];
 } BuildState;
 
 static Size
@@ -209,23 +257,133 @@ level_add(BuildState *bs, LevelWriter *w, IndexTuple itup)
 	level_append(w, itup);
 }
 
+/* The Datum of an integer-like key of the index's type */
+static Datum
+int_datum(Oid typid, int64 v)
+{
+	switch (typid)
+	{
+		case INT2OID:
+			return Int16GetDatum((int16) v);
+		case INT4OID:
+			return Int32GetDatum((int32) v);
+		case DATEOID:
+			return DateADTGetDatum((DateADT) v);
+		default:
+			return Int64GetDatum(v);
+	}
+}
+
+static void
+put_slot(BuildState *bs, Datum value, bool isnull, ItemPointer tid, bool alive)
+{
+	TupleTableSlot *slot = bs->slot;
+
+	ExecClearTuple(slot);
+	slot->tts_values[0] = value;
+	slot->tts_isnull[0] = isnull;
+	slot->tts_values[1] = PointerGetDatum(tid);
+	slot->tts_isnull[1] = false;
+	slot->tts_values[2] = BoolGetDatum(alive);
+	slot->tts_isnull[2] = false;
+	ExecStoreVirtualTuple(slot);
+	tuplesort_puttupleslot(bs->sort, slot);
+}
+
+static void
+begin_tuplesort(BuildState *bs)
+{
+	AttrNumber	attnums[2] = {1, 2};
+	bool		nullsfirst[2] = {false, false};
+
+	bs->sort = tuplesort_begin_heap(bs->sortdesc, 2, attnums, bs->sortops,
+									bs->collations, nullsfirst,
+									maintenance_work_mem, NULL, TUPLESORT_NONE);
+}
+
+/* The in-memory entries outgrew maintenance_work_mem: hand them over */
+static void
+spill_entries(BuildState *bs)
+{
+	Size		i;
+
+	begin_tuplesort(bs);
+	for (i = 0; i < bs->nentries; i++)
+	{
+		IntEntry   *e = &bs->entries[i];
+
+		put_slot(bs, e->isnull ? (Datum) 0 : int_datum(bs->state->typid, e->key),
+				 e->isnull, &e->tid, e->alive);
+	}
+	pfree(bs->entries);
+	bs->entries = NULL;
+}
+
 static void
 build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			   bool tupleIsAlive, void *arg)
 {
 	BuildState *bs = (BuildState *) arg;
-	TupleTableSlot *slot = bs->slot;
 
-	ExecClearTuple(slot);
-	slot->tts_values[0] = values[0];
-	slot->tts_isnull[0] = isnull[0];
-	slot->tts_values[1] = PointerGetDatum(tid);
-	slot->tts_isnull[1] = false;
-	slot->tts_values[2] = BoolGetDatum(tupleIsAlive);
-	slot->tts_isnull[2] = false;
-	ExecStoreVirtualTuple(slot);
-	tuplesort_puttupleslot(bs->sort, slot);
 	bs->indtuples += 1;
+	if (bs->entries != NULL)
+	{
+		IntEntry   *e;
+
+		if (bs->nentries == bs->capacity)
+		{
+			if (2 * bs->capacity * sizeof(IntEntry) > (Size) maintenance_work_mem * 1024)
+			{
+				spill_entries(bs);
+				put_slot(bs, values[0], isnull[0], tid, tupleIsAlive);
+				return;
+			}
+			bs->capacity *= 2;
+			bs->entries = repalloc_huge(bs->entries, bs->capacity * sizeof(IntEntry));
+		}
+		e = &bs->entries[bs->nentries++];
+		e->isnull = isnull[0];
+		e->key = 0;
+		if (!isnull[0])
+		{
+			ForeinSearchKey key;
+
+			forein_key_from_datum(bs->state, values[0], false, &key);
+			e->key = key.ival;
+		}
+		e->tid = *tid;
+		e->alive = tupleIsAlive;
+		return;
+	}
+	put_slot(bs, values[0], isnull[0], tid, tupleIsAlive);
+}
+
+/* The next entry in sorted order; false at the end */
+static bool
+next_sorted(BuildState *bs, Datum *value, bool *isnull, ItemPointerData *tid,
+			bool *alive)
+{
+	bool		tnull;
+
+	if (bs->sort == NULL)
+	{
+		IntEntry   *e;
+
+		if (bs->next >= bs->nentries)
+			return false;
+		e = &bs->entries[bs->next++];
+		*isnull = e->isnull;
+		*value = e->isnull ? (Datum) 0 : int_datum(bs->state->typid, e->key);
+		*tid = e->tid;
+		*alive = e->alive;
+		return true;
+	}
+	if (!tuplesort_gettupleslot(bs->sort, true, false, bs->slot, NULL))
+		return false;
+	*value = slot_getattr(bs->slot, 1, isnull);
+	*tid = *(ItemPointer) DatumGetPointer(slot_getattr(bs->slot, 2, &tnull));
+	*alive = DatumGetBool(slot_getattr(bs->slot, 3, &tnull));
+	return true;
 }
 
 static void
@@ -257,17 +415,17 @@ load_leaves(BuildState *bs, Relation heap, IndexInfo *indexInfo, LevelWriter *w)
 												 "forein build tuple",
 												 ALLOCSET_DEFAULT_SIZES);
 
-	while (tuplesort_gettupleslot(bs->sort, true, false, bs->slot, NULL))
+	Datum		value;
+	bool		isnull;
+	ItemPointerData tid;
+	bool		alive;
+
+	while (next_sorted(bs, &value, &isnull, &tid, &alive))
 	{
-		bool		isnull;
-		Datum		value = slot_getattr(bs->slot, 1, &isnull);
-		bool		tnull;
-		ItemPointer tid = (ItemPointer) DatumGetPointer(slot_getattr(bs->slot, 2, &tnull));
-		bool		alive = DatumGetBool(slot_getattr(bs->slot, 3, &tnull));
 		MemoryContext old = MemoryContextSwitchTo(tupcxt);
 		IndexTuple	itup = index_form_tuple(state->tupdesc, &value, &isnull);
 
-		itup->t_tid = *tid;
+		itup->t_tid = tid;
 		MemoryContextSwitchTo(old);
 		if (IndexTupleSize(itup) > FOREIN_MAX_ITEM_SIZE)
 			ereport(ERROR,
@@ -333,11 +491,6 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	ForeinState *state;
 	BuildState	bs;
 	IndexBuildResult *result;
-	TupleDesc	sortdesc;
-	AttrNumber	attnums[2] = {1, 2};
-	Oid			sortops[2];
-	Oid			collations[2];
-	bool		nullsfirst[2] = {false, false};
 	LevelWriter leaves;
 	BlockNumber root;
 	uint32		root_level;
@@ -361,27 +514,35 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.use_wal = RelationNeedsWAL(index);
 	bs.placeholder = forein_make_placeholder(state);
 
-	sortops[0] = get_opfamily_member(state->opfamily, state->typid, state->typid,
-									 BTLessStrategyNumber);
-	if (!OidIsValid(sortops[0]))
+	bs.sortops[0] = get_opfamily_member(state->opfamily, state->typid, state->typid,
+										BTLessStrategyNumber);
+	if (!OidIsValid(bs.sortops[0]))
 		elog(ERROR, "forein: no < operator for type %u in the operator family",
 			 state->typid);
-	sortops[1] = TIDLessOperator;
-	collations[0] = state->collation;
-	collations[1] = InvalidOid;
-	sortdesc = CreateTemplateTupleDesc(3);
-	TupleDescInitEntry(sortdesc, 1, "key", state->typid, -1, 0);
-	TupleDescInitEntryCollation(sortdesc, 1, state->collation);
-	TupleDescInitEntry(sortdesc, 2, "tid", TIDOID, -1, 0);
-	TupleDescInitEntry(sortdesc, 3, "alive", BOOLOID, -1, 0);
-	bs.slot = MakeSingleTupleTableSlot(sortdesc, &TTSOpsMinimalTuple);
-	bs.sort = tuplesort_begin_heap(sortdesc, 2, attnums, sortops, collations,
-								   nullsfirst, maintenance_work_mem, NULL,
-								   TUPLESORT_NONE);
+	bs.sortops[1] = TIDLessOperator;
+	bs.collations[0] = state->collation;
+	bs.collations[1] = InvalidOid;
+	bs.sortdesc = CreateTemplateTupleDesc(3);
+	TupleDescInitEntry(bs.sortdesc, 1, "key", state->typid, -1, 0);
+	TupleDescInitEntryCollation(bs.sortdesc, 1, state->collation);
+	TupleDescInitEntry(bs.sortdesc, 2, "tid", TIDOID, -1, 0);
+	TupleDescInitEntry(bs.sortdesc, 3, "alive", BOOLOID, -1, 0);
+	bs.slot = MakeSingleTupleTableSlot(bs.sortdesc, &TTSOpsMinimalTuple);
+	if (state->kind == FOREIN_KEY_INT || state->kind == FOREIN_KEY_DATE ||
+		state->kind == FOREIN_KEY_TIMESTAMP)
+	{
+		bs.capacity = 1024;
+		bs.entries = palloc(bs.capacity * sizeof(IntEntry));
+	}
+	else
+		begin_tuplesort(&bs);
 
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 									   build_callback, &bs, NULL);
-	tuplesort_performsort(bs.sort);
+	if (bs.sort)
+		tuplesort_performsort(bs.sort);
+	else
+		sort_int_entries(bs.entries, bs.nentries);
 
 	/* block 0 is the metapage; written again once the root is known */
 	forein_init_metapage(metabuf.data, InvalidBlockNumber, 0,
@@ -400,7 +561,10 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (bs.use_wal)
 		smgrimmedsync(RelationGetSmgr(index), MAIN_FORKNUM);
 
-	tuplesort_end(bs.sort);
+	if (bs.sort)
+		tuplesort_end(bs.sort);
+	else
+		pfree(bs.entries);
 	ExecDropSingleTupleTableSlot(bs.slot);
 	forein_offload_node_event(index, root);
 
