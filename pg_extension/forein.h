@@ -379,6 +379,16 @@ extern IndexBulkDeleteResult *forein_bulkdelete(IndexVacuumInfo *info,
 extern IndexBulkDeleteResult *forein_vacuumcleanup(IndexVacuumInfo *info,
 												   IndexBulkDeleteResult *stats);
 
+/* forein_acl.c */
+typedef enum ForeinPrivilege
+{
+	FOREIN_PRIV_SELECT,			/* read the index or its table */
+	FOREIN_PRIV_OWNER			/* change what is offloaded */
+} ForeinPrivilege;
+
+extern Oid	forein_check_table_privilege(Oid indexoid, ForeinPrivilege need);
+extern void forein_recheck_table(Oid indexoid, Oid heapoid);
+
 /*
  * forein_offload.c: hints and statistics.  Without shared_preload_libraries
  * every call is cheap and returns "no hint".

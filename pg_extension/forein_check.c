@@ -214,23 +214,12 @@ forein_check(PG_FUNCTION_ARGS)
 	ForeinCheckLevel *pl = NULL;
 
 	/*
-	 * Lock the table before the index, as every other path does, to avoid
-	 * deadlocks; then make sure the index still belongs to that table.
+	 * Reading the index (and, with heapallindexed, the whole table) needs
+	 * SELECT on the table, checked before any lock.  Then lock the table
+	 * before the index, as every other path does, to avoid deadlocks, and
+	 * make sure the index still belongs to that table.
 	 */
-	heapid = IndexGetRelation(indrelid, true);
-	if (!OidIsValid(heapid))
-	{
-		char	   *relname = get_rel_name(indrelid);
-
-		if (relname == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("relation with OID %u does not exist", indrelid)));
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a forein index", relname),
-				 errdetail("It is not an index.")));
-	}
+	heapid = forein_check_table_privilege(indrelid, FOREIN_PRIV_SELECT);
 	heaprel = table_open(heapid, AccessShareLock);
 
 	/*

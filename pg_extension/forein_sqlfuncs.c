@@ -31,12 +31,20 @@ PG_FUNCTION_INFO_V1(forein_stats);
 PG_FUNCTION_INFO_V1(forein_refresh);
 PG_FUNCTION_INFO_V1(forein_offload_entries);
 
-/* Opens relid, which must be a forein index, with AccessShareLock */
+/*
+ * Opens relid, which must be a forein index, with AccessShareLock.  With
+ * `need`, the caller's privileges on the index's table are checked first,
+ * before any lock is taken.
+ */
 static Relation
-open_forein_index(Oid relid)
+open_forein_index(Oid relid, bool check, ForeinPrivilege need)
 {
-	Relation	rel = try_relation_open(relid, AccessShareLock);
+	Oid			heapoid = InvalidOid;
+	Relation	rel;
 
+	if (check)
+		heapoid = forein_check_table_privilege(relid, need);
+	rel = try_relation_open(relid, AccessShareLock);
 	if (rel == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -46,18 +54,9 @@ open_forein_index(Oid relid)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a forein index",
 						RelationGetRelationName(rel))));
+	if (check)
+		forein_recheck_table(relid, heapoid);
 	return rel;
-}
-
-/* The entries reveal key prefixes: require SELECT on the table */
-static void
-check_table_select(Relation index)
-{
-	Oid			heapoid = IndexGetRelation(RelationGetRelid(index), false);
-	AclResult	aclresult = pg_class_aclcheck(heapoid, GetUserId(), ACL_SELECT);
-
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_TABLE, get_rel_name(heapoid));
 }
 
 /*
@@ -71,7 +70,8 @@ Datum
 forein_stats(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	Relation	index = open_forein_index(relid);
+	/* public: counters and sizes only, like pg_stat_user_indexes */
+	Relation	index = open_forein_index(relid, false, FOREIN_PRIV_SELECT);
 	TupleDesc	tupdesc;
 	Datum		values[8];
 	bool		nulls[8] = {0};
@@ -135,11 +135,9 @@ Datum
 forein_refresh(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	Relation	index = open_forein_index(relid);
+	Relation	index = open_forein_index(relid, true, FOREIN_PRIV_OWNER);
 	int			slotno;
 	int64		installed;
-
-	check_table_select(index);
 
 	if (forein_off_shared == NULL)
 		ereport(ERROR,
@@ -194,13 +192,13 @@ forein_offload_entries(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			relid = PG_GETARG_OID(0);
-	Relation	index = open_forein_index(relid);
+	/* the entries reveal key prefixes: SELECT on the table */
+	Relation	index = open_forein_index(relid, true, FOREIN_PRIV_SELECT);
 	ForeinOffRecord *entries = NULL;
 	uint32		n = 0;
 	uint32		i;
 	int			slotno;
 
-	check_table_select(index);
 	InitMaterializedSRF(fcinfo, 0);
 
 	slotno = forein_off_find_slot(index, false);

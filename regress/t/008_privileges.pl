@@ -1,0 +1,147 @@
+# 008_privileges.pl: forein's SQL functions follow contrib/amcheck's
+# privilege model.
+#
+#  - forein_check, forein_refresh and forein_offload_entries are not
+#    executable by PUBLIC; forein_stats is.
+#  - A role granted EXECUTE still needs SELECT on the index's table to read
+#    (forein_check, forein_offload_entries) and ownership to change
+#    (forein_refresh), and is refused before any lock is taken: a call by
+#    such a role returns "permission denied" at once even while another
+#    session holds ACCESS EXCLUSIVE on the table, where a privileged call
+#    waits (shown with lock_timeout).
+#  - ALTER EXTENSION forein UPDATE applies the revokes to a 0.1 installation.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ForeinTAP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = forein_node('privileges');
+
+$node->safe_psql(
+	'postgres', q{
+CREATE TABLE priv_t (a int4);
+INSERT INTO priv_t SELECT generate_series(1, 20000);
+CREATE INDEX priv_i ON priv_t USING forein (a);
+CREATE ROLE forein_nobody LOGIN;
+CREATE ROLE forein_granted LOGIN;
+CREATE ROLE forein_reader LOGIN;
+CREATE ROLE forein_owner LOGIN;
+GRANT EXECUTE ON FUNCTION forein_check(regclass, boolean),
+	forein_refresh(regclass), forein_offload_entries(regclass)
+	TO forein_granted, forein_reader, forein_owner;
+GRANT SELECT ON priv_t TO forein_reader;
+CREATE TABLE own_t (a int4);
+INSERT INTO own_t SELECT generate_series(1, 20000);
+CREATE INDEX own_i ON own_t USING forein (a);
+ALTER TABLE own_t OWNER TO forein_owner;
+});
+
+# PUBLIC's EXECUTE, per function, in the fresh 0.2 installation
+my $public_exec = q{
+SELECT string_agg(p.proname || '=' || has_function_privilege('forein_nobody', p.oid, 'EXECUTE'),
+                  ',' ORDER BY p.proname)
+FROM pg_proc p
+JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'forein'
+WHERE p.proname <> 'forein_handler'};
+my $want_revoked =
+  'forein_check=false,forein_offload_entries=false,forein_refresh=false,forein_stats=true';
+is($node->safe_psql('postgres', $public_exec),
+	$want_revoked, 'install script: only forein_stats is executable by PUBLIC');
+
+# Runs sql as role (SET ROLE in a superuser session, so no pg_hba changes);
+# returns (exit code, stdout, stderr).
+sub as_role
+{
+	my ($role, $sql) = @_;
+	my ($out, $err) = ('', '');
+	my $rc = $node->psql(
+		'postgres', "SET lock_timeout = '60s'; SET ROLE $role; $sql",
+		stdout => \$out,
+		stderr => \$err);
+	return ($rc, $out, $err);
+}
+
+my @calls = (
+	[ 'forein_check', q{SELECT forein_check('priv_i', true)} ],
+	[ 'forein_refresh', q{SELECT forein_refresh('priv_i')} ],
+	[ 'forein_offload_entries', q{SELECT count(*) FROM forein_offload_entries('priv_i')} ],
+);
+
+# While another session holds ACCESS EXCLUSIVE on the table, a refused call
+# must fail at once with a permission error; had it taken a lock first it
+# would wait for lock_timeout (60 s) instead.
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN; LOCK TABLE priv_t IN ACCESS EXCLUSIVE MODE');
+
+for my $c (@calls)
+{
+	my ($name, $sql) = @$c;
+	my ($rc, $out, $err) = as_role('forein_nobody', $sql);
+	isnt($rc, 0, "$name: refused without EXECUTE");
+	like($err, qr/permission denied for function $name/, "$name: no EXECUTE error");
+	is($out, '', "$name: returned nothing without EXECUTE");
+
+	($rc, $out, $err) = as_role('forein_granted', $sql);
+	isnt($rc, 0, "$name: refused with EXECUTE but no table privilege");
+	like($err, qr/permission denied for table priv_t/,
+		"$name: permission denied for table, before any lock");
+	unlike($err, qr/lock timeout/, "$name: did not wait for the table's lock");
+	is($out, '', "$name: returned nothing without table privilege");
+}
+
+# SELECT on the table is enough to read, not to refresh.
+{
+	my ($rc, $out, $err) = as_role('forein_reader', q{SELECT forein_refresh('priv_i')});
+	isnt($rc, 0, 'forein_refresh: SELECT alone is not enough');
+	like($err, qr/permission denied for table priv_t/, 'forein_refresh needs ownership');
+}
+
+# The lock really blocks a privileged call (so the test above could fail).
+{
+	my ($out, $err) = ('', '');
+	my $rc = $node->psql(
+		'postgres', q{SET lock_timeout = '200ms'; SELECT forein_check('priv_i')},
+		stdout => \$out,
+		stderr => \$err);
+	isnt($rc, 0, 'a superuser call waits for the table lock');
+	like($err, qr/lock timeout/, 'and times out on it');
+}
+$locker->query_safe('COMMIT');
+$locker->quit;
+
+# With the privileges: the reader checks and lists, the owner refreshes.
+{
+	my ($rc, $out, $err) = as_role('forein_reader', q{SELECT forein_check('priv_i', true)});
+	is($rc, 0, 'forein_check works for a role with EXECUTE and SELECT') or diag $err;
+	($rc, $out, $err) =
+	  as_role('forein_reader', q{SELECT count(*) >= 0 FROM forein_offload_entries('priv_i')});
+	is($rc, 0, 'forein_offload_entries works with EXECUTE and SELECT') or diag $err;
+	is($out, 't', 'forein_offload_entries returned its rows');
+	($rc, $out, $err) = as_role('forein_owner', q{SELECT forein_refresh('own_i') > 0});
+	is($rc, 0, 'forein_refresh works for the owner') or diag $err;
+	is($out, 't', 'the owner\'s refresh installed entries');
+	($rc, $out, $err) = as_role('forein_nobody', q{SELECT backend FROM forein_stats('priv_i')});
+	is($rc, 0, 'forein_stats stays public') or diag $err;
+}
+
+# ALTER EXTENSION forein UPDATE applies the revokes to a 0.1 installation.
+$node->safe_psql('postgres', 'CREATE DATABASE upgrade_db');
+$node->safe_psql('upgrade_db', q{CREATE EXTENSION forein VERSION '0.1'});
+is( $node->safe_psql('upgrade_db', $public_exec),
+	'forein_check=true,forein_offload_entries=true,forein_refresh=true,forein_stats=true',
+	'0.1 left every function to PUBLIC');
+$node->safe_psql('upgrade_db', 'ALTER EXTENSION forein UPDATE');
+is($node->safe_psql('upgrade_db', q{SELECT extversion FROM pg_extension WHERE extname = 'forein'}),
+	'0.2', 'updated to 0.2');
+is($node->safe_psql('upgrade_db', $public_exec),
+	$want_revoked, 'the update revoked PUBLIC\'s EXECUTE');
+
+$node->stop;
+done_testing();
