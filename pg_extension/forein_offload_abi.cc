@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include "forein/offload/layers.h"
-#include "forein/offload/lpm_entry.h"
-#include "forein/offload/prefix_cover.h"
+#include "switch_lpm/layers.h"
+#include "switch_lpm/lpm_entry.h"
+#include "switch_lpm/prefix_cover.h"
 #include "switch_lpm/lpm_snapshot.h"
 
 namespace off = forein::offload;

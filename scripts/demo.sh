@@ -46,4 +46,4 @@ echo "== forein_check passed: order, bounds, sibling links, levels, every heap t
 
 echo
 echo "== the engine and the modelled switch, in process"
-"$BUILD/engine/forein_demo"
+"$BUILD/tools/forein_demo"

@@ -1,12 +1,13 @@
 // CREATE VIRTUAL TABLE arguments: the column list (the first column is the
-// key, INTEGER or TEXT), options (page_size=N), and the schema declared to
-// SQLite.
+// key, INTEGER or TEXT), options (page_size=N, offload=NAME), and the
+// schema declared to SQLite.
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "forein/offload/registry.h"
 #include "forein_vtab.h"
 
 namespace forein::sqlite {
@@ -75,11 +76,25 @@ bool split_column(const std::string& arg, std::string* name, std::string* type) 
 
 Spec parse_args(int argc, const char* const* argv) {
   Spec s;
+  std::vector<std::string> seen_options;
   for (int i = 3; i < argc; ++i) {
     const std::string arg = trim(argv[i]);
     if (const auto eq = arg.find('='); eq != std::string::npos) {
       const std::string opt = lower(trim(arg.substr(0, eq)));
       const std::string val = trim(arg.substr(eq + 1));
+      for (const std::string& o : seen_options) {
+        if (o == opt) throw SqlError{SQLITE_ERROR, "forein: option '" + opt + "' given twice"};
+      }
+      seen_options.push_back(opt);
+      if (opt == "offload") {
+        if (offload::find_backend(val) == nullptr) {
+          throw SqlError{SQLITE_ERROR, "forein: unknown offload backend '" + val +
+                                           "'; registered backends: " +
+                                           offload::registered_backend_names()};
+        }
+        s.offload = val;
+        continue;
+      }
       if (opt == "page_size") {
         char* end = nullptr;
         const unsigned long ps = std::strtoul(val.c_str(), &end, 10);

@@ -34,8 +34,9 @@ SQLITE_EXTENSION_INIT3
 #include "forein/tree.h"
 
 namespace forein::offload {
+class Backend;
+struct BackendInfo;
 class OffloadManager;
-class SwitchLpmBackend;
 }  // namespace forein::offload
 
 namespace forein::sqlite {
@@ -132,8 +133,9 @@ class ShadowPageStore final : public PageStore {
 // (hints.cc)
 
 // Start hints from the offload path: the project's OffloadManager fed by
-// the tree's node-interval events and sampled lookups, installing FOREIN's
-// layered entries into a modelled switch_lpm backend (73,000 LPM entries).
+// the tree's node-interval events and sampled lookups, installing the
+// planned records into the table's offload backend (offload=NAME; default
+// switch_lpm: FOREIN's layered entries in a 73,000-entry LPM table).
 // A whole-tree load or a rollback gets a fresh manager and backend (restored
 // pages may carry older node versions than the manager has seen, and it
 // ignores events that are not newer); a refresh with other connections'
@@ -148,6 +150,9 @@ class HintSource final : public NodeObserver {
   HintSource& operator=(const HintSource&) = delete;
 
   void on_node_event(const NodeEvent& ev) override;
+  // The backend the next attach() uses (a registered one).
+  void set_backend(const offload::BackendInfo& info) { info_ = &info; }
+  const char* backend_name() const;
   // `tree` (created with this observer) replaces the previous tree.
   void attach(Tree& tree);
   void detach();
@@ -173,7 +178,8 @@ class HintSource final : public NodeObserver {
  private:
   void refresh();
 
-  std::unique_ptr<offload::SwitchLpmBackend> backend_;
+  const offload::BackendInfo* info_ = nullptr;  // null: switch_lpm
+  std::unique_ptr<offload::Backend> backend_;
   std::unique_ptr<offload::OffloadManager> manager_;
   Tree* tree_ = nullptr;
   bool refreshed_ = false;              // since attach
@@ -305,6 +311,7 @@ struct Spec {
   std::vector<std::string> names;
   std::vector<std::string> types;
   std::uint32_t page_size = kDefaultPageSize;
+  std::string offload = "switch_lpm";  // a registered offload backend
 };
 // Parses CREATE VIRTUAL TABLE's arguments (argv[3..]); throws SqlError.
 Spec parse_args(int argc, const char* const* argv);

@@ -1,8 +1,9 @@
-// The hint source: the offload manager (offload/manager) with the switch_lpm
-// backend, wired to the table's tree as engine/tools/forein_demo.cc does.
-// The tree's node-interval events and 1 in 16 lookups (sampled) feed the
-// manager; a refresh recomputes FOREIN's layered entries and installs the
-// difference into the modelled LPM tables, whose match is the start hint.
+// The hint source: the offload manager (offload/core) with the table's
+// backend (default switch_lpm), wired to the table's tree as
+// tools/forein_demo.cc does. The tree's node-interval events and 1 in 16
+// lookups (sampled) feed the manager; a refresh asks the backend's planner
+// for the difference and installs it into the modelled device, whose image
+// gives the start hint.
 //
 // No background thread (a loadable extension should not start threads, and
 // fork() in an application must stay safe): refresh() runs inline. A
@@ -16,8 +17,8 @@
 #include <memory>
 
 #include "forein/offload/manager.h"
+#include "forein/offload/registry.h"
 #include "forein_vtab.h"
-#include "switch_lpm/switch_lpm_backend.h"
 
 namespace forein::sqlite {
 namespace {
@@ -38,7 +39,8 @@ void HintSource::on_node_event(const NodeEvent& ev) {
 
 void HintSource::attach(Tree& tree) {
   detach();
-  backend_ = std::make_unique<offload::SwitchLpmBackend>();
+  backend_ = std::make_unique<offload::Backend>(info_ != nullptr ? *info_
+                                                                 : offload::backend_by_name("switch_lpm"));
   manager_ = std::make_unique<offload::OffloadManager>(*backend_);
   manager_->attach(tree);
   tree_ = &tree;
@@ -104,7 +106,7 @@ StartHints HintSource::hint(std::string_view key) {
     if (ops_since_refresh_ >= (events_since_refresh_ > 0 ? keys / 4 : keys * 8)) refresh();
   }
   manager_->sample_access(w);
-  return manager_->filter(backend_->hint_for_word(w));
+  return manager_->hint_for_word(w);
 }
 
 TreeStats HintSource::own_stats() const {
@@ -120,9 +122,13 @@ void HintSource::ensure_refreshed() {
   if (mode == 0 && manager_ && tree_ != nullptr && !refreshed_) refresh();
 }
 
+const char* HintSource::backend_name() const {
+  return info_ != nullptr ? info_->name : "switch_lpm";
+}
 std::uint64_t HintSource::installed_entries() const { return backend_ ? backend_->usage().used : 0; }
 std::uint64_t HintSource::capacity_entries() const {
-  return backend_ ? backend_->usage().capacity : offload::kSwitchLpmCapacity;
+  if (backend_) return backend_->usage().capacity;
+  return info_ != nullptr ? info_->default_capacity : offload::backend_by_name("switch_lpm").default_capacity;
 }
 
 }  // namespace forein::sqlite

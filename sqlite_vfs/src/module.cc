@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "forein/offload/registry.h"
 #include "forein_vtab.h"
 
 namespace forein::sqlite {
@@ -38,6 +39,7 @@ std::shared_ptr<Table> connect_state(sqlite3* db, Registry* reg, const Spec& s, 
   }
   t->page_size = static_cast<std::uint32_t>(sqlite3_column_int(q.get(), 1));
   q.reset();
+  t->hints.set_backend(offload::backend_by_name(s.offload));
   t->prepare();
   return t;
 }
@@ -55,6 +57,7 @@ std::shared_ptr<Table> create_state(sqlite3* db, Registry* reg, const Spec& s, c
   t->key_type = s.key_type;
   t->columns = s.names;
   t->page_size = s.page_size;
+  t->hints.set_backend(offload::backend_by_name(s.offload));
   exec(db, "CREATE TABLE " + t->pages_table() +
                "(id INTEGER PRIMARY KEY, gen INTEGER NOT NULL, page BLOB NOT NULL)");
   exec(db, "CREATE TABLE " + t->meta_table() +

@@ -81,7 +81,7 @@
 #include "forein/page_store.h"
 #include "forein/tree.h"
 #include "support/zipf.h"
-#include "switch_lpm/switch_lpm_backend.h"
+#include "forein/offload/registry.h"
 
 namespace {
 
@@ -100,6 +100,7 @@ struct Options {
   std::uint64_t ops = 0;  // 0: 1M (fig9), 500k (fig10)
   int reps = 0;           // 0: 5 (fig9), 3 (fig10)
   std::uint64_t budget = 73000;
+  std::string backend = "switch_lpm";  // a registered offload backend
   std::uint32_t page_size = forein::kDefaultPageSize;
   int fill = 90;
   std::uint64_t refresh_every = 10000;
@@ -116,7 +117,8 @@ struct Options {
                "         [--reps R] [--budget M] [--page-size B] [--fill P] [--ratio F]\n"
                "         [--ratios F,F,...] [--ratio-zipf T] [--refresh-every K]\n"
                "         [--install-delay-us U] [--sample-rate S] [--seed S] [--out DIR]\n"
-               "         [--tag NAME]\n";
+               "         [--tag NAME] [--backend NAME]\n"
+               "backends: " << off::registered_backend_names() << "\n";
   std::exit(2);
 }
 
@@ -155,6 +157,13 @@ Options parse(int argc, char** argv) {
     else if (arg == "--ops") o.ops = parse_one<std::uint64_t>(v, arg);
     else if (arg == "--reps") o.reps = parse_one<int>(v, arg);
     else if (arg == "--budget") o.budget = parse_one<std::uint64_t>(v, arg);
+    else if (arg == "--backend") {
+      if (off::find_backend(v) == nullptr) {
+        usage("unknown offload backend '" + std::string(v) + "'; registered backends: " +
+              off::registered_backend_names());
+      }
+      o.backend = v;
+    }
     else if (arg == "--page-size") o.page_size = parse_one<std::uint32_t>(v, arg);
     else if (arg == "--fill") o.fill = parse_one<int>(v, arg);
     else if (arg == "--ratio") o.ratio = parse_one<double>(v, arg);
@@ -360,9 +369,10 @@ int fig9(const Options& opt) {
     for (auto& k : keys) k = forein::encode_word(words[pick(rng)]);
 
     off::ManualClock clock;
-    off::SwitchLpmBackend backend;
+    off::BackendConfig config;
+    config.budget = opt.budget;
+    off::Backend backend(off::backend_by_name(opt.backend), config);
     off::ManagerOptions mo;
-    mo.budget = opt.budget;
     mo.sample_rate = 1;
     mo.clock = &clock;
     off::OffloadManager manager(backend, mo);
@@ -527,9 +537,10 @@ double dynamic_run(const DynamicData& d, const Workload& w, const Options& opt, 
   Relay relay;
   auto tree = load_tree(d.sorted, opt, &relay);
   off::ManualClock clock;
-  off::SwitchLpmBackend backend;
+  off::BackendConfig config;
+  config.budget = opt.budget;
+  off::Backend backend(off::backend_by_name(opt.backend), config);
   off::ManagerOptions mo;
-  mo.budget = opt.budget;
   mo.sample_rate = opt.sample_rate;
   mo.clock = &clock;
   mo.install_delay = std::chrono::microseconds(opt.install_delay_us);

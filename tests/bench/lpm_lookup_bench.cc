@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "forein/offload/prefix_cover.h"
+#include "switch_lpm/prefix_cover.h"
 #include "switch_lpm/lpm_table.h"
 
 using forein::Word;

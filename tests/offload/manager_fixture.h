@@ -1,8 +1,9 @@
 // Shared pieces of the offload manager tests: a tree wired to a manager and
-// a switch_lpm backend under a manual clock, a backend that records call
-// order, and one that answers garbage.
+// a switch_lpm backend under a manual clock, a device that records call
+// order, and a backend whose image lookup answers garbage.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -20,7 +21,10 @@
 #include "forein/offload/manager_clock.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
+#include "switch_lpm/lpm_batch.h"
 #include "switch_lpm/switch_lpm_backend.h"
+#include "switch_lpm/switch_lpm_device.h"
+#include "switch_lpm/switch_lpm_planner.h"
 
 namespace forein::offload::testing {
 
@@ -33,88 +37,98 @@ inline std::map<PageId, std::uint16_t> live_nodes(Tree& tree) {
   return live;
 }
 
-// Forwards to a switch_lpm backend and logs every call.
-class RecordingBackend final : public OffloadBackend {
+// A switch_lpm device that logs every batch it is given (decoded).
+class RecordingDevice final : public Device {
  public:
   struct Call {
     bool install;
     std::vector<LpmEntry> entries;
   };
 
-  explicit RecordingBackend(SwitchLpmOptions options = {}) : inner_(options) {}
+  explicit RecordingDevice(SwitchLpmOptions options = {}) : inner_(options) {
+    publish(inner_.load_image());
+  }
 
-  const char* name() const override { return "recording"; }
-  BackendStatus install(std::span<const LpmEntry> entries) override {
-    log(true, entries);
-    return inner_.install(entries);
+  BackendStatus apply(const ChangeBatch& batch) override {
+    std::vector<LpmEntry> entries;
+    if (decode_lpm_batch(batch, &entries)) {
+      std::lock_guard lock(mu_);
+      calls_.push_back(Call{batch.kind == BatchKind::kInstall, std::move(entries)});
+    }
+    const BackendStatus status = inner_.apply(batch);
+    publish(inner_.load_image());
+    return status;
   }
-  std::size_t remove(std::span<const LpmEntry> entries) override {
-    log(false, entries);
-    return inner_.remove(entries);
-  }
-  StartHints hint_for_word(Word w) const override { return inner_.hint_for_word(w); }
   BackendUsage usage() const override { return inner_.usage(); }
   BackendModel model() const override { return inner_.model(); }
 
+  std::vector<LpmEntry> entries() const { return inner_.entries(); }
+  StartHints hint(std::string_view key) const { return inner_.hint(key); }
   std::vector<Call> calls() const {
     std::lock_guard lock(mu_);
     return calls_;
   }
-  SwitchLpmBackend& inner() { return inner_; }
+  SwitchLpmDevice& inner() { return inner_; }
 
  private:
-  void log(bool install, std::span<const LpmEntry> entries) {
-    std::lock_guard lock(mu_);
-    calls_.push_back(Call{install, {entries.begin(), entries.end()}});
-  }
-
-  SwitchLpmBackend inner_;
+  SwitchLpmDevice inner_;
   mutable std::mutex mu_;
   std::vector<Call> calls_;
 };
 
-// Accepts everything, hints at random pages and levels (some of them real
-// nodes, most not). Thread-safe.
-class GarbageBackend final : public OffloadBackend {
- public:
-  GarbageBackend(std::uint64_t seed, const PageStore& store) : rng_(seed), store_(store) {}
+// switch_lpm's planner and image with a device of type DeviceT.
+template <typename DeviceT>
+const BackendInfo& switch_lpm_with() {
+  static const BackendInfo info = [] {
+    BackendInfo i = kSwitchLpmBackend;
+    i.make_device = [](const BackendConfig& c) -> std::unique_ptr<Device> {
+      SwitchLpmOptions o;
+      if (c.capacity != 0) o.capacity = c.capacity;
+      return std::make_unique<DeviceT>(o);
+    };
+    return i;
+  }();
+  return info;
+}
 
-  const char* name() const override { return "garbage"; }
-  BackendStatus install(std::span<const LpmEntry>) override { return BackendStatus::kOk; }
-  std::size_t remove(std::span<const LpmEntry> entries) override { return entries.size(); }
-  StartHints hint_for_word(Word) const override {
-    std::lock_guard lock(mu_);
-    return StartHints{random_hint(), random_hint()};
-  }
-  BackendUsage usage() const override { return BackendUsage{"entries", 0, 1000, 0, 0}; }
-  BackendModel model() const override { return {}; }
-
- private:
-  Hint random_hint() const {
-    const PageId pages = store_.page_count() + 8;
+// A backend whose image lookup answers random pages and levels (some of
+// them real nodes of a small tree, most not), whatever it holds.
+inline std::atomic<std::uint64_t> garbage_seed{1};
+inline StartHints garbage_hint(std::span<const std::byte>, Word) noexcept {
+  thread_local std::mt19937_64 rng(garbage_seed.load());
+  auto random_hint = [&] {
     Hint h;
-    switch (rng_() % 4) {
+    switch (rng() % 4) {
       case 0: break;  // absent
-      case 1: h.node = static_cast<PageId>(rng_()); break;  // far out of range
-      default: h.node = static_cast<PageId>(rng_() % pages); break;
+      case 1: h.node = static_cast<PageId>(rng()); break;  // far out of range
+      default: h.node = static_cast<PageId>(rng() % 512); break;
     }
-    h.level = static_cast<std::uint16_t>(rng_() % 4);
-    h.version = rng_();
+    h.level = static_cast<std::uint16_t>(rng() % 4);
+    h.version = rng();
     return h;
-  }
-
-  mutable std::mutex mu_;
-  mutable std::mt19937_64 rng_;
-  const PageStore& store_;
-};
+  };
+  return StartHints{random_hint(), random_hint()};
+}
+inline const BackendInfo& garbage_backend_info() {
+  static const BackendInfo info = [] {
+    BackendInfo i = kSwitchLpmBackend;
+    i.name = "garbage";
+    i.hint = garbage_hint;
+    return i;
+  }();
+  return info;
+}
 
 // A tree whose events feed a manager over a switch_lpm-like backend.
-// The manager is detached before the tree is destroyed.
-template <typename Backend = SwitchLpmBackend>
+// `backend` is the device (tests inspect it); the manager is detached
+// before the tree is destroyed.
+template <typename DeviceT = SwitchLpmDevice>
 struct ManagedTree {
-  explicit ManagedTree(ManagerOptions options = {}, SwitchLpmOptions backend_options = {},
+  explicit ManagedTree(ManagerOptions options = {}, BackendConfig config = {},
                        std::uint32_t page_size = 4096)
-      : backend(backend_options), manager(backend, with_clock(options, &clock)) {
+      : offload(switch_lpm_with<DeviceT>(), config),
+        backend(static_cast<DeviceT&>(offload.device())),
+        manager(offload, with_clock(options, &clock)) {
     TreeOptions tree_options;
     tree_options.observer = &manager;
     tree_options.index_id = options.index_id;
@@ -127,9 +141,14 @@ struct ManagedTree {
     if (o.clock == nullptr) o.clock = c;
     return o;
   }
+  // The entries the planner wants the device to hold.
+  const std::vector<LpmEntry>& target_entries() {
+    return static_cast<SwitchLpmPlanner&>(offload.planner()).target();
+  }
 
   ManualClock clock;
-  Backend backend;
+  Backend offload;
+  DeviceT& backend;
   OffloadManager manager;
   std::unique_ptr<Tree> tree;
 };

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "forein/offload/layers.h"
+#include "switch_lpm/layers.h"
 
 namespace forein::offload::testing {
 

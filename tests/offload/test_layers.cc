@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "offload/synthetic_tree.h"
-#include "forein/offload/layers.h"
+#include "switch_lpm/layers.h"
 #include "support/seed.h"
 #include "support/zipf.h"
 #include "switch_lpm/lpm_table.h"

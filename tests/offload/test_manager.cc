@@ -28,11 +28,12 @@ using forein::Tree;
 using forein::Word;
 using forein::word_of;
 using namespace forein::offload;
-using forein::offload::testing::GarbageBackend;
+using forein::offload::testing::garbage_backend_info;
+using forein::offload::testing::garbage_seed;
 using forein::offload::testing::int_key;
 using forein::offload::testing::live_nodes;
 using forein::offload::testing::ManagedTree;
-using forein::offload::testing::RecordingBackend;
+using forein::offload::testing::RecordingDevice;
 
 std::vector<std::int64_t> random_keys(std::mt19937_64& rng, std::size_t n) {
   std::set<std::int64_t> keys;
@@ -68,7 +69,8 @@ HintCheck check_hints(Tree& tree, const OffloadManager& manager, const Keys& key
 }
 
 // No installed entry points to a page that is not a live node of the entry's level.
-std::size_t entries_on_dead_nodes(Tree& tree, const SwitchLpmBackend& backend) {
+template <typename DeviceT>
+std::size_t entries_on_dead_nodes(Tree& tree, const DeviceT& backend) {
   const auto live = live_nodes(tree);
   std::size_t bad = 0;
   for (const LpmEntry& e : backend.entries()) {
@@ -84,7 +86,7 @@ TEST_CASE("switch_lpm backend: capacity, all-or-nothing, primary and secondary h
           "[manager][switch_lpm]") {
   SwitchLpmOptions options;
   options.capacity = 10;
-  SwitchLpmBackend backend(options);
+  SwitchLpmDevice backend(options);
   auto entry = [](Word value, std::uint8_t len, PageId node, std::uint16_t level, Layer layer) {
     return LpmEntry{Prefix{value, len}, node, level, layer, 7};
   };
@@ -117,7 +119,7 @@ TEST_CASE("switch_lpm backend: capacity, all-or-nothing, primary and secondary h
   CHECK(backend.install(many) == BackendStatus::kOk);
   CHECK(backend.usage().used == 10);
   CHECK(backend.usage().fraction() == Approx(1.0));
-  CHECK(backend.usage().hardware_bytes == 10 * SwitchLpmBackend::kBytesPerEntry);
+  CHECK(backend.usage().hardware_bytes == 10 * SwitchLpmDevice::kBytesPerEntry);
   CHECK(backend.hint_for_word(half | (Word{1} << 60)).primary.node == 12);
 
   // An invalid entry rejects the whole batch.
@@ -154,15 +156,15 @@ TEST_CASE("manager: after a bulk load every key's hint leads to its leaf",
 
   const ManagerStats s = t.manager.stats();
   const BackendUsage usage = t.backend.usage();
-  INFO("entries " << usage.used << " (bottom line " << s.bottom_line_entries << ", main "
-                  << s.main_entries << ", hot " << s.hot_leaf_entries << "), live nodes "
+  INFO("entries " << usage.used << " (bottom line " << s.metric("bottom_line_entries") << ", main "
+                  << s.metric("main_entries") << ", hot " << s.metric("hot_leaf_entries") << "), live nodes "
                   << s.live_nodes << ", height " << t.tree->height());
   CHECK(s.pending_batches == 0);
   CHECK(usage.used == s.target_entries);
   CHECK(usage.used <= usage.capacity);
   CHECK(usage.used <= usage.capacity / 2);  // the default budget
-  CHECK(s.bottom_line_entries > 0);
-  CHECK(s.bottom_line_level == 1);
+  CHECK(s.metric("bottom_line_entries") > 0);
+  CHECK(s.metric("bottom_line_level") == 1);
 
   const HintCheck c = check_hints(*t.tree, t.manager, keys);
   CHECK(c.wrong_leaf == 0);
@@ -184,9 +186,9 @@ TEST_CASE("manager: after a bulk load every key's hint leads to its leaf",
 }
 
 TEST_CASE("manager: a small budget keeps installed entries within it", "[manager]") {
-  ManagerOptions options;
-  options.budget = 300;
-  ManagedTree<> t(options);
+  BackendConfig config;
+  config.budget = 300;
+  ManagedTree<> t(ManagerOptions{}, config);
   std::vector<std::int64_t> keys;
   for (std::int64_t i = 0; i < 40000; ++i) keys.push_back(i * 7919);
   bulk_load(*t.tree, keys);
@@ -231,7 +233,7 @@ TEST_CASE("manager: each recompute installs before it removes, batches stay in o
   options.install_delay = 1ms;
   options.install_delay_jitter = 5ms;  // later batches can be due before earlier ones
   options.delay_seed = rng();
-  ManagedTree<RecordingBackend> t(options);
+  ManagedTree<RecordingDevice> t(options);
   std::vector<std::int64_t> keys;
   for (std::int64_t i = 0; i < 6000; ++i) keys.push_back(i * 1000);
   bulk_load(*t.tree, keys);
@@ -412,9 +414,10 @@ TEST_CASE("manager: a split's stale entry reaches the new node through the sibli
 TEST_CASE("manager: sampled accesses pin the hot leaves", "[manager]") {
   ManagerOptions options;
   options.sample_rate = 16;
-  options.hot_leaves = 2;
   options.prior_weight = 0;  // only samples count
-  ManagedTree<> t(options);
+  BackendConfig config;
+  config.hot_leaves = 2;
+  ManagedTree<> t(options, config);
   std::vector<std::int64_t> keys;
   for (std::int64_t i = 0; i < 20000; ++i) keys.push_back(i);
   bulk_load(*t.tree, keys);
@@ -423,10 +426,10 @@ TEST_CASE("manager: sampled accesses pin the hot leaves", "[manager]") {
   t.manager.refresh();
   const ManagerStats s = t.manager.stats();
   CHECK(s.sampled_accesses == 200);
-  CHECK(s.hot_leaf_entries > 0);
+  CHECK(s.metric("hot_leaf_entries") > 0);
   const PageId hot = t.tree->leaf_for(int_key(12345)).node;
   bool pinned = false;
-  for (const LpmEntry& e : t.manager.target_entries()) {
+  for (const LpmEntry& e : t.target_entries()) {
     if (e.node == hot && e.layer == Layer::kHotLeaf) pinned = true;
   }
   CHECK(pinned);
@@ -451,8 +454,8 @@ TEST_CASE("manager: a backend with garbage hints never changes a result", "[mana
   const std::uint64_t seed = forein::testing::test_seed("manager garbage backend");
   std::mt19937_64 rng(seed);
   auto store = std::make_unique<forein::MemoryPageStore>(4096);
-  const forein::PageStore& store_ref = *store;
-  GarbageBackend garbage(seed ^ 0x5a5a, store_ref);
+  garbage_seed = seed ^ 0x5a5a;
+  Backend garbage(garbage_backend_info());
   ManagerOptions options;
   OffloadManager manager(garbage, options);
   forein::TreeOptions tree_options;

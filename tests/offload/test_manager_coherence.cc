@@ -100,7 +100,7 @@ void writer(Tree& tree, OffloadManager& manager, int stripe, std::uint64_t seed,
 }
 
 // Static keys and alien keys, with the backend's raw hints (no invalid-node filter).
-void reader(Tree& tree, const OffloadBackend& backend, std::uint64_t seed, Outcome& out) {
+void reader(Tree& tree, const SwitchLpmDevice& backend, std::uint64_t seed, Outcome& out) {
   std::mt19937_64 rng(seed);
   std::uint64_t wrong = 0;
   for (int op = 0; op < kReaderOps; ++op) {

@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "forein/error.h"
-#include "forein/offload/prefix_cover.h"
+#include "switch_lpm/prefix_cover.h"
 #include "support/seed.h"
 
 using forein::Word;

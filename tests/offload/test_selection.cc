@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "forein/error.h"
-#include "forein/offload/selection.h"
+#include "switch_lpm/selection.h"
 #include "support/seed.h"
 #include "support/zipf.h"
 

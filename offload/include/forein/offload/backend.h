@@ -1,38 +1,66 @@
-// The offload backend interface (shared/DESIGN.md contract 4): what the
-// offload manager pushes entries into and what hosts ask for start hints.
+// The offload backend seam (docs/offload.md, docs/design.md contract 4).
 //
-// A backend models one piece of hardware (a switch LPM table, an FPGA node
-// cache, ...). The manager is its only writer; hosts read it from any
-// number of threads, and a read never blocks on a write: backends publish
-// immutable table versions. A hint is advice the tree validates, so a stale
-// or torn table costs speed, never a wrong result.
+// A backend models one piece of offload hardware in three parts:
+//
+//   planner  node table + access weights + key source -> a change batch in
+//            the backend's own terms (LPM entries, range-table rows, cached
+//            nodes, model segments ...), as the difference from what it
+//            planned last time;
+//   device   applies a batch all or nothing under the hardware's capacity,
+//            reports usage() in the paper's units and model() figures, and
+//            publishes its tables as one image after every change;
+//   image    the device's tables as one flat, position-independent,
+//            immutable byte string, and a pure lookup hint(image, word)
+//            that is safe on torn or garbage bytes.
+//
+// The same image is what an in-process host reads, what PostgreSQL keeps
+// in shared memory, what a software switch holds and what the control
+// plane carries. Batches are bytes too, so a control plane can carry them
+// unchanged; a device must refuse a malformed batch without changing
+// anything.
+//
+// A hint is advice: hosts validate it, so a stale, torn or garbage image
+// costs speed, never a wrong result.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "forein/key.h"
 #include "forein/node_interval.h"
-#include "forein/offload/lpm_entry.h"
+#include "forein/offload/plan.h"
+#include "forein/offload/published.h"
 
 namespace forein::offload {
 
 enum class BackendStatus : std::uint8_t {
   kOk,
   kCapacityExceeded,  // the batch would not fit; nothing was changed
-  kInvalidEntry,      // a malformed entry; nothing was changed
+  kInvalidEntry,      // a malformed batch or record; nothing was changed
 };
 
 const char* to_string(BackendStatus status);
 
+// What a backend can do beyond being asked for start hints. Declared, not
+// assumed: a host uses a capability only if the backend declares it.
+enum Capability : std::uint32_t {
+  kStartHints = 1u << 0,       // hint(image, word) -> start nodes (every lookup backend)
+  kWriteVisibility = 1u << 1,  // in-flight updates visible in the network (Switch-delta)
+  kValueCache = 1u << 2,       // hot key -> value answered by the device (DPA-Store)
+  kScanExecution = 1u << 3,    // GET/SCAN executed by the device (Honeycomb)
+};
+
 // Resources in use, in the hardware's own units (LPM entries for a switch,
 // bytes of SRAM or DPA memory for others), as the papers' tables report them.
 struct BackendUsage {
-  std::string unit;              // e.g. "LPM entries"
-  std::uint64_t used = 0;        // in `unit`
-  std::uint64_t capacity = 0;    // in `unit`
+  std::string unit;                  // e.g. "LPM entries"
+  std::uint64_t used = 0;            // in `unit`
+  std::uint64_t capacity = 0;        // in `unit`
   std::uint64_t hardware_bytes = 0;  // what the used entries occupy on the device
   std::uint64_t host_bytes = 0;      // memory of this software model
 
@@ -44,34 +72,145 @@ struct BackendUsage {
 // Modelled cost figures of the hardware path, for experiments that cannot
 // run on the device. Each backend documents where its numbers come from.
 struct BackendModel {
-  double hint_latency_ns = 0;       // added to a query by the hint lookup
-  double hints_per_second = 0;      // lookup throughput of the device
-  double install_latency_us = 0;    // control-plane latency of one batch
-  double entries_per_second = 0;    // control-plane install rate
-  std::string source;               // where the figures come from
+  double hint_latency_ns = 0;     // added to a query by the hint lookup
+  double hints_per_second = 0;    // lookup throughput of the device
+  double install_latency_us = 0;  // control-plane latency of one batch
+  double entries_per_second = 0;  // control-plane install rate
+  std::string source;             // where the figures come from
 };
 
-class OffloadBackend {
+enum class BatchKind : std::uint8_t { kInstall, kRemove };
+
+// A change batch in the backend's own terms, encoded by its planner and
+// decoded (and validated) by its device.
+struct ChangeBatch {
+  BatchKind kind = BatchKind::kInstall;
+  std::vector<std::byte> bytes;
+  std::size_t records = 0;  // how many records `bytes` holds
+};
+
+// A named figure of one plan (layer sizes, modelled accesses ...).
+struct PlanMetric {
+  std::string name;
+  double value = 0;
+};
+
+// The difference between what the device will hold once everything queued
+// is applied and what the planner wants now.
+struct PlanDiff {
+  ChangeBatch install;           // new records and changed targets
+  ChangeBatch remove;            // records no longer wanted
+  std::size_t new_records = 0;   // installs that take new device room (not replacements)
+  std::size_t target_records = 0;  // the device's records once both are applied
+  std::vector<PlanMetric> metrics;
+};
+
+struct PlanInput {
+  std::span<const OffloadNode> nodes;  // the live nodes with parents and weights
+  const KeySource* keys = nullptr;     // the index's key words (may be null: no keys known)
+  std::uint64_t capacity = 0;          // the device's capacity, in its units
+};
+
+class Planner {
  public:
-  virtual ~OffloadBackend() = default;
+  virtual ~Planner() = default;
+  // Plans from the current node table; remembers the new target, so the
+  // next call diffs against it.
+  virtual PlanDiff plan(const PlanInput& input) = 0;
+  // The planned target again, whole, as one install batch (after the device
+  // refused a batch, or for a new device).
+  virtual ChangeBatch full_target() const = 0;
+  // Forget the target: the device is empty.
+  virtual void reset() = 0;
+};
 
-  virtual const char* name() const = 0;
+// One immutable version of the device's tables.
+struct BackendImage {
+  std::vector<std::byte> bytes;
+  std::uint64_t version = 0;  // 0: the empty device; +1 per applied batch
+};
 
-  // Adds the entries (an entry whose prefix and layer class are installed
-  // replaces that entry's target). All or nothing.
-  virtual BackendStatus install(std::span<const LpmEntry> entries) = 0;
-  // Removes the entries' prefixes (matched by prefix and layer class; the
-  // target is ignored). Absent ones are skipped. Returns how many were removed.
-  virtual std::size_t remove(std::span<const LpmEntry> entries) = 0;
+class Device {
+ public:
+  Device();
+  virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
 
-  // Start hints for a key word: primary = the most specific match,
-  // secondary = the bottom-line layer's match (absent when it is the
-  // primary). Never blocks.
-  virtual StartHints hint_for_word(Word w) const = 0;
-  StartHints hint(std::string_view key) const { return hint_for_word(word_of(key)); }
-
+  // All or nothing. A remove batch skips records that are not installed.
+  virtual BackendStatus apply(const ChangeBatch& batch) = 0;
   virtual BackendUsage usage() const = 0;
   virtual BackendModel model() const = 0;
+
+  // The current image; readers never block.
+  const Published<BackendImage>& image() const { return image_; }
+  std::shared_ptr<const BackendImage> load_image() const { return image_.load(); }
+
+ protected:
+  void publish(std::shared_ptr<const BackendImage> next) { image_.publish(std::move(next)); }
+
+ private:
+  Published<BackendImage> image_;
+};
+
+// Pure lookup over an image: never reads outside `image`, never fails; on
+// bytes that are not a valid image it returns some hint or none.
+using HintFunction = StartHints (*)(std::span<const std::byte> image, Word w) noexcept;
+
+// Settings common to every backend; a backend reads what applies to it.
+struct BackendConfig {
+  std::uint64_t capacity = 0;  // in the device's units; 0: the paper's figure
+  // Planner budget in the device's units; 0: half the capacity, so a
+  // complete turnover still fits while new records are installed before
+  // the old ones are removed.
+  std::uint64_t budget = 0;
+  std::uint16_t bottom_line_level = 1;  // switch_lpm: FOREIN's bottom-line layer
+  std::size_t hot_leaves = 64;          // switch_lpm: heaviest leaves pinned
+};
+
+// A registered backend: its name, paper, capabilities and factories.
+struct BackendInfo {
+  const char* name;
+  const char* summary;  // one line: the hardware and paper it models
+  std::uint32_t capabilities;
+  const char* unit;  // usage() unit
+  std::uint64_t default_capacity;
+  HintFunction hint;
+  std::unique_ptr<Planner> (*make_planner)(const BackendConfig& config);
+  std::unique_ptr<Device> (*make_device)(const BackendConfig& config);
+  // The largest image the device can publish with `capacity` records (for
+  // hosts that reserve room for images up front, as PostgreSQL's shared
+  // memory does).
+  std::size_t (*max_image_bytes)(std::uint64_t capacity);
+};
+
+// One backend instance (for one index): planner and device together.
+class Backend {
+ public:
+  // Throws InvalidArgument for a bad configuration.
+  Backend(const BackendInfo& info, BackendConfig config = {});
+
+  const BackendInfo& info() const { return info_; }
+  const char* name() const { return info_.name; }
+  const BackendConfig& config() const { return config_; }
+  Planner& planner() { return *planner_; }
+  Device& device() { return *device_; }
+  const Device& device() const { return *device_; }
+
+  // Start hints from the device's current image. Never blocks.
+  StartHints hint_for_word(Word w) const {
+    return device_->image().read(
+        [&](const BackendImage& img) { return info_.hint(img.bytes, w); });
+  }
+  StartHints hint(std::string_view key) const { return hint_for_word(word_of(key)); }
+  BackendUsage usage() const { return device_->usage(); }
+  BackendModel model() const { return device_->model(); }
+
+ private:
+  const BackendInfo& info_;
+  BackendConfig config_;
+  std::unique_ptr<Planner> planner_;
+  std::unique_ptr<Device> device_;
 };
 
 }  // namespace forein::offload

@@ -1,8 +1,9 @@
-// The offload manager (shared/DESIGN.md, data flow and contract 3): turns
-// one index's node-interval events and sampled accesses into FOREIN's
-// layered entry set and pushes the difference to a backend, new entries
-// before removals, through a control plane with a configurable install
-// delay.
+// The offload manager (docs/design.md, data flow and contract 3): turns one
+// index's node-interval events and sampled accesses into a node table,
+// asks the backend's planner for the difference to install, and pushes it
+// to the backend's device, new records before removals, through a control
+// plane with a configurable install delay. It knows no backend's terms:
+// batches are the planner's bytes, hints come from the device's image.
 //
 // Never on the tree's critical path: on_node_event() appends to a queue and
 // returns; record_access() appends a word. All work happens in refresh()
@@ -19,8 +20,10 @@
 // hint instead of visiting a dead page.
 //
 // Lifetime: construct the manager, create the tree with
-// TreeOptions::observer = &manager, then attach(tree). Call detach() (or
-// destroy the manager) before the tree is destroyed.
+// TreeOptions::observer = &manager, then attach(tree) (or attach any
+// IndexSource: a host that is not the engine's tree lists its nodes and key
+// words itself). Call detach() (or destroy the manager) before the tree or
+// source is destroyed.
 #pragma once
 
 #include <atomic>
@@ -36,7 +39,7 @@
 
 #include "forein/node_interval.h"
 #include "forein/offload/backend.h"
-#include "forein/offload/lpm_entry.h"
+#include "switch_lpm/lpm_entry.h"
 #include "forein/offload/manager_clock.h"
 
 namespace forein {
@@ -54,12 +57,6 @@ struct ManagerOptions {
   // sample_access() passes 1 in sample_rate calls to record_access()
   // (1: every lookup; 0: none).
   std::uint32_t sample_rate = 16;
-  // Entries for all layers together. 0: half the backend's capacity, so a
-  // complete turnover still fits while new entries are installed before
-  // the old ones are removed.
-  std::uint64_t budget = 0;
-  std::uint16_t bottom_line_level = 1;
-  std::size_t hot_leaves = 64;
   // Weight of every leaf before sampling, so a tree without samples still
   // gets its leaves selected evenly.
   double prior_weight = 1.0;
@@ -87,36 +84,39 @@ struct ManagerStats {
   std::uint64_t install_batches = 0;   // queued
   std::uint64_t remove_batches = 0;    // queued
   std::uint64_t remove_first_batches = 0;  // refreshes that had to remove before installing (capacity)
+  // Entries are the device's records (LPM entries for switch_lpm).
   std::uint64_t entries_queued_install = 0;
   std::uint64_t entries_queued_remove = 0;
-  std::uint64_t entries_installed = 0;  // applied to the backend
+  std::uint64_t entries_installed = 0;  // applied to the device
   std::uint64_t entries_removed = 0;
-  std::uint64_t failed_installs = 0;    // batches the backend refused
+  std::uint64_t failed_installs = 0;    // batches the device refused
   std::size_t pending_batches = 0;
-  std::size_t target_entries = 0;       // what the backend holds once nothing is pending
+  std::size_t target_entries = 0;       // what the device holds once nothing is pending
   std::size_t invalid_nodes = 0;
   std::size_t live_nodes = 0;
-  // The last recompute's layers.
-  std::size_t bottom_line_entries = 0;
-  std::size_t main_entries = 0;
-  std::size_t hot_leaf_entries = 0;
-  std::uint16_t bottom_line_level = 0;
-  double modelled_ama = 0;
+  // The last plan's own figures (switch_lpm: its layers and modelled AMA).
+  std::vector<PlanMetric> plan_metrics;
+
+  // A plan metric by name; 0 if the last plan had none.
+  double metric(std::string_view name) const;
 };
 
 class OffloadManager final : public NodeObserver {
  public:
-  explicit OffloadManager(OffloadBackend& backend, ManagerOptions options = {});
+  explicit OffloadManager(Backend& backend, ManagerOptions options = {});
   ~OffloadManager() override;
   OffloadManager(const OffloadManager&) = delete;
   OffloadManager& operator=(const OffloadManager&) = delete;
 
-  // Reads the tree's live nodes into the node table (events already queued
-  // or arriving later are reconciled by version) and starts the background
-  // thread if refresh_period > 0.
+  // Reads the source's live nodes into the node table (events already
+  // queued or arriving later are reconciled by version) and starts the
+  // background thread if refresh_period > 0. The source must outlive the
+  // attachment.
+  void attach(const IndexSource& source);
+  // The same for the engine's tree.
   void attach(Tree& tree);
-  // Stops the background thread and forgets the tree. Pending batches stay
-  // queued.
+  // Stops the background thread and forgets the source. Pending batches
+  // stay queued.
   void detach();
   // Stops the background thread only; refresh() and pump() still work.
   void stop_background();
@@ -130,8 +130,8 @@ class OffloadManager final : public NodeObserver {
   // Calls record_access() for 1 in sample_rate calls on this thread.
   void sample_access(Word w);
 
-  // Drains events and samples, recomputes the layered entry set, queues
-  // the difference (installs, then removals) with the install delay, then
+  // Drains events and samples, asks the planner for the difference,
+  // queues it (installs, then removals) with the install delay, then
   // pumps. Serialized with other refreshes; never blocks hosts' lookups.
   void refresh();
   // Wakes the background thread for a refresh (no-op without one).
@@ -143,14 +143,13 @@ class OffloadManager final : public NodeObserver {
 
   // Backend hints with invalid (merged-away) nodes filtered out.
   StartHints hint(std::string_view key) const;
+  StartHints hint_for_word(Word w) const;
   StartHints filter(StartHints hints) const;
   bool is_invalid(PageId node) const;
 
-  // The entry set the backend will hold once nothing is pending.
-  std::vector<LpmEntry> target_entries() const;
   ManagerStats stats() const;
   const ManagerOptions& options() const { return options_; }
-  OffloadBackend& backend() const { return backend_; }
+  Backend& backend() const { return backend_; }
 
  private:
   void run_background();
@@ -158,7 +157,7 @@ class OffloadManager final : public NodeObserver {
   void after_pump(std::size_t batches, std::size_t installed, std::size_t removed,
                   std::size_t failed, std::uint64_t applied_seq);
 
-  OffloadBackend& backend_;
+  Backend& backend_;
   const ManagerOptions options_;
   SteadyManagerClock steady_clock_;
   const ManagerClock& clock_;
@@ -172,11 +171,12 @@ class OffloadManager final : public NodeObserver {
 
   // Recompute state; guarded by refresh_mu_.
   mutable std::mutex refresh_mu_;
-  Tree* tree_ = nullptr;
+  const IndexSource* source_ = nullptr;
+  std::unique_ptr<IndexSource> owned_source_;  // attach(Tree&)'s adapter
   std::unique_ptr<NodeTable> table_;
-  std::vector<LpmEntry> target_;  // diff order
+  std::size_t target_records_ = 0;  // the planner's target, as last planned
   std::mt19937_64 delay_rng_;
-  // An install batch failed: push the whole set at the next refresh.
+  // An install batch failed: push the whole target at the next refresh.
   std::atomic<bool> reinstall_all_{false};
 
   mutable std::mutex stats_mu_;

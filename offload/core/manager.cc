@@ -4,12 +4,11 @@
 #include <chrono>
 #include <utility>
 
-#include "forein/offload/layers.h"
+#include "core/control_plane.h"
+#include "core/invalid_nodes.h"
+#include "core/node_table.h"
+#include "forein/offload/tree_source.h"
 #include "forein/tree.h"
-#include "manager/control_plane.h"
-#include "manager/entry_diff.h"
-#include "manager/invalid_nodes.h"
-#include "manager/node_table.h"
 
 namespace forein::offload {
 
@@ -19,27 +18,20 @@ namespace {
 // (a host that never refreshes must not grow without bound).
 constexpr std::size_t kMaxPendingSamples = std::size_t{1} << 20;
 
-// The distinct words of the tree's keys, ascending (for hollow-prefix
-// elimination). Not a snapshot: keys written meanwhile may or may not be
-// seen, which only decides whether a prefix is treated as hollow.
-std::vector<Word> present_words(Tree& tree) {
-  std::vector<Word> words;
-  words.reserve(tree.size());
-  tree.scan(ScanSpec{}, [&](std::string_view key, std::string_view) {
-    const Word w = word_of(key);
-    if (words.empty() || words.back() != w) words.push_back(w);
-    return true;
-  });
-  return words;
-}
-
 }  // namespace
 
-OffloadManager::OffloadManager(OffloadBackend& backend, ManagerOptions options)
+double ManagerStats::metric(std::string_view name) const {
+  for (const PlanMetric& m : plan_metrics) {
+    if (m.name == name) return m.value;
+  }
+  return 0;
+}
+
+OffloadManager::OffloadManager(Backend& backend, ManagerOptions options)
     : backend_(backend),
       options_(std::move(options)),
       clock_(options_.clock != nullptr ? *options_.clock : steady_clock_),
-      control_(std::make_unique<DelayedControlPlane>(backend)),
+      control_(std::make_unique<DelayedControlPlane>(backend.device())),
       invalid_(std::make_unique<InvalidNodes>()),
       table_(std::make_unique<NodeTable>()),
       delay_rng_(options_.delay_seed) {}
@@ -47,10 +39,18 @@ OffloadManager::OffloadManager(OffloadBackend& backend, ManagerOptions options)
 OffloadManager::~OffloadManager() { detach(); }
 
 void OffloadManager::attach(Tree& tree) {
+  auto source = std::make_unique<TreeIndexSource>(tree);
+  attach(*source);
+  std::lock_guard lock(refresh_mu_);
+  owned_source_ = std::move(source);
+}
+
+void OffloadManager::attach(const IndexSource& source) {
   {
     std::lock_guard lock(refresh_mu_);
-    tree_ = &tree;
-    tree.for_each_node([&](const NodeInterval& iv) {
+    source_ = &source;
+    owned_source_.reset();
+    source.for_each_node([&](const NodeInterval& iv) {
       table_->apply(NodeEvent{NodeEventKind::kCreated, iv});
     });
   }
@@ -66,7 +66,8 @@ void OffloadManager::attach(Tree& tree) {
 void OffloadManager::detach() {
   stop_background();
   std::lock_guard lock(refresh_mu_);
-  tree_ = nullptr;
+  source_ = nullptr;
+  owned_source_.reset();
 }
 
 void OffloadManager::stop_background() {
@@ -127,43 +128,33 @@ void OffloadManager::refresh() {
   table_->add_accesses(samples);
   const std::vector<PageId> dead = table_->take_newly_dead();
 
-  // Phase I: the entry set the current tree wants.
-  std::vector<LpmEntry> next;
-  LayeredEntries layers;
-  const std::vector<OffloadNode> table = table_->build(options_.prior_weight);
+  // Phase I: the planner's difference between what the device will hold
+  // and what the current node table wants. Without a source there is
+  // nothing to plan from: the installed set stays.
   const std::uint64_t capacity = backend_.usage().capacity;
-  if (tree_ != nullptr && !table.empty()) {
-    LayerOptions layer_options;
-    layer_options.budget = options_.budget != 0 ? options_.budget : capacity / 2;
-    layer_options.bottom_line_level = options_.bottom_line_level;
-    layer_options.hot_leaves = options_.hot_leaves;
-    const std::vector<Word> words = present_words(*tree_);
-    layers = build_layered_entries(table, words, layer_options);
-    next.reserve(layers.entries.size());
-    for (const LpmEntry& e : layers.entries) {
-      if (e.node != kNoPage) next.push_back(e);  // not the synthetic root's
-    }
+  PlanDiff diff;
+  const std::size_t before = target_records_;
+  if (source_ != nullptr) {
+    const std::vector<OffloadNode> table = table_->build(options_.prior_weight);
+    diff = backend_.planner().plan(PlanInput{table, source_, capacity});
+    target_records_ = diff.target_records;
+  } else {
+    diff.target_records = target_records_;
   }
-  sort_entries(next);
+  if (reinstall_all_.exchange(false)) {
+    diff.install = backend_.planner().full_target();
+  }
 
   // Phase II: queue the difference, installs first unless both sets
-  // together would not fit the device. Without a tree there is nothing to
-  // recompute from: the installed set stays.
-  if (tree_ == nullptr) next = target_;
-  EntryDiff diff = diff_entries(target_, next);
-  if (reinstall_all_.exchange(false)) diff.install = next;
-  const bool remove_first = capacity != 0 && target_.size() + diff.new_keys > capacity;
+  // together would not fit the device.
+  const bool remove_first = capacity != 0 && before + diff.new_records > capacity;
   const ManagerDuration now = clock_.now();
-  const std::size_t installs = diff.install.size(), removes = diff.remove.size();
+  const std::size_t installs = diff.install.records, removes = diff.remove.records;
   auto queue_installs = [&] {
-    if (!diff.install.empty()) {
-      control_->enqueue(BatchKind::kInstall, std::move(diff.install), now + next_delay());
-    }
+    if (installs != 0) control_->enqueue(std::move(diff.install), now + next_delay());
   };
   auto queue_removes = [&] {
-    if (!diff.remove.empty()) {
-      control_->enqueue(BatchKind::kRemove, std::move(diff.remove), now + next_delay());
-    }
+    if (removes != 0) control_->enqueue(std::move(diff.remove), now + next_delay());
   };
   if (remove_first) {
     queue_removes();
@@ -176,7 +167,6 @@ void OffloadManager::refresh() {
   // which has no entry of a dead node.
   const std::uint64_t confirm_seq = control_->enqueued_seq();
   if (!dead.empty() && confirm_seq > control_->applied_seq()) invalid_->add(dead, confirm_seq);
-  target_ = std::move(next);
 
   {
     std::lock_guard s(stats_mu_);
@@ -189,13 +179,9 @@ void OffloadManager::refresh() {
     stats_.remove_first_batches += remove_first && installs != 0 && removes != 0;
     stats_.entries_queued_install += installs;
     stats_.entries_queued_remove += removes;
-    stats_.target_entries = target_.size();
+    stats_.target_entries = target_records_;
     stats_.live_nodes = table_->live_count();
-    stats_.bottom_line_entries = layers.bottom_line_entries;
-    stats_.main_entries = layers.main_entries;
-    stats_.hot_leaf_entries = layers.hot_leaf_entries;
-    stats_.bottom_line_level = layers.bottom_line_level;
-    stats_.modelled_ama = layers.selection.ama;
+    if (source_ != nullptr) stats_.plan_metrics = std::move(diff.metrics);
   }
   lock.unlock();
   pump();
@@ -264,12 +250,9 @@ StartHints OffloadManager::filter(StartHints hints) const {
 
 StartHints OffloadManager::hint(std::string_view key) const { return filter(backend_.hint(key)); }
 
-bool OffloadManager::is_invalid(PageId node) const { return invalid_->contains(node); }
+StartHints OffloadManager::hint_for_word(Word w) const { return filter(backend_.hint_for_word(w)); }
 
-std::vector<LpmEntry> OffloadManager::target_entries() const {
-  std::lock_guard lock(refresh_mu_);
-  return target_;
-}
+bool OffloadManager::is_invalid(PageId node) const { return invalid_->contains(node); }
 
 ManagerStats OffloadManager::stats() const {
   ManagerStats s;

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "forein/offload/lpm_entry.h"
+#include "switch_lpm/lpm_entry.h"
 
 namespace forein::offload {
 

@@ -1,6 +1,6 @@
-// The control-plane path between "computed" and "installed": batches of
-// entry changes wait in FIFO order until their due time, then are applied to
-// the backend (FOREIN's phase II, where the switch agent installs late).
+// The control-plane path between "computed" and "installed": change
+// batches wait in FIFO order until their due time, then are applied to
+// the device (FOREIN's phase II, where the switch agent installs late).
 //
 // A batch is applied only after every batch queued before it, even if its
 // own due time came first (random delays), so the manager's ordering
@@ -20,22 +20,21 @@
 
 namespace forein::offload {
 
-enum class BatchKind : std::uint8_t { kInstall, kRemove };
 
 struct PumpResult {
   std::size_t batches = 0;         // applied by this call
-  std::size_t installed = 0;       // entries
-  std::size_t removed = 0;         // entries
-  std::size_t failed_installs = 0; // batches the backend refused
+  std::size_t installed = 0;       // records
+  std::size_t removed = 0;         // records
+  std::size_t failed_installs = 0; // batches the device refused
   std::uint64_t applied_seq = 0;   // the last batch applied so far (0: none)
 };
 
 class DelayedControlPlane {
  public:
-  explicit DelayedControlPlane(OffloadBackend& backend) : backend_(backend) {}
+  explicit DelayedControlPlane(Device& device) : device_(device) {}
 
   // Queues a batch due at `due`; returns its sequence number (1, 2, ...).
-  std::uint64_t enqueue(BatchKind kind, std::vector<LpmEntry> entries, ManagerDuration due);
+  std::uint64_t enqueue(ChangeBatch batch, ManagerDuration due);
 
   // Applies, in order, the batches at the head of the queue that are due at `now`.
   PumpResult pump(ManagerDuration now);
@@ -50,14 +49,13 @@ class DelayedControlPlane {
   struct Batch {
     std::uint64_t seq;
     ManagerDuration due;
-    BatchKind kind;
-    std::vector<LpmEntry> entries;
+    ChangeBatch batch;
   };
 
   PumpResult apply_head(bool only_due, ManagerDuration now);
 
-  OffloadBackend& backend_;
-  mutable std::mutex mu_;  // one pump at a time, so the backend sees batches in order
+  Device& device_;
+  mutable std::mutex mu_;  // one pump at a time, so the device sees batches in order
   std::deque<Batch> queue_;
   std::uint64_t next_seq_ = 1;
   std::uint64_t applied_seq_ = 0;

@@ -30,17 +30,11 @@
 #include <vector>
 
 #include "forein/node_interval.h"
-#include "forein/offload/lpm_entry.h"
-#include "forein/offload/selection.h"
+#include "forein/offload/plan.h"
+#include "switch_lpm/lpm_entry.h"
+#include "switch_lpm/selection.h"
 
 namespace forein::offload {
-
-// The manager's view of one node.
-struct OffloadNode {
-  NodeInterval interval;
-  std::int32_t parent = -1;  // index in the node table; -1 for the root
-  double weight = 0;         // sampled accesses (leaves')
-};
 
 struct LayerOptions {
   std::uint64_t budget = 73000;  // LPM entries for all layers together

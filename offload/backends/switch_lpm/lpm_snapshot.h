@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "forein/offload/prefix_cover.h"
+#include "switch_lpm/prefix_cover.h"
 
 namespace forein::offload {
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "forein/offload/prefix_cover.h"
+#include "switch_lpm/prefix_cover.h"
 #include "forein/page_store.h"
 
 namespace forein::offload {

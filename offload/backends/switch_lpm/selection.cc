@@ -1,4 +1,4 @@
-#include "forein/offload/selection.h"
+#include "switch_lpm/selection.h"
 
 #include <algorithm>
 #include <cmath>

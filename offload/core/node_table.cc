@@ -1,4 +1,4 @@
-#include "manager/node_table.h"
+#include "core/node_table.h"
 
 #include <algorithm>
 #include <map>

@@ -1,18 +1,20 @@
-// The demo: builds a tree, installs FOREIN offload entries in the modelled
-// switch (switch_lpm backend, 73,000 LPM entries) through the offload
-// manager, then runs the same skewed lookups from the root, from the
+// The demo: builds a tree, installs offload entries in a modelled device
+// (--backend NAME, default switch_lpm: FOREIN's switch, 73,000 LPM entries)
+// through the offload manager, then runs the same skewed lookups from the root, from the
 // switch's hints (computed ahead, as the switch would), from exact (oracle)
 // hints and from garbage hints. Hints cut the nodes visited; bad hints only
 // cost a fallback, never a wrong answer.
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "forein/offload/manager.h"
+#include "forein/offload/registry.h"
 #include "forein/tree.h"
-#include "switch_lpm/switch_lpm_backend.h"
 
 namespace {
 
@@ -51,7 +53,29 @@ void report(const char* name, const RunResult& r, std::size_t n) {
 
 }  // namespace
 
-int main() {
+int usage(const char* argv0) {
+  std::fprintf(stderr, "usage: %s [--backend NAME]\n  backends: %s\n", argv0,
+               forein::offload::registered_backend_names().c_str());
+  return 2;
+}
+
+int main(int argc, char** argv) {
+  std::string backend_name = "switch_lpm";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+      backend_name = argv[++i];
+    } else if (std::strncmp(argv[i], "--backend=", 10) == 0) {
+      backend_name = argv[i] + 10;
+    } else {
+      return usage(argv[0]);
+    }
+  }
+  const forein::offload::BackendInfo* info = forein::offload::find_backend(backend_name);
+  if (info == nullptr) {
+    std::fprintf(stderr, "forein_demo: unknown offload backend '%s'; registered backends: %s\n",
+                 backend_name.c_str(), forein::offload::registered_backend_names().c_str());
+    return 2;
+  }
   constexpr std::size_t kKeys = 1'000'000, kProbes = 500'000;
   std::mt19937_64 rng(42);
   std::vector<std::pair<std::string, std::string>> rows;
@@ -60,7 +84,7 @@ int main() {
     rows.emplace_back(forein::encode_int64(static_cast<std::int64_t>(i) * 7 - 3'000'000),
                       "value-" + std::to_string(i));
   }
-  forein::offload::SwitchLpmBackend backend;
+  forein::offload::Backend backend(*info);
   forein::offload::OffloadManager manager(backend);
   forein::TreeOptions options;
   options.observer = &manager;
@@ -81,7 +105,7 @@ int main() {
   manager.refresh();
   manager.flush();
   const forein::offload::BackendUsage usage = backend.usage();
-  std::printf("switch_lpm: %llu of %llu %s installed (%.0f%%)\n",
+  std::printf("%s: %llu of %llu %s installed (%.0f%%)\n", info->name,
               static_cast<unsigned long long>(usage.used),
               static_cast<unsigned long long>(usage.capacity), usage.unit.c_str(),
               100.0 * usage.fraction());
@@ -106,10 +130,10 @@ int main() {
     }
   }
   report("root start", root, kProbes);
-  report("switch hint", lpm, kProbes);
+  report("device hint", lpm, kProbes);
   report("oracle hint", hinted, kProbes);
   report("garbage hint", bad, kProbes);
-  std::printf("speedup over root start: switch hints %.2fx, oracle hints %.2fx; "
+  std::printf("speedup over root start: device hints %.2fx, oracle hints %.2fx; "
               "garbage hints changed %s\n",
               root.seconds / lpm.seconds, root.seconds / hinted.seconds,
               bad.found == root.found ? "no result" : "RESULTS (bug)");

@@ -1,35 +1,46 @@
-#include "switch_lpm/switch_lpm_backend.h"
+#include "switch_lpm/switch_lpm_device.h"
 
+#include <memory>
 #include <set>
 
 #include "forein/error.h"
-#include "manager/entry_diff.h"
+#include "switch_lpm/entry_diff.h"
+#include "switch_lpm/lpm_batch.h"
+#include "switch_lpm/lpm_image.h"
 
 namespace forein::offload {
 
-namespace {
-
-Hint hint_of(const LpmAction& a) { return Hint{a.node, a.level, a.version_tag}; }
-
-}  // namespace
-
-SwitchLpmBackend::SwitchLpmBackend(SwitchLpmOptions options)
-    : options_(options),
-      upper_(options.capacity),
-      bottom_(options.capacity),
-      snapshots_(std::make_shared<const Snapshots>(
-          Snapshots{upper_.snapshot(), bottom_.snapshot()})) {}
-
-void SwitchLpmBackend::publish_snapshots_locked() {
-  snapshots_.publish(
-      std::make_shared<const Snapshots>(Snapshots{upper_.snapshot(), bottom_.snapshot()}));
+SwitchLpmDevice::SwitchLpmDevice(SwitchLpmOptions options)
+    : options_(options), upper_(options.capacity), bottom_(options.capacity) {
+  publish_image_locked();  // version 0: the empty tables
 }
 
-SwitchLpmBackend::Key SwitchLpmBackend::key_of(const LpmEntry& e) {
+void SwitchLpmDevice::publish_image_locked() {
+  std::vector<LpmEntry> upper, bottom;
+  for (const auto& [key, e] : installed_) (is_bottom_line(e) ? bottom : upper).push_back(e);
+  auto image = std::make_shared<BackendImage>();
+  image->version = version_;
+  image->bytes = build_lpm_image(upper, bottom, version_);
+  publish(std::move(image));
+}
+
+BackendStatus SwitchLpmDevice::apply(const ChangeBatch& batch) {
+  std::vector<LpmEntry> entries;
+  if (!decode_lpm_batch(batch, &entries)) return BackendStatus::kInvalidEntry;
+  if (batch.kind == BatchKind::kInstall) return install(entries);
+  remove(entries);
+  return BackendStatus::kOk;
+}
+
+StartHints SwitchLpmDevice::hint_for_word(Word w) const {
+  return image().read([w](const BackendImage& img) { return lpm_image_hint(img.bytes, w); });
+}
+
+SwitchLpmDevice::Key SwitchLpmDevice::key_of(const LpmEntry& e) {
   return {is_bottom_line(e), {e.prefix.value, e.prefix.len}};
 }
 
-BackendStatus SwitchLpmBackend::install(std::span<const LpmEntry> entries) {
+BackendStatus SwitchLpmDevice::install(std::span<const LpmEntry> entries) {
   std::lock_guard lock(mu_);
   std::vector<LpmEntry> upper, bottom;
   std::set<Key> added;
@@ -47,11 +58,12 @@ BackendStatus SwitchLpmBackend::install(std::span<const LpmEntry> entries) {
     throw Error("switch_lpm: an LPM table refused a validated batch");
   }
   for (const LpmEntry& e : entries) installed_[key_of(e)] = e;
-  publish_snapshots_locked();
+  ++version_;
+  publish_image_locked();
   return BackendStatus::kOk;
 }
 
-std::size_t SwitchLpmBackend::remove(std::span<const LpmEntry> entries) {
+std::size_t SwitchLpmDevice::remove(std::span<const LpmEntry> entries) {
   std::lock_guard lock(mu_);
   std::vector<Prefix> upper, bottom;
   std::size_t removed = 0;
@@ -62,36 +74,26 @@ std::size_t SwitchLpmBackend::remove(std::span<const LpmEntry> entries) {
   }
   if (!upper.empty()) upper_.remove(upper);
   if (!bottom.empty()) bottom_.remove(bottom);
-  if (removed > 0) publish_snapshots_locked();
+  if (removed > 0) {
+    ++version_;
+    publish_image_locked();
+  }
   return removed;
 }
 
-StartHints SwitchLpmBackend::hint_for_word(Word w) const {
-  StartHints hints;
-  const auto [upper, bottom] = snapshots_.read([w](const Snapshots& s) {
-    return std::pair{s.upper->lookup(w), s.bottom->lookup(w)};
-  });
-  if (upper) {
-    hints.primary = hint_of(*upper);
-    if (bottom) hints.secondary = hint_of(*bottom);
-  } else if (bottom) {
-    hints.primary = hint_of(*bottom);
-  }
-  return hints;
-}
-
-BackendUsage SwitchLpmBackend::usage() const {
+BackendUsage SwitchLpmDevice::usage() const {
   const LpmUsage u = upper_.usage(), b = bottom_.usage();
   BackendUsage usage;
   usage.unit = "LPM entries";
   usage.used = u.entries + b.entries;
   usage.capacity = options_.capacity;
   usage.hardware_bytes = usage.used * kBytesPerEntry;
-  usage.host_bytes = u.bytes + b.bytes;
+  usage.host_bytes = u.bytes + b.bytes +
+                     image().read([](const BackendImage& img) { return img.bytes.size(); });
   return usage;
 }
 
-BackendModel SwitchLpmBackend::model() const {
+BackendModel SwitchLpmDevice::model() const {
   BackendModel m;
   m.hint_latency_ns = options_.hint_latency_ns;
   m.hints_per_second = options_.hints_per_second;
@@ -101,7 +103,7 @@ BackendModel SwitchLpmBackend::model() const {
   return m;
 }
 
-std::vector<LpmEntry> SwitchLpmBackend::entries() const {
+std::vector<LpmEntry> SwitchLpmDevice::entries() const {
   std::lock_guard lock(mu_);
   std::vector<LpmEntry> out;
   out.reserve(installed_.size());

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "forein/node_interval.h"
-#include "forein/offload/layers.h"
+#include "forein/offload/plan.h"
 
 namespace forein::offload {
 
@@ -33,7 +33,7 @@ class NodeTable {
   // Adds one unit of weight per word to the live leaf that owns it.
   void add_accesses(std::span<const Word> words);
 
-  // The live nodes as a layers.h table: each node's parent is the node one
+  // The live nodes as a plan table: each node's parent is the node one
   // level up whose interval holds its lo. While a root split is still in
   // flight the top level can hold several nodes; they then get a synthetic
   // root with node id kNoPage (never installed: callers drop its entries).

@@ -1,4 +1,4 @@
-#include "forein/offload/layers.h"
+#include "switch_lpm/layers.h"
 
 #include <algorithm>
 #include <limits>

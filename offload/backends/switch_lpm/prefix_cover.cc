@@ -1,4 +1,4 @@
-#include "forein/offload/prefix_cover.h"
+#include "switch_lpm/prefix_cover.h"
 
 #include <algorithm>
 #include <bit>

@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "forein/offload/lpm_entry.h"
-#include "forein/offload/prefix_cover.h"
+#include "switch_lpm/lpm_entry.h"
+#include "switch_lpm/prefix_cover.h"
 #include "forein/offload/published.h"
 #include "switch_lpm/lpm_snapshot.h"
 

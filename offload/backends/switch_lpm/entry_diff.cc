@@ -1,4 +1,4 @@
-#include "manager/entry_diff.h"
+#include "switch_lpm/entry_diff.h"
 
 #include <algorithm>
 

@@ -1,14 +1,13 @@
-#include "manager/control_plane.h"
+#include "core/control_plane.h"
 
 #include <utility>
 
 namespace forein::offload {
 
-std::uint64_t DelayedControlPlane::enqueue(BatchKind kind, std::vector<LpmEntry> entries,
-                                           ManagerDuration due) {
+std::uint64_t DelayedControlPlane::enqueue(ChangeBatch batch, ManagerDuration due) {
   std::lock_guard lock(mu_);
   const std::uint64_t seq = next_seq_++;
-  queue_.push_back(Batch{seq, due, kind, std::move(entries)});
+  queue_.push_back(Batch{seq, due, std::move(batch)});
   return seq;
 }
 
@@ -21,14 +20,15 @@ PumpResult DelayedControlPlane::apply_head(bool only_due, ManagerDuration now) {
   PumpResult result;
   while (!queue_.empty() && (!only_due || queue_.front().due <= now)) {
     Batch& batch = queue_.front();
-    if (batch.kind == BatchKind::kInstall) {
-      if (backend_.install(batch.entries) == BackendStatus::kOk) {
-        result.installed += batch.entries.size();
+    const BackendStatus status = device_.apply(batch.batch);
+    if (batch.batch.kind == BatchKind::kInstall) {
+      if (status == BackendStatus::kOk) {
+        result.installed += batch.batch.records;
       } else {
         ++result.failed_installs;
       }
-    } else {
-      result.removed += backend_.remove(batch.entries);
+    } else if (status == BackendStatus::kOk) {
+      result.removed += batch.batch.records;
     }
     applied_seq_ = batch.seq;
     ++result.batches;

@@ -1,4 +1,4 @@
-#include "manager/invalid_nodes.h"
+#include "core/invalid_nodes.h"
 
 #include <algorithm>
 

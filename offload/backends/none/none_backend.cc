@@ -1,0 +1,56 @@
+#include "none/none_backend.h"
+
+#include <memory>
+
+namespace forein::offload {
+
+namespace {
+
+class NonePlanner final : public Planner {
+ public:
+  PlanDiff plan(const PlanInput&) override {
+    PlanDiff d;
+    d.remove.kind = BatchKind::kRemove;
+    return d;
+  }
+  ChangeBatch full_target() const override { return {}; }
+  void reset() override {}
+};
+
+// Accepts only empty batches: there is nothing to hold.
+class NoneDevice final : public Device {
+ public:
+  BackendStatus apply(const ChangeBatch& batch) override {
+    if (batch.records != 0 || !batch.bytes.empty()) {
+      return batch.kind == BatchKind::kInstall ? BackendStatus::kCapacityExceeded
+                                               : BackendStatus::kInvalidEntry;
+    }
+    return BackendStatus::kOk;
+  }
+  BackendUsage usage() const override { return BackendUsage{"entries", 0, 0, 0, 0}; }
+  BackendModel model() const override {
+    BackendModel m;
+    m.source = "none: no hardware, no added latency";
+    return m;
+  }
+};
+
+StartHints none_hint(std::span<const std::byte>, Word) noexcept { return {}; }
+
+std::size_t none_max_image_bytes(std::uint64_t) { return 0; }
+
+}  // namespace
+
+const BackendInfo kNoneBackend = {
+    "none",
+    "no offload hardware: every lookup starts at the root",
+    0,
+    "entries",
+    0,
+    none_hint,
+    [](const BackendConfig&) -> std::unique_ptr<Planner> { return std::make_unique<NonePlanner>(); },
+    [](const BackendConfig&) -> std::unique_ptr<Device> { return std::make_unique<NoneDevice>(); },
+    none_max_image_bytes,
+};
+
+}  // namespace forein::offload

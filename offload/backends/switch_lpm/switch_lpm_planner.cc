@@ -1,0 +1,54 @@
+#include "switch_lpm/switch_lpm_planner.h"
+
+#include <utility>
+
+#include "switch_lpm/entry_diff.h"
+#include "switch_lpm/lpm_batch.h"
+
+namespace forein::offload {
+
+PlanDiff SwitchLpmPlanner::plan(const PlanInput& input) {
+  std::vector<LpmEntry> next;
+  LayeredEntries layers;
+  if (!input.nodes.empty()) {
+    LayerOptions options;
+    options.budget = config_.budget != 0 ? config_.budget : input.capacity / 2;
+    options.bottom_line_level = config_.bottom_line_level;
+    options.hot_leaves = config_.hot_leaves;
+    std::vector<Word> words;
+    if (input.keys != nullptr) {
+      input.keys->for_each_word([&](Word w) {
+        words.push_back(w);
+        return true;
+      });
+    }
+    layers = build_layered_entries(input.nodes, words, options);
+    next.reserve(layers.entries.size());
+    for (const LpmEntry& e : layers.entries) {
+      if (e.node != kNoPage) next.push_back(e);  // not the synthetic root's
+    }
+  }
+  sort_entries(next);
+
+  EntryDiff diff = diff_entries(target_, next);
+  PlanDiff out;
+  out.install = encode_lpm_batch(BatchKind::kInstall, diff.install);
+  out.remove = encode_lpm_batch(BatchKind::kRemove, diff.remove);
+  out.new_records = diff.new_keys;
+  out.target_records = next.size();
+  out.metrics = {
+      {"bottom_line_entries", static_cast<double>(layers.bottom_line_entries)},
+      {"main_entries", static_cast<double>(layers.main_entries)},
+      {"hot_leaf_entries", static_cast<double>(layers.hot_leaf_entries)},
+      {"bottom_line_level", static_cast<double>(layers.bottom_line_level)},
+      {"modelled_ama", layers.selection.ama},
+  };
+  target_ = std::move(next);
+  return out;
+}
+
+ChangeBatch SwitchLpmPlanner::full_target() const {
+  return encode_lpm_batch(BatchKind::kInstall, target_);
+}
+
+}  // namespace forein::offload

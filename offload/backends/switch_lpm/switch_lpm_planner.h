@@ -1,0 +1,32 @@
+// switch_lpm's planner: FOREIN's layered entry set (layers.h: bottom line,
+// greedy-selected main layer, hot leaves) from the node table and the
+// index's key words, diffed against the previous plan (entry_diff.h) and
+// encoded as LPM batches (lpm_batch.h).
+#pragma once
+
+#include <vector>
+
+#include "forein/offload/backend.h"
+#include "switch_lpm/layers.h"
+#include "switch_lpm/lpm_entry.h"
+
+namespace forein::offload {
+
+class SwitchLpmPlanner final : public Planner {
+ public:
+  explicit SwitchLpmPlanner(const BackendConfig& config) : config_(config) {}
+
+  PlanDiff plan(const PlanInput& input) override;
+  ChangeBatch full_target() const override;
+  void reset() override { target_.clear(); }
+
+  // The entry set the device holds once every planned batch is applied, in
+  // diff order (bottom line first, then by prefix).
+  const std::vector<LpmEntry>& target() const { return target_; }
+
+ private:
+  const BackendConfig config_;
+  std::vector<LpmEntry> target_;
+};
+
+}  // namespace forein::offload

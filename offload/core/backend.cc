@@ -1,0 +1,28 @@
+#include "forein/offload/backend.h"
+
+#include <memory>
+
+namespace forein::offload {
+
+const char* to_string(BackendStatus status) {
+  switch (status) {
+    case BackendStatus::kOk: return "ok";
+    case BackendStatus::kCapacityExceeded: return "capacity exceeded";
+    case BackendStatus::kInvalidEntry: return "invalid entry";
+  }
+  return "?";
+}
+
+}  // namespace forein::offload
+
+namespace forein::offload {
+
+Device::Device() : image_(std::make_shared<const BackendImage>()) {}
+
+Backend::Backend(const BackendInfo& info, BackendConfig config) : info_(info), config_(config) {
+  if (config_.capacity == 0) config_.capacity = info.default_capacity;
+  planner_ = info.make_planner(config_);
+  device_ = info.make_device(config_);
+}
+
+}  // namespace forein::offload

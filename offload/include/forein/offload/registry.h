@@ -1,0 +1,32 @@
+// The registry of offload backends, by name. Hosts take a backend name from
+// their users (PostgreSQL's `offload` reloption, SQLite's `offload=NAME`,
+// the tools' `--backend NAME`) and look it up here; an unknown name is an
+// error that lists the registered ones.
+//
+// A backend is registered by adding its BackendInfo to the list in
+// offload/core/registry.cc, once it passes the conformance suite
+// (tests/offload/conformance); see docs/offload.md.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "forein/offload/backend.h"
+
+namespace forein::offload {
+
+// Every registered backend, in registration order ("none" first).
+std::span<const BackendInfo* const> registered_backends();
+
+// The backend of that name (exact, lower case), or null.
+const BackendInfo* find_backend(std::string_view name);
+
+// The backend of that name; throws InvalidArgument naming the registered
+// ones if there is none.
+const BackendInfo& backend_by_name(std::string_view name);
+
+// "none, switch_lpm": the registered names, for error messages and --help.
+std::string registered_backend_names();
+
+}  // namespace forein::offload
