@@ -7,8 +7,6 @@
 #include "core/control_plane.h"
 #include "core/invalid_nodes.h"
 #include "core/node_table.h"
-#include "forein/offload/tree_source.h"
-#include "forein/tree.h"
 
 namespace forein::offload {
 
@@ -38,18 +36,13 @@ OffloadManager::OffloadManager(Backend& backend, ManagerOptions options)
 
 OffloadManager::~OffloadManager() { detach(); }
 
-void OffloadManager::attach(Tree& tree) {
-  auto source = std::make_unique<TreeIndexSource>(tree);
-  attach(*source);
-  std::lock_guard lock(refresh_mu_);
-  owned_source_ = std::move(source);
-}
+void OffloadManager::attach(const IndexSource& source) { attach(source, nullptr); }
 
-void OffloadManager::attach(const IndexSource& source) {
+void OffloadManager::attach(const IndexSource& source, std::unique_ptr<IndexSource> owned) {
   {
     std::lock_guard lock(refresh_mu_);
     source_ = &source;
-    owned_source_.reset();
+    owned_source_ = std::move(owned);
     source.for_each_node([&](const NodeInterval& iv) {
       table_->apply(NodeEvent{NodeEventKind::kCreated, iv});
     });
@@ -79,6 +72,11 @@ void OffloadManager::stop_background() {
     wake_.notify_all();
     thread_.join();
   }
+}
+
+void OffloadManager::sync_nodes(std::span<const NodeInterval> nodes) {
+  std::lock_guard lock(refresh_mu_);
+  table_->replace_all(nodes);
 }
 
 void OffloadManager::on_node_event(const NodeEvent& event) {

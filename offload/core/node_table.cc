@@ -29,6 +29,26 @@ void NodeTable::apply(const NodeEvent& event) {
   if (!was_live) ++live_;
 }
 
+void NodeTable::replace_all(std::span<const NodeInterval> nodes) {
+  std::unordered_map<PageId, Slot> next;
+  next.reserve(nodes.size());
+  for (const NodeInterval& iv : nodes) {
+    if (iv.node == kNoPage) continue;
+    Slot& slot = next[iv.node];
+    slot.interval = iv;
+    slot.live = true;
+    const auto old = slots_.find(iv.node);
+    if (old != slots_.end() && old->second.live && old->second.interval.level == iv.level) {
+      slot.weight = old->second.weight;
+    }
+  }
+  for (const auto& [id, slot] : slots_) {
+    if (slot.live && !next.contains(id)) newly_dead_.push_back(id);
+  }
+  slots_ = std::move(next);
+  live_ = slots_.size();
+}
+
 std::vector<PageId> NodeTable::take_newly_dead() {
   std::vector<PageId> dead;
   for (PageId id : newly_dead_) {

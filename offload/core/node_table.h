@@ -25,6 +25,11 @@ class NodeTable {
   // Applies one event (or a for_each_node report, as kCreated).
   void apply(const NodeEvent& event);
 
+  // Replaces the live set with `nodes` (a host's whole node table read at
+  // once, as PostgreSQL's refresh reads its pages): nodes missing from it
+  // die, the others take the given intervals; weights of nodes that stay
+  // are kept.
+  void replace_all(std::span<const NodeInterval> nodes);
   // Pages that died since the last call and are still dead.
   std::vector<PageId> take_newly_dead();
 

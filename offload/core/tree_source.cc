@@ -1,7 +1,9 @@
 #include "forein/offload/tree_source.h"
 
+#include <memory>
 #include <string_view>
 
+#include "forein/offload/manager.h"
 #include "forein/tree.h"
 
 namespace forein::offload {
@@ -20,6 +22,12 @@ void TreeIndexSource::for_each_word(const std::function<bool(Word)>& fn) const {
     last = w;
     return fn(w);
   });
+}
+
+void OffloadManager::attach(Tree& tree) {
+  auto source = std::make_unique<TreeIndexSource>(tree);
+  const IndexSource& ref = *source;
+  attach(ref, std::move(source));
 }
 
 }  // namespace forein::offload

@@ -39,6 +39,8 @@ StartHints none_hint(std::span<const std::byte>, Word) noexcept { return {}; }
 
 std::size_t none_max_image_bytes(std::uint64_t) { return 0; }
 
+std::vector<ImageRecord> none_records(std::span<const std::byte>) { return {}; }
+
 }  // namespace
 
 const BackendInfo kNoneBackend = {
@@ -51,6 +53,7 @@ const BackendInfo kNoneBackend = {
     [](const BackendConfig&) -> std::unique_ptr<Planner> { return std::make_unique<NonePlanner>(); },
     [](const BackendConfig&) -> std::unique_ptr<Device> { return std::make_unique<NoneDevice>(); },
     none_max_image_bytes,
+    none_records,
 };
 
 }  // namespace forein::offload

@@ -20,6 +20,15 @@ std::unique_ptr<Device> make_device(const BackendConfig& config) {
   return std::make_unique<SwitchLpmDevice>(options);
 }
 
+std::vector<ImageRecord> records(std::span<const std::byte> image) {
+  std::vector<ImageRecord> out;
+  for (const LpmEntry& e : lpm_image_entries(image)) {
+    out.push_back(ImageRecord{e.prefix.value, e.prefix.len, static_cast<std::uint8_t>(e.layer),
+                              e.level, e.node});
+  }
+  return out;
+}
+
 }  // namespace
 
 const BackendInfo kSwitchLpmBackend = {
@@ -32,6 +41,7 @@ const BackendInfo kSwitchLpmBackend = {
     make_planner,
     make_device,
     lpm_image_max_bytes,
+    records,
 };
 
 }  // namespace forein::offload

@@ -168,6 +168,18 @@ struct BackendConfig {
   std::size_t hot_leaves = 64;          // switch_lpm: heaviest leaves pinned
 };
 
+// One record of an image, for diagnostics (PostgreSQL's
+// forein_offload_entries): the words under a prefix (the high key_bits bits
+// of key) lead to node at level; kind is the backend's record class
+// (switch_lpm: the FOREIN layer).
+struct ImageRecord {
+  Word key = 0;
+  std::uint8_t key_bits = 0;
+  std::uint8_t kind = 0;
+  std::uint16_t level = 0;
+  PageId node = kNoPage;
+};
+
 // A registered backend: its name, paper, capabilities and factories.
 struct BackendInfo {
   const char* name;
@@ -182,6 +194,8 @@ struct BackendInfo {
   // hosts that reserve room for images up front, as PostgreSQL's shared
   // memory does).
   std::size_t (*max_image_bytes)(std::uint64_t capacity);
+  // The image's records (empty for bytes that are not a valid image).
+  std::vector<ImageRecord> (*records)(std::span<const std::byte> image);
 };
 
 // One backend instance (for one index): planner and device together.

@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <span>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -113,13 +114,19 @@ class OffloadManager final : public NodeObserver {
   // background thread if refresh_period > 0. The source must outlive the
   // attachment.
   void attach(const IndexSource& source);
-  // The same for the engine's tree.
+  // The same for the engine's tree (defined in tree_source.cc, so hosts
+  // that are not the engine link no engine code).
   void attach(Tree& tree);
   // Stops the background thread and forgets the source. Pending batches
   // stay queued.
   void detach();
   // Stops the background thread only; refresh() and pump() still work.
   void stop_background();
+
+  // For hosts without node events: the index's whole live node table, read
+  // now. Nodes that are gone count as merged away (tracked as invalid until
+  // a batch without them is applied). Applied at once, not queued.
+  void sync_nodes(std::span<const NodeInterval> nodes);
 
   // NodeObserver: queue the event, nothing else.
   void on_node_event(const NodeEvent& event) override;
@@ -152,6 +159,7 @@ class OffloadManager final : public NodeObserver {
   Backend& backend() const { return backend_; }
 
  private:
+  void attach(const IndexSource& source, std::unique_ptr<IndexSource> owned);
   void run_background();
   ManagerDuration next_delay();
   void after_pump(std::size_t batches, std::size_t installed, std::size_t removed,

@@ -1,0 +1,303 @@
+// The C ABI over the offload layer (forein_offload.h). Every entry point
+// catches everything: no exception crosses into C.
+#include "forein_offload.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "forein/offload/manager.h"
+#include "forein/offload/registry.h"
+
+namespace {
+
+using forein::NodeInterval;
+using forein::StartHints;
+using forein::Word;
+namespace off = forein::offload;
+
+void set_error(char* errbuf, std::size_t errlen, const char* what) {
+  if (errbuf != nullptr && errlen > 0) std::snprintf(errbuf, errlen, "%s", what);
+}
+
+const off::BackendInfo* info_of(int id) {
+  const auto all = off::registered_backends();
+  if (id < 0 || static_cast<std::size_t>(id) >= all.size()) return nullptr;
+  return all[static_cast<std::size_t>(id)];
+}
+
+std::span<const std::byte> bytes_of(const void* image, std::size_t len) {
+  if (image == nullptr) return {};
+  return {static_cast<const std::byte*>(image), len};
+}
+
+void to_c(const StartHints& h, forein_offload_hints* out) {
+  *out = forein_offload_hints{};
+  out->primary.node = h.primary.node;
+  out->primary.level = h.primary.level;
+  out->primary.version = h.primary.version;
+  out->secondary.node = h.secondary.node;
+  out->secondary.level = h.secondary.level;
+  out->secondary.version = h.secondary.version;
+}
+
+// The host's node table and key words, handed over by value.
+class ArraySource final : public off::IndexSource {
+ public:
+  void for_each_node(const std::function<void(const NodeInterval&)>& fn) const override {
+    for (const NodeInterval& n : nodes) fn(n);
+  }
+  void for_each_word(const std::function<bool(Word)>& fn) const override {
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      if (i > 0 && words[i] == words[i - 1]) continue;
+      if (!fn(words[i])) return;
+    }
+  }
+  std::vector<NodeInterval> nodes;
+  std::vector<Word> words;
+};
+
+}  // namespace
+
+struct forein_offload_manager {
+  forein_offload_manager(const off::BackendInfo& info, const off::BackendConfig& config)
+      : backend(info, config), manager(backend, off::ManagerOptions{}) {
+    manager.attach(source);
+  }
+  ~forein_offload_manager() { manager.detach(); }
+
+  ArraySource source;  // guarded by the caller: one writer at a time
+  off::Backend backend;
+  off::OffloadManager manager;
+};
+
+extern "C" {
+
+int forein_offload_backend_count(void) { return static_cast<int>(off::registered_backends().size()); }
+
+const char* forein_offload_backend_name(int id) {
+  const off::BackendInfo* info = info_of(id);
+  return info != nullptr ? info->name : nullptr;
+}
+
+int forein_offload_backend_id(const char* name) {
+  if (name == nullptr) return -1;
+  const auto all = off::registered_backends();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (std::strcmp(all[i]->name, name) == 0) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+const char* forein_offload_backend_names(void) {
+  try {
+    static const std::string names = off::registered_backend_names();
+    return names.c_str();
+  } catch (...) {
+    return "";
+  }
+}
+
+const char* forein_offload_backend_unit(int id) {
+  const off::BackendInfo* info = info_of(id);
+  return info != nullptr ? info->unit : nullptr;
+}
+
+uint64_t forein_offload_default_capacity(int id) {
+  const off::BackendInfo* info = info_of(id);
+  return info != nullptr ? info->default_capacity : 0;
+}
+
+size_t forein_offload_max_image_bytes(int id, uint64_t capacity) {
+  const off::BackendInfo* info = info_of(id);
+  if (info == nullptr) return 0;
+  try {
+    return info->max_image_bytes(capacity != 0 ? capacity : info->default_capacity);
+  } catch (...) {
+    return 0;
+  }
+}
+
+void forein_offload_hint_lookup(int id, const void* image, size_t len, uint64_t word,
+                                forein_offload_hints* out) {
+  const off::BackendInfo* info = info_of(id);
+  if (out == nullptr) return;
+  if (info == nullptr) {
+    *out = forein_offload_hints{};
+    return;
+  }
+  to_c(info->hint(bytes_of(image, len), word), out);  // noexcept
+}
+
+size_t forein_offload_image_records(int id, const void* image, size_t len,
+                                    forein_offload_record* out, size_t max) {
+  const off::BackendInfo* info = info_of(id);
+  if (info == nullptr) return 0;
+  try {
+    const std::vector<off::ImageRecord> records = info->records(bytes_of(image, len));
+    const std::size_t n = out == nullptr ? 0 : std::min(max, records.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] = forein_offload_record{records[i].key, records[i].node, records[i].level,
+                                     records[i].key_bits, records[i].kind};
+    }
+    return records.size();
+  } catch (...) {
+    return 0;
+  }
+}
+
+void forein_offload_config_init(forein_offload_config* config) {
+  if (config == nullptr) return;
+  const off::BackendConfig d;
+  *config = forein_offload_config{};
+  config->capacity = d.capacity;
+  config->budget = d.budget;
+  config->bottom_line_level = d.bottom_line_level;
+  config->hot_leaves = static_cast<uint32_t>(d.hot_leaves);
+}
+
+forein_offload_manager* forein_offload_manager_create(int id, const forein_offload_config* config,
+                                                      char* errbuf, size_t errlen) {
+  const off::BackendInfo* info = info_of(id);
+  if (info == nullptr) {
+    const std::string msg = "unknown offload backend id " + std::to_string(id) +
+                            "; registered backends: " + forein_offload_backend_names();
+    set_error(errbuf, errlen, msg.c_str());
+    return nullptr;
+  }
+  try {
+    off::BackendConfig c;
+    if (config != nullptr) {
+      c.capacity = config->capacity;
+      c.budget = config->budget;
+      c.bottom_line_level = config->bottom_line_level;
+      c.hot_leaves = config->hot_leaves;
+    }
+    return new forein_offload_manager(*info, c);
+  } catch (const std::exception& e) {
+    set_error(errbuf, errlen, e.what());
+  } catch (...) {
+    set_error(errbuf, errlen, "forein offload: unknown error");
+  }
+  return nullptr;
+}
+
+void forein_offload_manager_destroy(forein_offload_manager* m) { delete m; }
+
+int forein_offload_manager_sync_nodes(forein_offload_manager* m, const forein_offload_node* nodes,
+                                      size_t n, char* errbuf, size_t errlen) {
+  if (m == nullptr || (nodes == nullptr && n != 0)) {
+    set_error(errbuf, errlen, "forein offload: null argument");
+    return -1;
+  }
+  try {
+    std::vector<NodeInterval> table;
+    table.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const forein_offload_node& c = nodes[i];
+      if (c.node == forein::kNoPage) {
+        set_error(errbuf, errlen, "forein offload: node 0 in the node table");
+        return -1;
+      }
+      NodeInterval iv;
+      iv.node = c.node;
+      iv.level = c.level;
+      iv.lo = c.lo;
+      iv.hi = c.hi;
+      iv.hi_inf = c.hi_inf != 0;
+      iv.version = c.version;
+      table.push_back(iv);
+    }
+    m->manager.sync_nodes(table);
+    m->source.nodes = std::move(table);
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(errbuf, errlen, e.what());
+  } catch (...) {
+    set_error(errbuf, errlen, "forein offload: unknown error");
+  }
+  return -1;
+}
+
+void forein_offload_manager_record_access(forein_offload_manager* m, uint64_t word) {
+  if (m == nullptr) return;
+  try {
+    m->manager.record_access(word);
+  } catch (...) {
+    // a lost sample only changes a weight
+  }
+}
+
+int forein_offload_manager_refresh(forein_offload_manager* m, const uint64_t* words, size_t nwords,
+                                   char* errbuf, size_t errlen) {
+  if (m == nullptr || (words == nullptr && nwords != 0)) {
+    set_error(errbuf, errlen, "forein offload: null argument");
+    return -1;
+  }
+  try {
+    if (!std::is_sorted(words, words + nwords)) {
+      set_error(errbuf, errlen, "forein offload: key words must be ascending");
+      return -1;
+    }
+    m->source.words.assign(words, words + nwords);
+    m->manager.refresh();
+    m->manager.flush();
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(errbuf, errlen, e.what());
+  } catch (...) {
+    set_error(errbuf, errlen, "forein offload: unknown error");
+  }
+  return -1;
+}
+
+size_t forein_offload_manager_image(forein_offload_manager* m, void* buf, size_t buflen,
+                                    uint64_t* version) {
+  if (m == nullptr) return 0;
+  const std::shared_ptr<const off::BackendImage> image = m->backend.device().load_image();
+  if (version != nullptr) *version = image->version;
+  if (buf != nullptr && buflen >= image->bytes.size() && !image->bytes.empty()) {
+    std::memcpy(buf, image->bytes.data(), image->bytes.size());
+  }
+  return image->bytes.size();
+}
+
+void forein_offload_manager_hint(const forein_offload_manager* m, uint64_t word,
+                                 forein_offload_hints* out) {
+  if (out == nullptr) return;
+  if (m == nullptr) {
+    *out = forein_offload_hints{};
+    return;
+  }
+  to_c(m->manager.hint_for_word(word), out);
+}
+
+void forein_offload_manager_stats(const forein_offload_manager* m, forein_offload_stats* out) {
+  if (out == nullptr) return;
+  *out = forein_offload_stats{};
+  if (m == nullptr) return;
+  try {
+    const off::BackendUsage usage = m->backend.usage();
+    const off::ManagerStats s = m->manager.stats();
+    const std::shared_ptr<const off::BackendImage> image = m->backend.device().load_image();
+    out->used = usage.used;
+    out->capacity = usage.capacity;
+    out->target_records = s.target_entries;
+    out->live_nodes = s.live_nodes;
+    out->invalid_nodes = s.invalid_nodes;
+    out->refreshes = s.refreshes;
+    out->failed_installs = s.failed_installs;
+    out->image_bytes = image->bytes.size();
+    out->image_version = image->version;
+  } catch (...) {
+    // leave zeros
+  }
+}
+
+}  // extern "C"

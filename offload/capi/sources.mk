@@ -1,0 +1,26 @@
+# The C++ sources behind the C ABI (forein_offload.h), relative to the
+# repository root: one list for both builds. CMake reads it (offload/
+# CMakeLists.txt, library forein_offload_capi) and PostgreSQL's PGXS build
+# includes it (pg_extension/Makefile), so the module compiles exactly what
+# the tested library does. Engine code: key words only (no tree).
+FOREIN_CAPI_SOURCES = \
+	engine/src/key.cc \
+	offload/core/backend.cc \
+	offload/core/control_plane.cc \
+	offload/core/invalid_nodes.cc \
+	offload/core/manager.cc \
+	offload/core/node_table.cc \
+	offload/core/registry.cc \
+	offload/backends/none/none_backend.cc \
+	offload/backends/switch_lpm/entry_diff.cc \
+	offload/backends/switch_lpm/layers.cc \
+	offload/backends/switch_lpm/lpm_batch.cc \
+	offload/backends/switch_lpm/lpm_image.cc \
+	offload/backends/switch_lpm/lpm_snapshot.cc \
+	offload/backends/switch_lpm/lpm_table.cc \
+	offload/backends/switch_lpm/prefix_cover.cc \
+	offload/backends/switch_lpm/selection.cc \
+	offload/backends/switch_lpm/switch_lpm_backend.cc \
+	offload/backends/switch_lpm/switch_lpm_device.cc \
+	offload/backends/switch_lpm/switch_lpm_planner.cc \
+	offload/capi/forein_offload.cc
