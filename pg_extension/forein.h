@@ -270,17 +270,11 @@ typedef struct ForeinScanOpaqueData
 typedef ForeinScanOpaqueData *ForeinScanOpaque;
 
 /* Reloptions */
-typedef enum ForeinOffloadKind
-{
-	FOREIN_OFFLOAD_NONE = 0,
-	FOREIN_OFFLOAD_SWITCH_LPM = 1
-} ForeinOffloadKind;
-
 typedef struct ForeinOptions
 {
 	int32		vl_len_;		/* varlena header (do not touch directly!) */
 	int			fillfactor;
-	int			offload_offset; /* string: 'switch_lpm' or 'none' */
+	int			offload_offset; /* string: a registered offload backend */
 	int			lpm_entries;	/* 0: forein.lpm_entries */
 } ForeinOptions;
 
@@ -296,7 +290,8 @@ extern void forein_costestimate(PlannerInfo *root, IndexPath *path,
 								Selectivity *indexSelectivity,
 								double *indexCorrelation, double *indexPages);
 extern bool forein_validate(Oid opclassoid);
-extern ForeinOffloadKind forein_index_offload(Relation index);
+extern int	forein_index_backend(Relation index);
+extern bool forein_index_offloaded(Relation index);
 extern int	forein_index_fillfactor(Relation index);
 
 /* forein_utils.c */

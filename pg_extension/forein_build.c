@@ -505,7 +505,7 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("forein indexes support only ASC NULLS LAST columns"),
 				 errhint("Omit DESC and NULLS FIRST: forein scans backward for descending order.")));
-	(void) forein_index_offload(index); /* validates the reloptions early */
+	(void) forein_index_backend(index);	/* validates the reloptions early */
 
 	state = forein_get_state(index);
 	memset(&bs, 0, sizeof(bs));

@@ -19,6 +19,8 @@
 #include "catalog/pg_opclass.h"
 #include "commands/vacuum.h"
 #include "forein.h"
+#include "forein_offload.h"
+#include "forein_offload_int.h"
 #include "utils/builtins.h"
 #include "utils/elog.h"
 #include "utils/index_selfuncs.h"
@@ -36,16 +38,18 @@ static bool forein_relopts_ready = false;
 static emit_log_hook_type prev_emit_log_hook = NULL;
 static bool forein_log_hook_ready = false;
 
+/* offload = a registered backend (offload/core/registry.cc) */
 static void
 validate_offload(const char *value)
 {
 	if (value == NULL)
 		return;
-	if (strcmp(value, "switch_lpm") != 0 && strcmp(value, "none") != 0)
+	if (forein_offload_backend_id(value) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for forein option \"offload\": \"%s\"", value),
-				 errdetail("Valid values are \"switch_lpm\" and \"none\".")));
+				 errdetail("Registered offload backends: %s.",
+						   forein_offload_backend_names())));
 }
 
 /* Registers the reloptions once per backend, on first use */
@@ -77,9 +81,22 @@ forein_options(Datum reloptions, bool validate)
 		{"lpm_entries", RELOPT_TYPE_INT, offsetof(ForeinOptions, lpm_entries)},
 	};
 
+	ForeinOptions *opts;
+
 	init_reloptions();
-	return (bytea *) build_reloptions(reloptions, validate, forein_relopt_kind,
-									  sizeof(ForeinOptions), tab, lengthof(tab));
+	opts = (ForeinOptions *) build_reloptions(reloptions, validate, forein_relopt_kind,
+											  sizeof(ForeinOptions), tab, lengthof(tab));
+
+	/* an index cannot ask for more than the server reserved per slot */
+	if (validate && opts != NULL && forein_off_shared != NULL &&
+		opts->lpm_entries > 0 &&
+		(uint32) opts->lpm_entries > forein_off_shared->slot_capacity)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lpm_entries %d exceeds the server's forein.lpm_entries (%u)",
+						opts->lpm_entries, forein_off_shared->slot_capacity),
+				 errhint("Raise forein.lpm_entries in postgresql.conf and restart, or ask for fewer entries.")));
+	return (bytea *) opts;
 }
 
 int
@@ -90,16 +107,28 @@ forein_index_fillfactor(Relation index)
 	return opts ? opts->fillfactor : FOREIN_DEFAULT_FILLFACTOR;
 }
 
-ForeinOffloadKind
-forein_index_offload(Relation index)
+/*
+ * The index's offload backend, as an id of the offload C ABI: its
+ * reloption offload, default switch_lpm.
+ */
+int
+forein_index_backend(Relation index)
 {
 	ForeinOptions *opts = (ForeinOptions *) index->rd_options;
-	const char *value;
+	const char *value = "switch_lpm";
+	int			id;
 
-	if (opts == NULL || opts->offload_offset == 0)
-		return FOREIN_OFFLOAD_SWITCH_LPM;
-	value = (const char *) opts + opts->offload_offset;
-	return strcmp(value, "none") == 0 ? FOREIN_OFFLOAD_NONE : FOREIN_OFFLOAD_SWITCH_LPM;
+	if (opts != NULL && opts->offload_offset != 0)
+		value = (const char *) opts + opts->offload_offset;
+	id = forein_offload_backend_id(value);
+	return id >= 0 ? id : forein_offload_backend_id("none");
+}
+
+/* Does the index's backend give hints at all? */
+bool
+forein_index_offloaded(Relation index)
+{
+	return forein_index_backend(index) != forein_offload_backend_id("none");
 }
 
 /*

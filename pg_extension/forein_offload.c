@@ -1,13 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * forein_offload.c
- *	  Hints from the modelled offload hardware (switch_lpm) and access
- *	  statistics: GUCs, shared memory slots, the non-blocking hint lookup.
+ *	  Hints from the modelled offload hardware (any registered backend:
+ *	  switch_lpm today) and access statistics: GUCs, shared memory slots,
+ *	  the non-blocking hint lookup.
  *
  * Loaded through shared_preload_libraries, the module keeps one slot per
  * offloaded index in shared memory (see forein_offload_int.h) and a
- * background worker (forein_worker.c) that recomputes a slot's LPM table
- * (forein_refresh.c) when page splits, deletions or sampled accesses say it
+ * background worker (forein_worker.c) that recomputes a slot's image
+ * through the offload layer's C ABI (forein_refresh.c) when page splits, deletions or sampled accesses say it
  * is out of date.  A scan start asks forein_offload_hint() for the node to
  * start from; the answer is advice the caller validates on the page, so a
  * stale or torn table can cost time but never a wrong result.
@@ -23,6 +24,8 @@
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_database.h"
@@ -36,6 +39,7 @@
 #include "utils/rel.h"
 
 #include "forein.h"
+#include "forein_offload.h"
 #include "forein_offload_int.h"
 
 PG_MODULE_MAGIC;
@@ -91,6 +95,7 @@ static HTAB *local_counters = NULL;
 
 void		_PG_init(void);
 
+static void check_shmem_size(void);
 static void forein_shmem_request(void);
 static void forein_shmem_startup(void);
 static void forein_object_access(ObjectAccessType access, Oid classId,
@@ -126,18 +131,6 @@ forein_offload_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
-
-	DefineCustomIntVariable("forein.lpm_entries",
-							"LPM entries of the modelled switch table, per index.",
-							"The index reloption lpm_entries overrides it.  "
-							"Shared tables are sized from the value at server "
-							"start; larger values are clamped to that.",
-							&forein_lpm_entries,
-							FOREIN_DEFAULT_LPM_ENTRIES,
-							1, FOREIN_MAX_LPM_ENTRIES,
-							PGC_USERSET,
-							0,
-							NULL, NULL, NULL);
 
 	DefineCustomRealVariable("forein.sample_rate",
 							 "Fraction of index descents sampled as access weights.",
@@ -185,7 +178,19 @@ forein_offload_init(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("forein.lpm_entries",
+							"LPM entries of the modelled switch table, per index.",
+							"Sizes every slot's shared memory at server start; an "
+							"index's reloption lpm_entries may ask for less.",
+							&forein_lpm_entries,
+							FOREIN_DEFAULT_LPM_ENTRIES,
+							1, FOREIN_MAX_LPM_ENTRIES,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("forein");
+	check_shmem_size();
 
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = forein_shmem_request;
@@ -198,22 +203,41 @@ forein_offload_init(void)
 }
 
 /*
+ * The image room of a table buffer: the largest image any registered
+ * backend publishes at the server's capacity (forein.lpm_entries for LPM
+ * tables, the paper's figure for others).
+ */
+static Size
+image_room(void)
+{
+	Size		room = 0;
+	int			id;
+
+	for (id = 0; id < forein_offload_backend_count(); id++)
+	{
+		uint64		capacity = forein_offload_default_capacity(id);
+
+		if (strcmp(forein_offload_backend_unit(id), "LPM entries") == 0)
+			capacity = (uint64) forein_lpm_entries;
+		room = Max(room, forein_offload_max_image_bytes(id, capacity));
+	}
+	return MAXALIGN(room);
+}
+
+/*
  * Shared memory layout, from forein.max_indexes and forein.lpm_entries as
- * the postmaster read them.  A table buffer holds the entries (<= E), the
- * main segments (<= 2E + 1: LPM over laminar prefixes is a step function
- * with at most two steps per prefix) and the bottom-line segments (<= 2E +
- * 1).
+ * the postmaster read them: per slot, its header, the sample ring and two
+ * table buffers (one image each).
  */
 static Size
 forein_shmem_layout(ForeinOffShared *layout)
 {
-	uint32		capacity = (uint32) forein_lpm_entries;
-	uint32		records = 5 * capacity + 3;
 	Size		table_size;
 	Size		off;
 
-	table_size = CACHELINEALIGN(add_size(offsetof(ForeinOffTable, recs),
-										 mul_size(records, sizeof(ForeinOffRecord))));
+	layout->image_bytes = image_room();
+	table_size = CACHELINEALIGN(add_size(MAXALIGN(offsetof(ForeinOffTable, image)),
+										 layout->image_bytes));
 	off = CACHELINEALIGN(sizeof(ForeinOffSlot));
 	layout->ring_offset = off;
 	off = add_size(off, CACHELINEALIGN(FOREIN_SAMPLE_RING * sizeof(uint32)));
@@ -222,12 +246,39 @@ forein_shmem_layout(ForeinOffShared *layout)
 	layout->table_offset[1] = off;
 	off = add_size(off, table_size);
 	layout->slot_size = off;
-	layout->slot_capacity = capacity;
-	layout->table_records = records;
+	layout->slot_capacity = (uint32) forein_lpm_entries;
 	layout->max_indexes = forein_max_indexes;
 
 	return add_size(CACHELINEALIGN(offsetof(ForeinOffShared, slots)),
 					mul_size(forein_max_indexes, layout->slot_size));
+}
+
+/*
+ * At preload: says how much shared memory the settings take, and refuses
+ * settings no machine could give (more than half of physical memory) with a
+ * clear error instead of a failed shared memory allocation.
+ */
+static void
+check_shmem_size(void)
+{
+	ForeinOffShared layout;
+	Size		size = forein_shmem_layout(&layout);
+	long		pages = sysconf(_SC_PHYS_PAGES);
+	long		pagesize = sysconf(_SC_PAGESIZE);
+	double		physical = (pages > 0 && pagesize > 0) ? (double) pages * pagesize : 0;
+
+	if (physical > 0 && (double) size > physical / 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("forein offload needs %zu MB of shared memory, more than half of this machine's memory",
+						size / (1024 * 1024)),
+				 errdetail("forein.max_indexes = %d slots of %zu kB each (two images of up to %zu kB for forein.lpm_entries = %d, a sample ring and a header).",
+						   forein_max_indexes, layout.slot_size / 1024,
+						   layout.image_bytes / 1024, forein_lpm_entries),
+				 errhint("Lower forein.max_indexes or forein.lpm_entries.")));
+	ereport(LOG,
+			(errmsg("forein offload: %zu kB of shared memory for %d index slots (forein.lpm_entries = %d)",
+					size / 1024, forein_max_indexes, forein_lpm_entries)));
 }
 
 static void
@@ -265,7 +316,7 @@ forein_shmem_startup(void)
 		/* slots' bytes are touched lazily: big tables cost only what is used */
 		sh->max_indexes = layout.max_indexes;
 		sh->slot_capacity = layout.slot_capacity;
-		sh->table_records = layout.table_records;
+		sh->image_bytes = layout.image_bytes;
 		sh->slot_size = layout.slot_size;
 		sh->table_offset[0] = layout.table_offset[0];
 		sh->table_offset[1] = layout.table_offset[1];
@@ -284,6 +335,7 @@ forein_shmem_startup(void)
 			pg_atomic_init_u64(&slot->events, 0);
 			pg_atomic_init_u64(&slot->samples, 0);
 			pg_atomic_init_u32(&slot->stale, 0);
+			pg_atomic_init_u32(&slot->invalid_seq, 0);
 			pg_atomic_init_u32(&forein_off_table(slot, 0)->seq, 0);
 			pg_atomic_init_u32(&forein_off_table(slot, 1)->seq, 0);
 			forein_off_clear_tables(slot);
@@ -312,12 +364,66 @@ forein_off_clear_tables(ForeinOffSlot *slot)
 		t->relid = InvalidOid;
 		t->relfilenode = InvalidOid;
 		t->nblocks = 0;
-		t->nentries = t->nmain = t->nbottom = t->nnodes = 0;
+		t->backend_id = -1;
+		t->nentries = t->nnodes = 0;
 		t->capacity = 0;
-		t->bottom_level = 0;
+		t->image_version = 0;
+		t->image_len = 0;
 		pg_write_barrier();
 		pg_atomic_write_u32(&t->seq, (seq | 1) + 1);
 	}
+	forein_off_set_invalid(slot, NULL, 0);
+}
+
+/*
+ * Publishes the merged-away blocks the active image may still name
+ * (n > FOREIN_MAX_INVALID: all hints are off until the next image).  Caller
+ * holds the slot lock.
+ */
+void
+forein_off_set_invalid(ForeinOffSlot *slot, const BlockNumber *blocks, uint32 n)
+{
+	uint32		seq = pg_atomic_read_u32(&slot->invalid_seq);
+
+	pg_atomic_write_u32(&slot->invalid_seq, seq | 1);
+	pg_write_barrier();
+	if (n > FOREIN_MAX_INVALID)
+		slot->ninvalid = FOREIN_INVALID_ALL;
+	else
+	{
+		if (n > 0)
+			memcpy(slot->invalid, blocks, n * sizeof(BlockNumber));
+		slot->ninvalid = n;
+	}
+	pg_write_barrier();
+	pg_atomic_write_u32(&slot->invalid_seq, (seq | 1) + 1);
+}
+
+/*
+ * Is blkno a merged-away node the active image may still name?  Lock-free;
+ * a read racing a publish answers "invalid", which only costs a hint.
+ */
+bool
+forein_off_is_invalid(ForeinOffSlot *slot, BlockNumber blkno)
+{
+	uint32		seq = pg_atomic_read_u32(&slot->invalid_seq);
+	uint32		n;
+	uint32		i;
+	bool		found = false;
+
+	if (seq & 1)
+		return true;
+	pg_read_barrier();
+	n = *((volatile uint32 *) &slot->ninvalid);
+	if (n == 0)
+		return false;
+	if (n == FOREIN_INVALID_ALL)
+		return true;
+	n = Min(n, FOREIN_MAX_INVALID);
+	for (i = 0; i < n && !found; i++)
+		found = ((volatile BlockNumber *) slot->invalid)[i] == blkno;
+	pg_read_barrier();
+	return found || pg_atomic_read_u32(&slot->invalid_seq) != seq;
 }
 
 /* Resets a slot for a new owner; caller holds the allocation and slot locks */
@@ -363,10 +469,11 @@ scan_slots(Oid dboid, Oid relid)
 }
 
 /*
- * Takes a free slot for the index, or else the one idle longest (no
- * lookups for FOREIN_SLOT_IDLE_MS): dropped indexes of other databases, or
- * one-off test indexes, must not keep the slots forever.  Returns the slot
- * or -1, and the epoch that goes with the answer.
+ * Takes a free slot for the index.  A slot is never taken from another
+ * index: slots are given back when their index or database is dropped (or
+ * its database can no longer be reached), so an index that finds every slot
+ * held goes without hints, and forein_stats and forein_refresh say so.
+ * Returns the slot or -1, and the epoch that goes with the answer.
  */
 static int
 allocate_slot(Oid relid, uint32 *epoch)
@@ -378,9 +485,6 @@ allocate_slot(Oid relid, uint32 *epoch)
 	slotno = scan_slots(MyDatabaseId, relid);
 	if (slotno < 0)
 	{
-		TimestampTz now = GetCurrentTimestamp();
-		TimestampTz idle_since = TimestampTzPlusMilliseconds(now, -FOREIN_SLOT_IDLE_MS);
-		int			victim = -1;
 		int			i;
 
 		for (i = 0; i < forein_off_shared->max_indexes; i++)
@@ -389,27 +493,14 @@ allocate_slot(Oid relid, uint32 *epoch)
 
 			if (!slot->in_use)
 			{
-				victim = i;
+				LWLockAcquire(FOREIN_SLOT_LOCK(i), LW_EXCLUSIVE);
+				init_slot(slot, MyDatabaseId, relid, GetCurrentTimestamp());
+				LWLockRelease(FOREIN_SLOT_LOCK(i));
+				pg_atomic_fetch_add_u32(&forein_off_shared->epoch, 1);
+				leader = forein_off_shared->leader_latch;
+				slotno = i;
 				break;
 			}
-			if (slot->last_active < idle_since &&
-				(victim < 0 ||
-				 slot->last_active < forein_off_slot(victim)->last_active))
-				victim = i;
-		}
-		if (victim >= 0)
-		{
-			ForeinOffSlot *slot = forein_off_slot(victim);
-
-			if (slot->in_use)
-				elog(DEBUG1, "forein: offload slot %d of index %u in database %u reused for index %u",
-					 victim, slot->relid, slot->dboid, relid);
-			LWLockAcquire(FOREIN_SLOT_LOCK(victim), LW_EXCLUSIVE);
-			init_slot(slot, MyDatabaseId, relid, now);
-			LWLockRelease(FOREIN_SLOT_LOCK(victim));
-			pg_atomic_fetch_add_u32(&forein_off_shared->epoch, 1);
-			leader = forein_off_shared->leader_latch;
-			slotno = victim;
 		}
 	}
 	*epoch = pg_atomic_read_u32(&forein_off_shared->epoch);
@@ -551,8 +642,10 @@ forein_is_forein_index(Relation rel)
 }
 
 /*
- * The entry budget of an index: its reloption lpm_entries, else
- * forein.lpm_entries, at most what a shared table holds.
+ * The device capacity of an index: its reloption lpm_entries, else
+ * forein.lpm_entries, at most what a slot holds (a reloption above the
+ * server's setting is refused when set; this covers a setting lowered
+ * since).
  */
 uint32
 forein_index_budget(Relation index)
@@ -575,38 +668,19 @@ mark_stale(ForeinOffSlot *slot)
 		pg_atomic_write_u32(&slot->stale, 1);
 }
 
-/* Index of the last segment whose start is <= w (segs[0].key is 0) */
-static inline uint32
-segment_of(const ForeinOffRecord *segs, uint32 n, uint64 w)
-{
-	uint32		lo = 0;
-	uint32		hi = n;
-
-	while (hi - lo > 1)
-	{
-		uint32		mid = lo + (hi - lo) / 2;
-
-		if (segs[mid].key <= w)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /*
- * Reads the slot's active table without locking.  The buffer's sequence
+ * Reads the slot's active image without locking.  The buffer's sequence
  * counter is read before and after; if a publish overwrote the buffer in
  * between (two publishes during one lookup), the lookup is retried, and
- * after a few tries given up: no hint is always a safe answer.  Counts and
- * indexes are clamped to the buffer, so even a torn read stays inside it.
+ * after a few tries given up: no hint is always a safe answer.  The image
+ * lookup is bounds-checked (forein_offload.h), so even a torn read stays
+ * inside the buffer.
  */
 static bool
 table_lookup(ForeinOffSlot *slot, Relation index, uint64 word, ForeinHint *hint)
 {
 	Oid			relid = RelationGetRelid(index);
 	Oid			relfilenode = forein_index_relfilenode(index);
-	uint32		records = forein_off_shared->table_records;
 	int			attempt;
 
 	for (attempt = 0; attempt < 4; attempt++)
@@ -614,12 +688,10 @@ table_lookup(ForeinOffSlot *slot, Relation index, uint64 word, ForeinHint *hint)
 		uint32		which = *((volatile uint32 *) &slot->active) & 1;
 		ForeinOffTable *t = forein_off_table(slot, which);
 		uint32		seq;
-		uint32		nentries,
-					nmain,
-					nbottom;
 		BlockNumber nblocks;
-		ForeinOffRecord primary = {0},
-					secondary = {0};
+		forein_offload_hints h;
+		BlockNumber primary;
+		BlockNumber secondary;
 		bool		mine;
 		bool		current;
 
@@ -632,19 +704,11 @@ table_lookup(ForeinOffSlot *slot, Relation index, uint64 word, ForeinHint *hint)
 		mine = t->dboid == MyDatabaseId && t->relid == relid;
 		current = t->relfilenode == relfilenode;
 		nblocks = t->nblocks;
-		nentries = Min(t->nentries, records);
-		nmain = Min(t->nmain, records - nentries);
-		nbottom = Min(t->nbottom, records - nentries - nmain);
+		memset(&h, 0, sizeof(h));
 		if (mine && current)
-		{
-			const ForeinOffRecord *main = t->recs + nentries;
-			const ForeinOffRecord *bottom = main + nmain;
-
-			if (nmain > 0)
-				primary = main[segment_of(main, nmain, word)];
-			if (nbottom > 0)
-				secondary = bottom[segment_of(bottom, nbottom, word)];
-		}
+			forein_offload_hint_lookup(t->backend_id, t->image,
+									   Min(t->image_len, forein_off_shared->image_bytes),
+									   word, &h);
 
 		pg_read_barrier();
 		if (pg_atomic_read_u32(&t->seq) != seq)
@@ -659,25 +723,30 @@ table_lookup(ForeinOffSlot *slot, Relation index, uint64 word, ForeinHint *hint)
 			return false;
 		}
 
-		/* block 0 (the metapage) marks "no match"; never past the old EOF */
-		if (primary.block == 0 || primary.block >= nblocks)
-			primary.block = InvalidBlockNumber;
-		if (secondary.block == 0 || secondary.block >= nblocks ||
-			secondary.block == primary.block)
-			secondary.block = InvalidBlockNumber;
-		if (primary.block == InvalidBlockNumber)
+		/*
+		 * Block 0 (the metapage) is never a node; never past the old EOF;
+		 * never a node merged away since the image was computed.
+		 */
+		primary = h.primary.node;
+		secondary = h.secondary.node;
+		if (primary == 0 || primary >= nblocks || forein_off_is_invalid(slot, primary))
+			primary = InvalidBlockNumber;
+		if (secondary == 0 || secondary >= nblocks || secondary == primary ||
+			forein_off_is_invalid(slot, secondary))
+			secondary = InvalidBlockNumber;
+		if (primary == InvalidBlockNumber)
 		{
 			primary = secondary;
-			secondary.block = InvalidBlockNumber;
+			h.primary.level = h.secondary.level;
+			secondary = InvalidBlockNumber;
 		}
-		if (primary.block == InvalidBlockNumber)
+		if (primary == InvalidBlockNumber)
 			return false;
 
-		hint->primary = primary.block;
-		hint->primary_level = primary.level;
-		hint->secondary = secondary.block;
-		hint->secondary_level =
-			secondary.block == InvalidBlockNumber ? 0 : secondary.level;
+		hint->primary = primary;
+		hint->primary_level = h.primary.level;
+		hint->secondary = secondary;
+		hint->secondary_level = secondary == InvalidBlockNumber ? 0 : h.secondary.level;
 		return true;
 	}
 	return false;
@@ -718,7 +787,7 @@ forein_offload_hint(Relation index, uint64 word, ForeinHint *hint)
 		return random_hint(index, hint);
 	if (forein_off_shared == NULL || !forein_offload_enabled)
 		return false;
-	if (forein_index_offload(index) == FOREIN_OFFLOAD_NONE)
+	if (!forein_index_offloaded(index))
 		return false;
 
 	slotno = forein_off_find_slot(index, true);
@@ -843,6 +912,28 @@ forein_off_local_counts(Oid relid, uint64 *counts)
 	counts[3] = entry ? entry->fallbacks : 0;
 }
 
+/* Is the active table of this slot the index's current one? */
+static bool
+table_is_current(ForeinOffTable *t, Relation index)
+{
+	return t->dboid == MyDatabaseId && t->relid == RelationGetRelid(index) &&
+		t->relfilenode == forein_index_relfilenode(index);
+}
+
+static void
+fill_info(ForeinOffTable *t, ForeinOffTableInfo *info)
+{
+	info->valid = true;
+	info->nblocks = t->nblocks;
+	info->backend_id = t->backend_id;
+	info->nentries = t->nentries;
+	info->nnodes = t->nnodes;
+	info->capacity = t->capacity;
+	info->generation = t->generation;
+	info->image_version = t->image_version;
+	info->image_len = Min(t->image_len, forein_off_shared->image_bytes);
+}
+
 /* The active table's header, under the slot lock (not for hot paths) */
 void
 forein_off_table_info(int slotno, Relation index, ForeinOffTableInfo *info)
@@ -853,40 +944,34 @@ forein_off_table_info(int slotno, Relation index, ForeinOffTableInfo *info)
 	memset(info, 0, sizeof(*info));
 	LWLockAcquire(FOREIN_SLOT_LOCK(slotno), LW_SHARED);
 	t = forein_off_table(slot, slot->active & 1);
-	if (t->dboid == MyDatabaseId && t->relid == RelationGetRelid(index) &&
-		t->relfilenode == forein_index_relfilenode(index))
-	{
-		info->valid = true;
-		info->nblocks = t->nblocks;
-		info->nentries = t->nentries;
-		info->nnodes = t->nnodes;
-		info->capacity = t->capacity;
-		info->bottom_level = t->bottom_level;
-		info->generation = t->generation;
-	}
+	if (table_is_current(t, index))
+		fill_info(t, info);
 	LWLockRelease(FOREIN_SLOT_LOCK(slotno));
 }
 
-/* A palloc'd copy of the active table's entries, under the slot lock */
-ForeinOffRecord *
-forein_off_copy_entries(int slotno, Relation index, uint32 *nentries)
+/* A palloc'd copy of the active image, under the slot lock; NULL if none */
+char *
+forein_off_copy_image(int slotno, Relation index, ForeinOffTableInfo *info)
 {
 	ForeinOffSlot *slot = forein_off_slot(slotno);
 	ForeinOffTable *t;
-	ForeinOffRecord *copy = NULL;
-	uint32		n = 0;
+	char	   *copy;
 
 	/* allocated before taking the lock: no ERROR while holding it */
-	copy = palloc(sizeof(ForeinOffRecord) * Max(forein_off_shared->slot_capacity, 1));
+	copy = palloc_extended(Max(forein_off_shared->image_bytes, 1), MCXT_ALLOC_HUGE);
+	memset(info, 0, sizeof(*info));
 	LWLockAcquire(FOREIN_SLOT_LOCK(slotno), LW_SHARED);
 	t = forein_off_table(slot, slot->active & 1);
-	if (t->dboid == MyDatabaseId && t->relid == RelationGetRelid(index) &&
-		t->relfilenode == forein_index_relfilenode(index))
+	if (table_is_current(t, index))
 	{
-		n = Min(t->nentries, forein_off_shared->slot_capacity);
-		memcpy(copy, t->recs, sizeof(ForeinOffRecord) * n);
+		fill_info(t, info);
+		memcpy(copy, t->image, info->image_len);
 	}
 	LWLockRelease(FOREIN_SLOT_LOCK(slotno));
-	*nentries = n;
+	if (!info->valid)
+	{
+		pfree(copy);
+		return NULL;
+	}
 	return copy;
 }

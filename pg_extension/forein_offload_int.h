@@ -21,10 +21,16 @@
  *	   table from before a REINDEX or TRUNCATE, or a block past that size,
  *	   is never handed out.
  *
- * Each table buffer holds three arrays of 16-byte records: the installed LPM
- * entries (for forein_offload_entries), the segments of longest-prefix match
- * over all entries (the primary hint) and the segments of the bottom-line
- * layer alone (the secondary hint).
+ * Each table buffer holds one image of the index's offload backend: the
+ * device's tables as the offload layer publishes them (offload/capi/
+ * forein_offload.h), looked up with forein_offload_hint_lookup, which is
+ * safe on torn bytes.  Buffers are sized from the largest image any
+ * registered backend publishes at the server's capacity settings.
+ *
+ * Besides the tables, a slot keeps a short list of merged-away blocks that
+ * the current image may still name (FOREIN's invalid-node tracking): a
+ * refresh publishes it at once and the next image clears it, so while the
+ * modelled control plane delays an install no hint leads to a dead page.
  *
  * Portions Copyright (c) 2026, forein developers
  *
@@ -56,29 +62,17 @@
 /* Heaviest leaves pinned into the table before the greedy selection */
 #define FOREIN_HOT_LEAVES			64
 
-/* An idle slot may be taken over by another index after this long */
-#define FOREIN_SLOT_IDLE_MS			10000
+/* Merged-away blocks a slot can list; more suspend hints until the next image */
+#define FOREIN_MAX_INVALID			64
+#define FOREIN_INVALID_ALL			PG_UINT32_MAX
 
 /* What a slot's last refresh published */
 typedef enum ForeinSlotBackend
 {
 	FOREIN_SLOT_NEVER = 0,		/* nothing published yet */
-	FOREIN_SLOT_SWITCH_LPM,		/* a switch_lpm table */
-	FOREIN_SLOT_NONE			/* reloption offload = 'none', or no words */
+	FOREIN_SLOT_IMAGE,			/* an image of a hint-giving backend */
+	FOREIN_SLOT_NONE			/* backend 'none', or no order-preserving words */
 } ForeinSlotBackend;
-
-/*
- * An LPM entry (key = prefix value, len = prefix length) or a segment
- * (key = first word, len unused).  block 0 (the metapage) means "no match".
- */
-typedef struct ForeinOffRecord
-{
-	uint64		key;
-	uint32		block;
-	uint16		level;
-	uint8		len;
-	uint8		layer;
-} ForeinOffRecord;
 
 typedef struct ForeinOffTable
 {
@@ -87,14 +81,14 @@ typedef struct ForeinOffTable
 	Oid			relid;
 	Oid			relfilenode;
 	BlockNumber nblocks;		/* index size when computed: hints stay below */
-	uint32		nentries;
-	uint32		nmain;
-	uint32		nbottom;
-	uint32		nnodes;			/* distinct nodes with an entry */
-	uint32		capacity;		/* the entry budget it was computed for */
-	uint16		bottom_level;
+	int32		backend_id;		/* forein_offload.h id of the image's backend */
+	uint32		nentries;		/* records in the image, in the backend's unit */
+	uint32		nnodes;			/* distinct nodes with a record */
+	uint32		capacity;		/* the device capacity it was computed for */
 	uint64		generation;		/* publishes into this slot so far */
-	ForeinOffRecord recs[FLEXIBLE_ARRAY_MEMBER];	/* entries, main, bottom */
+	uint64		image_version;
+	Size		image_len;
+	char		image[FLEXIBLE_ARRAY_MEMBER];	/* MAXALIGNed */
 } ForeinOffTable;
 
 typedef struct ForeinOffSlot
@@ -116,6 +110,11 @@ typedef struct ForeinOffSlot
 	pg_atomic_uint32 stale;		/* a reader saw the table disagree with the
 								 * index (new relfilenode, reloption) */
 
+	/* merged-away blocks the active image may name (seqlock, like tables) */
+	pg_atomic_uint32 invalid_seq;
+	uint32		ninvalid;		/* FOREIN_INVALID_ALL: no hints for now */
+	BlockNumber invalid[FOREIN_MAX_INVALID];
+
 	/* refresh bookkeeping, under the slot lock */
 	uint32		active;			/* buffer readers use: 0 or 1 */
 	ForeinSlotBackend backend;
@@ -136,7 +135,7 @@ typedef struct ForeinOffShared
 {
 	int			max_indexes;
 	uint32		slot_capacity;	/* LPM entries a table can hold */
-	uint32		table_records;	/* records per table buffer */
+	Size		image_bytes;	/* image room per table buffer */
 	Size		slot_size;		/* bytes per slot, cache-line aligned */
 	Size		table_offset[2];	/* of each table buffer within a slot */
 	Size		ring_offset;
@@ -195,25 +194,32 @@ extern void forein_off_forget_slot(Relation index);
 extern void forein_off_free_slot(int slotno, Oid dboid, Oid relid);
 extern void forein_off_clear_tables(ForeinOffSlot *slot);
 extern uint32 forein_index_budget(Relation index);
+extern bool forein_off_is_invalid(ForeinOffSlot *slot, BlockNumber blkno);
+extern void forein_off_set_invalid(ForeinOffSlot *slot, const BlockNumber *blocks,
+								   uint32 n);
 extern bool forein_is_forein_index(Relation rel);
 extern void forein_off_local_counts(Oid relid, uint64 *counts);
 
-/* A consistent copy of a slot's active table header (no records) */
+/* A consistent copy of a slot's active table header */
 typedef struct ForeinOffTableInfo
 {
 	bool		valid;			/* a table of this index is published */
 	BlockNumber nblocks;
+	int32		backend_id;
 	uint32		nentries;
 	uint32		nnodes;
 	uint32		capacity;
-	uint16		bottom_level;
 	uint64		generation;
+	uint64		image_version;
+	Size		image_len;
 } ForeinOffTableInfo;
 
 extern void forein_off_table_info(int slotno, Relation index,
 								  ForeinOffTableInfo *info);
-extern ForeinOffRecord *forein_off_copy_entries(int slotno, Relation index,
-												uint32 *nentries);
+
+/* A palloc'd copy of the active image (NULL if none of this index) */
+extern char *forein_off_copy_image(int slotno, Relation index,
+								   ForeinOffTableInfo *info);
 
 /* forein_refresh.c */
 extern int64 forein_refresh_index(Relation index, int slotno, bool delay);

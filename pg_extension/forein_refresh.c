@@ -1,19 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * forein_refresh.c
- *	  Recomputes an index's offload table: reads every page, builds the node
- *	  table, runs FOREIN's layered selection (C++, through
- *	  forein_offload_abi.h), flattens it and publishes it into the index's
- *	  shared memory slot.
+ *	  Recomputes an index's offload image: reads every page into a node
+ *	  table and the keys' words, hands them to the offload layer's one
+ *	  manager through its C ABI (offload/capi/forein_offload.h: the same
+ *	  planner, device model and image as every other host) and publishes the
+ *	  device's image into the index's shared memory slot.
  *
  * The pages are read one at a time with share locks, like a concurrent
- * reader, so the tree may change underneath: a node can be missing, seen
- * twice at different moments, or lack a downlink.  None of that matters for
- * correctness (hints are validated), so the node table is made well formed
- * rather than exact: a node whose parent was not seen takes its left
- * sibling's parent (the case of an incomplete split, whose right half has no
- * downlink yet) or else hangs under the root.  Every parent is one level
- * up, so the table is always a tree.
+ * reader, so the tree may change underneath: a node can be missing or seen
+ * twice at different moments.  None of that matters for correctness (hints
+ * are validated); the manager derives parents from the word intervals and
+ * copes with levels that are momentarily inconsistent.
+ *
+ * Nodes the current image names but the tree no longer has (merged away)
+ * are published as invalid at once, before the modelled install delay, so
+ * no hint leads to a dead page while the new image waits: FOREIN's
+ * invalid-node tracking (section V-D).
  *
  * Runs in a backend (forein_refresh()) or in a refresh worker connected to
  * the index's database (forein_worker.c).
@@ -34,7 +37,7 @@
 #include "utils/rel.h"
 
 #include "forein.h"
-#include "forein_offload_abi.h"
+#include "forein_offload.h"
 #include "forein_offload_int.h"
 
 /* Refresh no more often than this, or 4x the last refresh's duration */
@@ -52,7 +55,6 @@ typedef struct RefreshNode
 	uint16		level;
 	uint16		flags;
 	bool		hi_inf;
-	int32		parent;			/* index into the node array; -1: root */
 } RefreshNode;
 
 /* Growable arrays, huge-allocation aware (a large index has many words) */
@@ -89,12 +91,12 @@ add_node(RefreshData *d)
 }
 
 /*
- * Reads every page: live nodes with their word intervals, the child ->
- * parent block of every downlink, and the words of every leaf key.
+ * Reads every page: live nodes with their word intervals and the words of
+ * every leaf key.
  */
 static void
 read_pages(Relation index, ForeinState *state, BlockNumber nblocks,
-		   RefreshData *d, BlockNumber *parent_of)
+		   RefreshData *d)
 {
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 	MemoryContext pagecxt;
@@ -139,28 +141,15 @@ read_pages(Relation index, ForeinState *state, BlockNumber nblocks,
 		node->version = opaque->version;
 		node->level = opaque->level;
 		node->flags = opaque->flags;
-		node->parent = -1;
 		forein_page_interval(state, page, &node->lo, &node->hi, &node->hi_inf);
 
 		maxoff = PageGetMaxOffsetNumber(page);
-		for (off = FOREIN_FIRST_ITEM; off <= maxoff; off++)
+		for (off = FOREIN_FIRST_ITEM; off <= maxoff && opaque->level == 0; off++)
 		{
 			ItemId		iid = PageGetItemId(page, off);
-			IndexTuple	itup;
 
-			if (!ItemIdHasStorage(iid))
-				continue;
-			itup = (IndexTuple) PageGetItem(page, iid);
-			if (opaque->level > 0)
-			{
-				BlockNumber child = FOREIN_DOWNLINK(itup);
-
-				/* a child added after nblocks was read is not in the table */
-				if (child < nblocks)
-					parent_of[child] = blkno;
-			}
-			else
-				add_word(d, forein_tuple_word(state, itup));
+			if (ItemIdHasStorage(iid))
+				add_word(d, forein_tuple_word(state, (IndexTuple) PageGetItem(page, iid)));
 		}
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(pagecxt);
@@ -169,83 +158,6 @@ read_pages(Relation index, ForeinState *state, BlockNumber nblocks,
 
 	MemoryContextDelete(pagecxt);
 	FreeAccessStrategy(strategy);
-}
-
-/*
- * Parent links.  Returns the index of the root, which is nnodes (a virtual
- * root, appended by the caller) when the top level holds several nodes (a
- * root split seen half done).
- */
-static int32
-link_parents(RefreshData *d, BlockNumber nblocks, const BlockNumber *parent_of,
-			 int32 *node_of)
-{
-	uint16		top = 0;
-	Size		ntop = 0;
-	int32		root = -1;
-	Size		i;
-
-	for (i = 0; i < d->nnodes; i++)
-	{
-		node_of[d->nodes[i].blkno] = (int32) i;
-		top = Max(top, d->nodes[i].level);
-	}
-	for (i = 0; i < d->nnodes; i++)
-	{
-		if (d->nodes[i].level == top)
-		{
-			ntop++;
-			root = (int32) i;
-		}
-	}
-	if (ntop != 1)
-		root = (int32) d->nnodes;
-
-	/* downlinks, accepted only from a node exactly one level up */
-	for (i = 0; i < d->nnodes; i++)
-	{
-		RefreshNode *n = &d->nodes[i];
-		BlockNumber p = parent_of[n->blkno];
-
-		n->parent = -2;			/* unresolved */
-		if (n->level == top)
-			n->parent = (i == (Size) root) ? -1 : root;
-		else if (p != InvalidBlockNumber && node_of[p] >= 0 &&
-				 d->nodes[node_of[p]].level == n->level + 1)
-			n->parent = node_of[p];
-	}
-
-	/*
-	 * No downlink seen: walk left along the level to the nearest node that
-	 * has a parent.  That is exactly right for the right half of an
-	 * incomplete split (FOREIN_INCOMPLETE_SPLIT on its left sibling), and a
-	 * harmless approximation for pages that changed while being read.
-	 */
-	for (i = 0; i < d->nnodes; i++)
-	{
-		RefreshNode *n = &d->nodes[i];
-		BlockNumber l = n->left;
-		Size		steps = 0;
-
-		if (n->parent != -2)
-			continue;
-		n->parent = root;
-		while (l != InvalidBlockNumber && l < nblocks && node_of[l] >= 0 &&
-			   steps++ < d->nnodes)
-		{
-			RefreshNode *ln = &d->nodes[node_of[l]];
-
-			if (ln->level != n->level)
-				break;
-			if (ln->parent >= 0)
-			{
-				n->parent = ln->parent;
-				break;
-			}
-			l = ln->left;
-		}
-	}
-	return root;
 }
 
 /* Waits forein.install_delay_ms (the modelled control plane), interruptibly */
@@ -271,19 +183,20 @@ install_delay(int delay_ms)
 typedef struct RefreshResult
 {
 	ForeinSlotBackend backend;
-	ForeinOffRecord *recs;		/* entries, then main, then bottom segments */
+	int32		backend_id;
+	char	   *image;
+	Size		image_len;
+	uint64		image_version;
 	uint32		nentries;
-	uint32		nmain;
-	uint32		nbottom;
 	uint32		nnodes;
 	uint32		capacity;
-	uint16		bottom_level;
 	BlockNumber nblocks;
 } RefreshResult;
 
 /*
  * Writes the result into the buffer readers are not using and flips the
- * slot to it.  Returns false if the slot was given to another index
+ * slot to it; the new image names no merged-away node, so the invalid list
+ * is cleared.  Returns false if the slot was given to another index
  * meanwhile (then nothing is written).
  */
 static bool
@@ -295,7 +208,6 @@ publish(int slotno, Relation index, const RefreshResult *r, uint64 events,
 	ForeinOffTable *cur;
 	uint32		next;
 	uint32		seq;
-	uint32		nrecs = r->nentries + r->nmain + r->nbottom;
 	TimestampTz now;
 	int64		took_us;
 	int64		wait_ms;
@@ -319,19 +231,20 @@ publish(int slotno, Relation index, const RefreshResult *r, uint64 events,
 	t->relid = RelationGetRelid(index);
 	t->relfilenode = forein_index_relfilenode(index);
 	t->nblocks = r->nblocks;
+	t->backend_id = r->backend_id;
 	t->nentries = r->nentries;
-	t->nmain = r->nmain;
-	t->nbottom = r->nbottom;
 	t->nnodes = r->nnodes;
 	t->capacity = r->capacity;
-	t->bottom_level = r->bottom_level;
 	t->generation = cur->generation + 1;
-	if (nrecs > 0)
-		memcpy(t->recs, r->recs, sizeof(ForeinOffRecord) * nrecs);
+	t->image_version = r->image_version;
+	t->image_len = r->image_len;
+	if (r->image_len > 0)
+		memcpy(t->image, r->image, r->image_len);
 	pg_write_barrier();
 	pg_atomic_write_u32(&t->seq, (seq | 1) + 1);
 	pg_write_barrier();
 	slot->active = next;
+	forein_off_set_invalid(slot, NULL, 0);
 
 	now = GetCurrentTimestamp();
 	took_us = now - started;
@@ -368,118 +281,184 @@ forein_refresh_failed(int slotno)
 	LWLockRelease(FOREIN_SLOT_LOCK(slotno));
 }
 
-static void
-copy_segments(ForeinOffRecord *dst, const ForeinAbiSegment *src, size_t n)
+static int
+cmp_uint64(const void *a, const void *b)
 {
-	size_t		i;
+	uint64		x = *(const uint64 *) a;
+	uint64		y = *(const uint64 *) b;
 
-	for (i = 0; i < n; i++)
-	{
-		dst[i].key = src[i].start;
-		dst[i].block = src[i].block;
-		dst[i].level = src[i].level;
-		dst[i].len = 0;
-		dst[i].layer = 0;
-	}
+	return x < y ? -1 : (x > y ? 1 : 0);
 }
 
 /*
- * Runs the selection and flattening in C++ and copies the outcome into a
- * palloc'd RefreshResult.  The C++ result is freed even if palloc ERRORs.
+ * Publishes, as invalid, the nodes the slot's current image names that the
+ * tree no longer has (node_of: the live node of each block, or -1), so
+ * that no hint leads to a merged-away page while the new image waits.
  */
 static void
-compute_table(Relation index, RefreshData *d, const double *weight,
-			  uint32 budget, bool sampled, RefreshResult *r)
+invalidate_dead_nodes(int slotno, Relation index, const RefreshData *d,
+					  const int32 *node_of, BlockNumber nblocks)
 {
-	ForeinAbiNode *abinodes;
-	ForeinAbiOptions options;
-	ForeinAbiResult *volatile result;
+	ForeinOffTableInfo info;
+	char	   *image = forein_off_copy_image(slotno, index, &info);
+	forein_offload_record *recs;
+	BlockNumber dead[FOREIN_MAX_INVALID + 1];
+	uint32		ndead = 0;
+	size_t		n;
+	size_t		i;
+
+	if (image == NULL)
+		return;
+	n = forein_offload_image_records(info.backend_id, image, info.image_len, NULL, 0);
+	recs = palloc_extended(Max(n, 1) * sizeof(forein_offload_record), MCXT_ALLOC_HUGE);
+	n = forein_offload_image_records(info.backend_id, image, info.image_len, recs, n);
+	for (i = 0; i < n && ndead <= FOREIN_MAX_INVALID; i++)
+	{
+		BlockNumber b = recs[i].node;
+		bool		live = b < nblocks && node_of[b] >= 0 &&
+			d->nodes[node_of[b]].level == recs[i].level;
+		uint32		j;
+
+		if (live)
+			continue;
+		for (j = 0; j < ndead && dead[j] != b; j++)
+			;
+		if (j == ndead)
+			dead[ndead++] = b;
+	}
+	if (ndead > 0)
+	{
+		ForeinOffSlot *slot = forein_off_slot(slotno);
+
+		LWLockAcquire(FOREIN_SLOT_LOCK(slotno), LW_EXCLUSIVE);
+		if (slot->in_use && slot->dboid == MyDatabaseId &&
+			slot->relid == RelationGetRelid(index))
+			forein_off_set_invalid(slot, dead, ndead);
+		LWLockRelease(FOREIN_SLOT_LOCK(slotno));
+	}
+	pfree(recs);
+	pfree(image);
+}
+
+/*
+ * Plans the index's image through the offload C ABI: a manager over a new
+ * device of the index's backend, given the live nodes, the sampled leaves
+ * and the keys' words.  Copies the image into a palloc'd RefreshResult; the
+ * manager is destroyed even if an ERROR is thrown.
+ */
+static void
+compute_image(Relation index, RefreshData *d, const int32 *node_of,
+			  const uint32 *ring, uint64 nsamples, RefreshResult *r)
+{
+	forein_offload_config config;
+	forein_offload_node *nodes;
+	forein_offload_manager *volatile m = NULL;
 	char		errbuf[512];
+	Size		nnodes = 0;
 	Size		i;
 
-	abinodes = palloc_extended(d->nnodes * sizeof(ForeinAbiNode), MCXT_ALLOC_HUGE);
+	nodes = palloc_extended(Max(d->nnodes, 1) * sizeof(forein_offload_node), MCXT_ALLOC_HUGE);
 	for (i = 0; i < d->nnodes; i++)
 	{
 		RefreshNode *n = &d->nodes[i];
+		forein_offload_node *c = &nodes[nnodes++];
 
-		abinodes[i].lo = n->lo;
-		abinodes[i].hi = n->hi;
-		abinodes[i].hi_inf = n->hi_inf ? 1 : 0;
-		abinodes[i].version = n->version;
-		abinodes[i].weight = weight[i];
-		abinodes[i].block = n->blkno;
-		abinodes[i].parent = n->parent;
-		abinodes[i].level = n->level;
-		abinodes[i].pad = 0;
+		memset(c, 0, sizeof(*c));
+		c->lo = n->lo;
+		c->hi = n->hi;
+		c->hi_inf = n->hi_inf ? 1 : 0;
+		c->version = n->version;
+		c->node = n->blkno;
+		c->level = n->level;
 	}
+	qsort(d->words, d->nwords, sizeof(uint64), cmp_uint64);
 
-	options.budget = budget;
-	options.bottom_line_level = 1;
+	forein_offload_config_init(&config);
+	/* the slot holds one whole image: the index may use all of it */
+	config.capacity = r->capacity;
+	config.budget = r->capacity;
 	/* without samples every leaf weighs the same: nothing is hot */
-	options.hot_leaves = sampled ? FOREIN_HOT_LEAVES : 0;
+	config.hot_leaves = nsamples > 0 ? FOREIN_HOT_LEAVES : 0;
 
 	errbuf[0] = '\0';
-	result = NULL;
 	PG_TRY();
 	{
-		ForeinAbiSummary s;
-		uint32		nrecs;
+		forein_offload_stats st;
+		forein_offload_record *recs;
+		size_t		nrecs;
+		bool	   *named;
+		uint32		distinct = 0;
 
-		result = forein_abi_build(abinodes, d->nnodes, d->words, d->nwords,
-								  &options, errbuf, sizeof(errbuf));
-		if (result == NULL)
+		m = forein_offload_manager_create(r->backend_id, &config, errbuf, sizeof(errbuf));
+		if (m == NULL ||
+			forein_offload_manager_sync_nodes(m, nodes, nnodes, errbuf, sizeof(errbuf)) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("could not compute the offload table of index \"%s\": %s",
+					 errmsg("could not plan the offload image of index \"%s\": %s",
 							RelationGetRelationName(index), errbuf)));
-		forein_abi_summary(result, &s);
-		if (s.entries + s.main_segments + s.bottom_segments >
-			forein_off_shared->table_records)
+
+		/* one access per sampled leaf, at the leaf's first word */
+		for (i = 0; i < nsamples; i++)
+		{
+			BlockNumber b = ring[i];
+
+			if (b < r->nblocks && node_of[b] >= 0 && d->nodes[node_of[b]].level == 0)
+				forein_offload_manager_record_access(m, d->nodes[node_of[b]].lo);
+		}
+
+		if (forein_offload_manager_refresh(m, d->words, d->nwords, errbuf, sizeof(errbuf)) != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("offload table of index \"%s\" does not fit its slot (%zu entries, %zu + %zu segments)",
-							RelationGetRelationName(index), s.entries,
-							s.main_segments, s.bottom_segments)));
-		nrecs = (uint32) (s.entries + s.main_segments + s.bottom_segments);
-		r->recs = palloc(sizeof(ForeinOffRecord) * Max(nrecs, 1));
-		for (i = 0; i < s.entries; i++)
-		{
-			const ForeinAbiEntry *e = &forein_abi_entries(result)[i];
+					 errmsg("could not plan the offload image of index \"%s\": %s",
+							RelationGetRelationName(index), errbuf)));
+		forein_offload_manager_stats(m, &st);
+		if (st.image_bytes > forein_off_shared->image_bytes)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("offload image of index \"%s\" does not fit its slot (%llu bytes, room for %zu)",
+							RelationGetRelationName(index),
+							(unsigned long long) st.image_bytes,
+							forein_off_shared->image_bytes)));
+		r->image = palloc_extended(Max(st.image_bytes, 1), MCXT_ALLOC_HUGE);
+		r->image_len = forein_offload_manager_image(m, r->image, st.image_bytes,
+													&r->image_version);
+		r->nentries = (uint32) st.used;
 
-			r->recs[i].key = e->value;
-			r->recs[i].block = e->block;
-			r->recs[i].level = e->level;
-			r->recs[i].len = e->len;
-			r->recs[i].layer = e->layer;
+		/* distinct nodes named by the image */
+		nrecs = forein_offload_image_records(r->backend_id, r->image, r->image_len, NULL, 0);
+		recs = palloc_extended(Max(nrecs, 1) * sizeof(forein_offload_record), MCXT_ALLOC_HUGE);
+		nrecs = forein_offload_image_records(r->backend_id, r->image, r->image_len, recs, nrecs);
+		named = palloc_extended(Max(d->nnodes, 1), MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		for (i = 0; i < nrecs; i++)
+		{
+			BlockNumber b = recs[i].node;
+
+			if (b < r->nblocks && node_of[b] >= 0 && !named[node_of[b]])
+			{
+				named[node_of[b]] = true;
+				distinct++;
+			}
 		}
-		copy_segments(r->recs + s.entries, forein_abi_main_segments(result),
-					  s.main_segments);
-		copy_segments(r->recs + s.entries + s.main_segments,
-					  forein_abi_bottom_segments(result), s.bottom_segments);
-		r->nentries = (uint32) s.entries;
-		r->nmain = (uint32) s.main_segments;
-		r->nbottom = (uint32) s.bottom_segments;
-		r->nnodes = (uint32) s.nodes;
-		r->bottom_level = s.bottom_line_level;
-		elog(DEBUG1, "forein: index \"%s\": %zu entries (bottom line level %u: %zu, main %zu, hot leaves %zu) on %zu nodes, modelled AMA %.1f",
-			 RelationGetRelationName(index), s.entries, s.bottom_line_level,
-			 s.bottom_line_entries, s.main_entries, s.hot_leaf_entries,
-			 s.nodes, s.modelled_ama);
+		r->nnodes = distinct;
+		elog(DEBUG1, "forein: index \"%s\": %s image of %zu bytes, %u %s on %u nodes",
+			 RelationGetRelationName(index), forein_offload_backend_name(r->backend_id),
+			 r->image_len, r->nentries, forein_offload_backend_unit(r->backend_id),
+			 r->nnodes);
 	}
 	PG_FINALLY();
 	{
-		if (result != NULL)
-			forein_abi_free(result);
+		forein_offload_manager_destroy(m);
 	}
 	PG_END_TRY();
-	pfree(abinodes);
+	pfree(nodes);
 }
 
 /*
- * Recomputes the index's offload table and publishes it into its slot.
+ * Recomputes the index's offload image and publishes it into its slot.
  * With `delay`, waits forein.install_delay_ms between computing and
- * installing, as the switch's control plane would.  Returns the number of
- * installed entries.  The caller holds a lock on the index.
+ * installing, as the device's control plane would (merged-away nodes are
+ * published as invalid before the wait).  Returns the number of installed
+ * records.  The caller holds a lock on the index.
  */
 int64
 forein_refresh_index(Relation index, int slotno, bool delay)
@@ -506,9 +485,10 @@ forein_refresh_index(Relation index, int slotno, bool delay)
 	memset(&r, 0, sizeof(r));
 	r.capacity = forein_index_budget(index);
 	r.nblocks = RelationGetNumberOfBlocks(index);
+	r.backend_id = forein_index_backend(index);
 	state = forein_get_state(index);
 
-	if (forein_index_offload(index) == FOREIN_OFFLOAD_NONE || !state->has_words)
+	if (!forein_index_offloaded(index) || !state->has_words)
 	{
 		/* nothing to offload: say so, and stop the worker from trying */
 		r.backend = FOREIN_SLOT_NONE;
@@ -517,15 +497,13 @@ forein_refresh_index(Relation index, int slotno, bool delay)
 	else
 	{
 		RefreshData d;
-		BlockNumber *parent_of;
 		int32	   *node_of;
-		int32		root;
 		uint32	   *ring = forein_off_ring(slot);
 		uint64		nsamples = Min(samples, (uint64) FOREIN_SAMPLE_RING);
-		double	   *weight;
+		uint32	   *ring_copy;
 		Size		i;
 
-		r.backend = FOREIN_SLOT_SWITCH_LPM;
+		r.backend = FOREIN_SLOT_IMAGE;
 
 		d.nodes_alloc = 64;
 		d.nodes = palloc(d.nodes_alloc * sizeof(RefreshNode));
@@ -533,55 +511,23 @@ forein_refresh_index(Relation index, int slotno, bool delay)
 		d.words_alloc = 1024;
 		d.words = palloc(d.words_alloc * sizeof(uint64));
 		d.nwords = 0;
-		parent_of = palloc_extended(Max(r.nblocks, 1) * sizeof(BlockNumber),
-									MCXT_ALLOC_HUGE);
-		node_of = palloc_extended(Max(r.nblocks, 1) * sizeof(int32),
-								  MCXT_ALLOC_HUGE);
+		node_of = palloc_extended(Max(r.nblocks, 1) * sizeof(int32), MCXT_ALLOC_HUGE);
 		for (i = 0; i < r.nblocks; i++)
-		{
-			parent_of[i] = InvalidBlockNumber;
 			node_of[i] = -1;
-		}
 
-		read_pages(index, state, r.nblocks, &d, parent_of);
+		read_pages(index, state, r.nblocks, &d);
+		for (i = 0; i < d.nnodes; i++)
+			node_of[d.nodes[i].blkno] = (int32) i;
 
+		/* the ring is written without locks: take a stable copy */
+		ring_copy = palloc(Max(nsamples, 1) * sizeof(uint32));
+		for (i = 0; i < nsamples; i++)
+			ring_copy[i] = ((volatile uint32 *) ring)[i];
+
+		if (delay && forein_install_delay_ms > 0)
+			invalidate_dead_nodes(slotno, index, &d, node_of, r.nblocks);
 		if (d.nnodes > 0)
-		{
-			root = link_parents(&d, r.nblocks, parent_of, node_of);
-			if (root == (int32) d.nnodes)
-			{
-				RefreshNode *v = add_node(&d);
-				uint16		top = 0;
-
-				for (i = 0; i + 1 < d.nnodes; i++)
-					top = Max(top, d.nodes[i].level);
-				memset(v, 0, sizeof(*v));
-				v->blkno = 0;	/* never installed: the fallback */
-				v->left = InvalidBlockNumber;
-				v->level = top + 1;
-				v->hi_inf = true;
-				v->parent = -1;
-			}
-
-			/*
-			 * Leaf weights: one per sampled access in the ring, plus a prior
-			 * of one so an unsampled tree still covers its leaves evenly.
-			 */
-			weight = palloc_extended(d.nnodes * sizeof(double),
-									 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-			for (i = 0; i < d.nnodes; i++)
-				if (d.nodes[i].level == 0 && d.nodes[i].blkno != 0)
-					weight[i] = 1.0;
-			for (i = 0; i < nsamples; i++)
-			{
-				BlockNumber b = ring[i];
-
-				if (b < r.nblocks && node_of[b] >= 0 && d.nodes[node_of[b]].level == 0)
-					weight[node_of[b]] += 1.0;
-			}
-
-			compute_table(index, &d, weight, r.capacity, nsamples > 0, &r);
-		}
+			compute_image(index, &d, node_of, ring_copy, nsamples, &r);
 	}
 
 	if (delay && forein_install_delay_ms > 0)

@@ -21,10 +21,12 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/rel.h"
 
 #include "forein.h"
+#include "forein_offload.h"
 #include "forein_offload_int.h"
 
 PG_FUNCTION_INFO_V1(forein_stats);
@@ -60,11 +62,33 @@ open_forein_index(Oid relid, bool check, ForeinPrivilege need)
 }
 
 /*
+ * Why an index gets no hints, or NULL if nothing stands in the way.  Used
+ * by forein_stats (status) and forein_refresh (NOTICE).
+ */
+static const char *
+offload_off_reason(Relation index)
+{
+	if (forein_off_shared == NULL)
+		return "inactive: forein is not in shared_preload_libraries";
+	if (!forein_offload_enabled)
+		return "off: forein.offload is off";
+	if (index->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		return "off: temporary indexes are not offloaded";
+	if (!forein_index_offloaded(index))
+		return "off: the index's offload backend is none";
+	if (!forein_get_state(index)->has_words)
+		return "off: the keys have no order-preserving offload word (a nondeterministic collation?)";
+	return NULL;
+}
+
+/*
  * forein_stats(index regclass): backend, lookups, hint_hits, move_rights,
- * fallbacks, installed_entries, capacity_entries, installed_nodes.
+ * fallbacks, installed_entries, capacity_entries, installed_nodes, status.
  *
  * Counters are the shared ones of the index's slot plus this backend's
  * counts from times it had no slot (without preloading, only those).
+ * Entries are the backend's records, in its unit (LPM entries for
+ * switch_lpm).  status says whether hints are active and, if not, why.
  */
 Datum
 forein_stats(PG_FUNCTION_ARGS)
@@ -73,11 +97,13 @@ forein_stats(PG_FUNCTION_ARGS)
 	/* public: counters and sizes only, like pg_stat_user_indexes */
 	Relation	index = open_forein_index(relid, false, FOREIN_PRIV_SELECT);
 	TupleDesc	tupdesc;
-	Datum		values[8];
-	bool		nulls[8] = {0};
+	Datum		values[9];
+	bool		nulls[9] = {0};
 	uint64		counts[4];
 	ForeinOffTableInfo info;
 	const char *backend;
+	const char *reason = offload_off_reason(index);
+	char		status[256];
 	int			slotno = -1;
 	uint64		capacity = 0;
 
@@ -89,14 +115,11 @@ forein_stats(PG_FUNCTION_ARGS)
 
 	if (forein_off_shared == NULL)
 		backend = "inactive";
-	else if (!forein_offload_enabled ||
-			 index->rd_rel->relpersistence == RELPERSISTENCE_TEMP ||
-			 forein_index_offload(index) == FOREIN_OFFLOAD_NONE ||
-			 !forein_get_state(index)->has_words)
+	else if (reason != NULL)
 		backend = "none";
 	else
 	{
-		backend = "switch_lpm";
+		backend = forein_offload_backend_name(forein_index_backend(index));
 		capacity = forein_index_budget(index);
 	}
 
@@ -113,6 +136,17 @@ forein_stats(PG_FUNCTION_ARGS)
 		forein_off_table_info(slotno, index, &info);
 	}
 
+	if (reason != NULL)
+		snprintf(status, sizeof(status), "%s", reason);
+	else if (slotno < 0)
+		snprintf(status, sizeof(status),
+				 "no slot: all %d offload slots (forein.max_indexes) are held by other indexes",
+				 forein_off_shared->max_indexes);
+	else if (!info.valid)
+		snprintf(status, sizeof(status), "pending: the first image is being computed");
+	else
+		snprintf(status, sizeof(status), "active");
+
 	values[0] = CStringGetTextDatum(backend);
 	values[1] = Int64GetDatum((int64) counts[0]);
 	values[2] = Int64GetDatum((int64) counts[1]);
@@ -121,6 +155,7 @@ forein_stats(PG_FUNCTION_ARGS)
 	values[5] = Int64GetDatum(info.valid ? (int64) info.nentries : 0);
 	values[6] = Int64GetDatum((int64) capacity);
 	values[7] = Int64GetDatum(info.valid ? (int64) info.nnodes : 0);
+	values[8] = CStringGetTextDatum(status);
 
 	relation_close(index, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
@@ -128,14 +163,16 @@ forein_stats(PG_FUNCTION_ARGS)
 
 /*
  * forein_refresh(index regclass) returns bigint: recomputes the index's
- * table in this backend (honouring forein.install_delay_ms) and installs
- * it; returns the installed entries.
+ * image in this backend (honouring forein.install_delay_ms) and installs
+ * it; returns the installed records.  When the index gets no hints (no
+ * free slot, offload off) it says why in a NOTICE and returns 0.
  */
 Datum
 forein_refresh(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
 	Relation	index = open_forein_index(relid, true, FOREIN_PRIV_OWNER);
+	const char *reason;
 	int			slotno;
 	int64		installed;
 
@@ -147,9 +184,13 @@ forein_refresh(PG_FUNCTION_ARGS)
 				 errhint("Add \"forein\" to shared_preload_libraries and restart the server.")));
 
 	/* nothing to install: offload off here, or a temporary index */
-	if (!forein_offload_enabled ||
-		index->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+	reason = offload_off_reason(index);
+	if (reason != NULL && (!forein_offload_enabled ||
+						   index->rd_rel->relpersistence == RELPERSISTENCE_TEMP))
 	{
+		ereport(NOTICE,
+				(errmsg("index \"%s\" gets no offload hints", RelationGetRelationName(index)),
+				 errdetail("%s", reason)));
 		relation_close(index, AccessShareLock);
 		PG_RETURN_INT64(0);
 	}
@@ -158,13 +199,16 @@ forein_refresh(PG_FUNCTION_ARGS)
 	forein_off_forget_slot(index);
 	slotno = forein_off_find_slot(index, true);
 	if (slotno < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("no free offload slot for index \"%s\"",
+	{
+		ereport(NOTICE,
+				(errmsg("index \"%s\" gets no offload hints: no free offload slot",
 						RelationGetRelationName(index)),
-				 errdetail("All %d slots are held by indexes used in the last %d seconds.",
-						   forein_off_shared->max_indexes, FOREIN_SLOT_IDLE_MS / 1000),
-				 errhint("Raise forein.max_indexes.")));
+				 errdetail("All %d slots (forein.max_indexes) are held by other indexes; a slot is freed when its index or database is dropped.",
+						   forein_off_shared->max_indexes),
+				 errhint("Raise forein.max_indexes and restart, or drop an offloaded index.")));
+		relation_close(index, AccessShareLock);
+		PG_RETURN_INT64(0);
+	}
 
 	installed = forein_refresh_index(index, slotno, true);
 	relation_close(index, AccessShareLock);
@@ -184,8 +228,8 @@ uint64_numeric(uint64 v)
 
 /*
  * forein_offload_entries(index regclass) returns setof (prefix numeric,
- * prefix_len integer, node bigint, level integer): the entries of the
- * installed table, by prefix.
+ * prefix_len integer, node bigint, level integer): the records of the
+ * published image, as the backend lists them (switch_lpm: its LPM entries).
  */
 Datum
 forein_offload_entries(PG_FUNCTION_ARGS)
@@ -194,26 +238,37 @@ forein_offload_entries(PG_FUNCTION_ARGS)
 	Oid			relid = PG_GETARG_OID(0);
 	/* the entries reveal key prefixes: SELECT on the table */
 	Relation	index = open_forein_index(relid, true, FOREIN_PRIV_SELECT);
-	ForeinOffRecord *entries = NULL;
-	uint32		n = 0;
-	uint32		i;
+	forein_offload_record *recs = NULL;
+	size_t		n = 0;
+	size_t		i;
 	int			slotno;
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	slotno = forein_off_find_slot(index, false);
 	if (slotno >= 0)
-		entries = forein_off_copy_entries(slotno, index, &n);
+	{
+		ForeinOffTableInfo info;
+		char	   *image = forein_off_copy_image(slotno, index, &info);
+
+		if (image != NULL)
+		{
+			n = forein_offload_image_records(info.backend_id, image, info.image_len, NULL, 0);
+			recs = palloc_extended(Max(n, 1) * sizeof(forein_offload_record), MCXT_ALLOC_HUGE);
+			n = forein_offload_image_records(info.backend_id, image, info.image_len, recs, n);
+			pfree(image);
+		}
+	}
 
 	for (i = 0; i < n; i++)
 	{
 		Datum		values[4];
 		bool		nulls[4] = {0};
 
-		values[0] = uint64_numeric(entries[i].key);
-		values[1] = Int32GetDatum((int32) entries[i].len);
-		values[2] = Int64GetDatum((int64) entries[i].block);
-		values[3] = Int32GetDatum((int32) entries[i].level);
+		values[0] = uint64_numeric(recs[i].key);
+		values[1] = Int32GetDatum((int32) recs[i].key_bits);
+		values[2] = Int64GetDatum((int64) recs[i].node);
+		values[3] = Int32GetDatum((int32) recs[i].level);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 

@@ -100,7 +100,7 @@ claim_if_dirty(int slotno, TimestampTz now)
 			if (pg_atomic_read_u32(&slot->stale) != 0 ||
 				slot->backend == FOREIN_SLOT_NEVER)
 				dirty = true;
-			else if (slot->backend == FOREIN_SLOT_SWITCH_LPM)
+			else if (slot->backend == FOREIN_SLOT_IMAGE)
 				dirty = pg_atomic_read_u64(&slot->events) != slot->events_at_refresh ||
 					pg_atomic_read_u64(&slot->samples) - slot->samples_at_refresh >=
 					FOREIN_RESAMPLE_THRESHOLD;

@@ -130,12 +130,14 @@ LANGUAGE C STRICT PARALLEL RESTRICTED;
 
 -- BEGIN offload functions (pg_extension/forein_offload.c)
 
--- Offload statistics of one index.  backend: 'switch_lpm'; 'none' when the
--- index has offload = 'none', forein.offload is off, the index is temporary
--- or its keys have no order-preserving word (text under a non-C collation);
--- 'inactive' when forein is not in shared_preload_libraries.  Counters:
--- descents to a leaf, those that started at a validated hint, sibling steps
--- after a hint, and those whose hints all failed.
+-- Offload statistics of one index.  backend: the index's offload backend
+-- (reloption offload, a registered name such as 'switch_lpm'); 'none' when
+-- it gets no hints (offload = 'none', forein.offload off, a temporary index,
+-- keys without an order-preserving word); 'inactive' when forein is not in
+-- shared_preload_libraries.  Counters: descents to a leaf, those that
+-- started at a validated hint, sibling steps after a hint, and those whose
+-- hints all failed.  Entries are the backend's records in its unit (LPM
+-- entries for switch_lpm).  status: 'active', or why there are no hints.
 CREATE FUNCTION forein_stats(index regclass,
 	OUT backend text,
 	OUT lookups bigint,
@@ -144,20 +146,23 @@ CREATE FUNCTION forein_stats(index regclass,
 	OUT fallbacks bigint,
 	OUT installed_entries bigint,
 	OUT capacity_entries bigint,
-	OUT installed_nodes bigint)
+	OUT installed_nodes bigint,
+	OUT status text)
 RETURNS record
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
--- Recomputes the index's offload table now, in this session, and installs
--- it (after forein.install_delay_ms); returns the installed entries.
+-- Recomputes the index's offload image now, in this session, and installs
+-- it (after forein.install_delay_ms); returns the installed entries (0 with
+-- a NOTICE saying why when the index gets no hints).
 CREATE FUNCTION forein_refresh(index regclass)
 RETURNS bigint
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 
--- The installed LPM entries: prefix (the high prefix_len bits of a 64-bit
--- key word, as an unsigned number) -> node (block) at level (0 = leaf).
+-- The installed entries of the published image: prefix (the high
+-- prefix_len bits of a 64-bit key word, as an unsigned number) -> node
+-- (block) at level (0 = leaf).
 CREATE FUNCTION forein_offload_entries(index regclass,
 	OUT prefix numeric,
 	OUT prefix_len integer,

@@ -47,18 +47,18 @@ extern size_t forein_offload_max_image_bytes(int id, uint64_t capacity);
 
 /* ---- images ------------------------------------------------------------ */
 
-typedef struct forein_offload_hint
+typedef struct forein_offload_start_hint
 {
 	uint32_t	node;			/* 0: no hint */
 	uint16_t	level;			/* 0 = leaf */
 	uint16_t	pad;
 	uint64_t	version;
-} forein_offload_hint;
+} forein_offload_start_hint;
 
 typedef struct forein_offload_hints
 {
-	forein_offload_hint primary;
-	forein_offload_hint secondary;	/* tried when the primary fails */
+	forein_offload_start_hint primary;
+	forein_offload_start_hint secondary;	/* tried when the primary fails */
 } forein_offload_hints;
 
 /*

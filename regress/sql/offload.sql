@@ -25,7 +25,12 @@ SELECT count(*) = (SELECT installed_entries FROM forein_stats('off_a')) AS entri
 FROM forein_offload_entries('off_a');
 SELECT bool_and(prefix_len BETWEEN 0 AND 64 AND level >= 0 AND node > 0) AS entries_sane
 FROM forein_offload_entries('off_a');
-SELECT backend, installed_entries FROM forein_stats('off_none');
+SELECT backend, installed_entries, status FROM forein_stats('off_none');
+SELECT status FROM forein_stats('off_a');
+-- an index cannot ask for more entries than the server reserved per slot
+CREATE INDEX off_big ON off USING forein (a) WITH (lpm_entries = 100000);
+ALTER INDEX off_a SET (lpm_entries = 100000);
+ALTER INDEX off_a SET (offload = 'fattree');
 SELECT forein_refresh('off_none');
 
 -- lookups are counted

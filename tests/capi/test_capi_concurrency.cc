@@ -65,7 +65,7 @@ TEST_CASE("capi: readers never block or see garbage while the writer publishes",
         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
         forein_offload_hints h;
         forein_offload_manager_hint(m, x, &h);
-        for (const forein_offload_hint& one : {h.primary, h.secondary}) {
+        for (const forein_offload_start_hint& one : {h.primary, h.secondary}) {
           const std::uint32_t n = one.node;
           const bool known = n == 0 || n == 1 || (n >= 100 && n < 164) || (n >= 200 && n < 296);
           if (!known) bad.fetch_add(1);
