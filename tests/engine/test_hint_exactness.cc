@@ -1,4 +1,4 @@
-// Hint exactness (shared/DESIGN.md contract 2): "the hinted leaf is exactly
+// Hint exactness (docs/design.md contract 2): "the hinted leaf is exactly
 // the leaf a root descent would reach for k". For every probe key (present
 // keys, absent keys between and beyond them, keys sharing a prefix word, the
 // empty key, maximum keys) start_leaf(k, &hints) must equal leaf_for(k) for

@@ -1,5 +1,5 @@
 // Hint safety: a hint is advice and can never change a result
-// (shared/DESIGN.md, "A hint is advice and is never trusted").
+// (docs/design.md, "A hint is advice and is never trusted").
 //
 // A model-test-like random stream (puts, erases, gets, scans; growth and
 // heavy-delete phases) where every operation carries random, stale or

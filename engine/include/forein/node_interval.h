@@ -1,5 +1,5 @@
 // What the tree tells the offload layer, and what the offload layer hands
-// back (shared/DESIGN.md contracts 2 and 3).
+// back (docs/design.md contracts 2 and 3).
 #pragma once
 
 #include <cstdint>
