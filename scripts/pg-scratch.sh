@@ -74,9 +74,17 @@ pg_kill_tree() {
 		for k in $(ps -o pid= --ppid "$p" 2>/dev/null); do todo+=("$k"); done
 	done
 	kill -TERM "${all[@]}" 2>/dev/null || true
-	local i
+	local i alive
 	for i in $(seq 50); do
-		kill -0 "${all[@]}" 2>/dev/null || return 0
+		alive=0
+		for p in "${all[@]}"; do
+			# gone, or a zombie waiting for its parent
+			case $(awk '{print $3}' "/proc/$p/stat" 2>/dev/null) in
+				'' | Z | X) ;;
+				*) alive=1 ;;
+			esac
+		done
+		[ $alive -eq 1 ] || return 0
 		sleep 0.1
 	done
 	kill -KILL "${all[@]}" 2>/dev/null || true

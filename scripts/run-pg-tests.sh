@@ -111,6 +111,7 @@ tap_cleanup() {
 	if [ -d "$tap_scratch/tmp_check/log" ]; then
 		rm -rf "$tapdir/log"
 		cp -R "$tap_scratch/tmp_check/log" "$tapdir/log" 2>/dev/null || true
+		echo "TAP logs: $tapdir/log/"
 	fi
 	if [ -n "${PG_TEST_NOCLEAN:-}" ]; then
 		echo "run-pg-tests: PG_TEST_NOCLEAN: kept $tap_scratch (remove it yourself)"
