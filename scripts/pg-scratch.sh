@@ -103,9 +103,10 @@ pg_scratch_stop_servers() {
 			pg_as_owner "$PG_BINDIR/pg_ctl" -D "$data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
 		fi
 		case $pid in '' | *[!0-9]*) continue ;; esac
-		# still there, and still a postgres whose data directory is this one
+		# still there, and still a postmaster of this data directory (its
+		# working directory; the command line may name it relatively)
 		if kill -0 "$pid" 2>/dev/null &&
-			tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -F -- "$data"; then
+			[ "$(readlink "/proc/$pid/cwd" 2>/dev/null)" = "$(cd "$data" 2>/dev/null && pwd -P)" ]; then
 			echo "pg-scratch: killing postmaster $pid of $data" >&2
 			kill -KILL "$pid" 2>/dev/null || true
 		fi
