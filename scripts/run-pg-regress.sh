@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
 		--build) build=$(cd "$2" && pwd -P); shift ;;
 		--no-preload) preload=0 ;;
 		--vs-btree) vs_btree=1 ;;
-		-h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		-h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		-*) echo "run-pg-regress: unknown option $1" >&2; exit 2 ;;
 		*) tests+=("$1") ;;
 	esac

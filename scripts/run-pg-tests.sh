@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
 		--no-install) install=0 ;;
 		--regress-only) do_tap=0 ;;
 		--tap-only) do_regress=0 ;;
-		-h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		-h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		-*) echo "run-pg-tests: unknown option $1" >&2; exit 2 ;;
 		*) tap_files+=("$1") ;;
 	esac
