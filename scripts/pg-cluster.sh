@@ -20,7 +20,8 @@
 #   env        export lines for clients (PGHOST, PGPORT, PGDATA, ...)
 #   sockdir    the Unix socket directory       initdb.log
 #   log        the server log: a link into the scratch directory while the
-#              server runs, a copy once stopped
+#              server runs, a copy once stopped (log.failed: the log of
+#              a start that failed)
 # stop stops the server, copies its log to DIR/log and removes the scratch
 # directory (data included): every start makes a fresh cluster.
 #
@@ -101,7 +102,7 @@ cmd_start() {
 	fi
 	# what an interrupted earlier run of this DIR left behind
 	cmd_stop "$dir" immediate
-	rm -f "$dir/port" "$dir/env" "$dir/sockdir" "$dir/log" "$dir/initdb.log"
+	rm -f "$dir/port" "$dir/env" "$dir/sockdir" "$dir/log" "$dir/log.failed" "$dir/initdb.log"
 
 	local scratch
 	scratch=$(pg_scratch_new forein-pg) || die "no scratch directory for the cluster"
