@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# demo.sh: the main job. Starts a private PostgreSQL (build/demo-pg) with
-# forein preloaded, creates forein indexes on pgbench's accounts and on a
-# text column, shows the planner using them, installs the switch LPM
-# entries, and shows lookups starting from hardware hints (forein_stats),
-# then the engine's own demo. Run through `make demo`, which builds and
-# installs first.
+# demo.sh: the main job. Starts a private PostgreSQL with forein
+# preloaded, creates forein indexes on pgbench's accounts and on a text
+# column, shows the planner using them, installs the switch LPM entries,
+# and shows lookups starting from hardware hints (forein_stats), then the
+# engine's own demo. Run through `make demo`, which builds and installs
+# first.
+#
+# The cluster (scripts/pg-cluster.sh) keeps its data, socket and server log
+# in a scratch directory under ${TMPDIR:-/tmp} that the server's user can
+# always write; its port, client settings (env) and server log are under
+# build/demo-pg.  It is stopped and its scratch directory removed when the
+# demo ends, also on a failure or Ctrl-C.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,14 +19,17 @@ CLUSTER=$BUILD/demo-pg
 
 bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true
 rm -rf "$CLUSTER"   # a fresh cluster every time
-bash "$ROOT/scripts/pg-cluster.sh" start "$CLUSTER" --set shared_buffers=256MB >/dev/null
 trap 'bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+bash "$ROOT/scripts/pg-cluster.sh" start "$CLUSTER" --set shared_buffers=256MB >/dev/null
 # shellcheck disable=SC1091
 source "$CLUSTER/env"
 
 run() { psql -X -v ON_ERROR_STOP=1 -e postgres "$@"; }
 
-echo "== PostgreSQL $(pg_config --version) on port $PGPORT, data in $CLUSTER"
+echo "== PostgreSQL $(pg_config --version) on port $PGPORT, data in $PGDATA"
+echo "   (a scratch directory, removed when the demo ends; server log: $CLUSTER/log)"
 pgbench -q -i -s 5 -I dtgv postgres >/dev/null 2>&1
 run -c "CREATE EXTENSION forein"
 run -c "CREATE INDEX accounts_aid_forein ON pgbench_accounts USING forein (aid)"

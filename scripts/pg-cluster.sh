@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# pg-cluster.sh: a private PostgreSQL cluster for forein's tests, kept in a
-# directory of the build tree and listening on a free port.
+# pg-cluster.sh: a private PostgreSQL cluster for forein's tests and demo,
+# listening on a free port.
 #
 #   scripts/pg-cluster.sh start DIR [--no-preload] [--fsync] [--set NAME=VALUE]...
 #   scripts/pg-cluster.sh stop DIR [fast|immediate]
@@ -8,17 +8,27 @@
 #   scripts/pg-cluster.sh env DIR          # prints export lines for PG* vars
 #   scripts/pg-cluster.sh psql DIR [psql arguments...]
 #
-# start runs initdb the first time (superuser "postgres", trust auth, UTF8,
-# C locale), then starts the server on a port nothing else is using, with
+# start runs initdb (superuser "postgres", trust auth, UTF8, C locale), then
+# starts the server on a port nothing else is using, with
 # shared_preload_libraries = 'forein' (unless --no-preload) and fsync off
-# (unless --fsync).  Files in DIR:
-#   data/      the cluster          log        the server log
-#   port       the port             env        export lines for clients
-#   sockdir    the Unix socket directory
+# (unless --fsync).  The cluster itself (data directory, Unix socket,
+# server log) lives in a scratch directory that the server's user can
+# always write, whatever the checkout's permissions: mode 0700, made by
+# mktemp -d under ${TMPDIR:-/tmp} (see scripts/pg-scratch.sh).  DIR (in the
+# build tree) holds what clients need:
+#   scratch    the scratch directory's path    port    the port
+#   env        export lines for clients (PGHOST, PGPORT, PGDATA, ...)
+#   sockdir    the Unix socket directory       initdb.log
+#   log        the server log: a link into the scratch directory while the
+#              server runs, a copy once stopped (log.failed: the log of
+#              a start that failed)
+# stop stops the server, copies its log to DIR/log and removes the scratch
+# directory (data included): every start makes a fresh cluster.
 #
 # As root, initdb and the server run as an unprivileged user
-# ($PG_CLUSTER_USER, default "postgres", created if missing) who owns DIR.
-# Binaries come from `pg_config --bindir` ($PG_CONFIG, default pg_config).
+# ($PG_CLUSTER_USER, default "postgres", created if missing) who owns the
+# scratch directory.  Binaries come from `pg_config --bindir` ($PG_CONFIG,
+# default pg_config).
 set -euo pipefail
 
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -31,28 +41,16 @@ command -v "$PG_CONFIG" >/dev/null 2>&1 ||
 BINDIR=$("$PG_CONFIG" --bindir)
 [ -x "$BINDIR/initdb" ] && [ -x "$BINDIR/pg_ctl" ] ||
 	die "no initdb/pg_ctl in $BINDIR (install postgresql-15)"
+PG_BINDIR=$BINDIR
+# shellcheck source=pg-scratch.sh
+. "$(dirname "$0")/pg-scratch.sh"
 
 usage() {
 	sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
-# as_owner CMD...: run CMD as the cluster's owner.
-as_owner() {
-	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u "$PG_CLUSTER_USER" -- "$@"
-	else
-		"$@"
-	fi
-}
-
-ensure_user() {
-	[ "$(id -u)" -eq 0 ] || return 0
-	if ! id "$PG_CLUSTER_USER" >/dev/null 2>&1; then
-		echo "pg-cluster: creating system user $PG_CLUSTER_USER" >&2
-		useradd --system --no-create-home --shell /usr/sbin/nologin "$PG_CLUSTER_USER"
-	fi
-}
+as_owner() { pg_as_owner "$@"; }
 
 # port_busy PORT: true when something accepts connections on 127.0.0.1:PORT.
 port_busy() {
@@ -74,6 +72,14 @@ free_port() {
 
 abs_dir() { mkdir -p "$1" && (cd "$1" && pwd -P); }
 
+# scratch_of DIR: the scratch directory DIR's cluster lives in (empty if none).
+scratch_of() { cat "$1/scratch" 2>/dev/null || true; }
+
+# running DATA: true when a server runs in data directory DATA.
+running() {
+	[ -f "$1/postmaster.pid" ] && as_owner "$BINDIR/pg_ctl" -D "$1" status >/dev/null 2>&1
+}
+
 cmd_start() {
 	local dir=$1; shift
 	local preload=1 fsync=off
@@ -88,31 +94,29 @@ cmd_start() {
 		shift
 	done
 
-	ensure_user
 	dir=$(abs_dir "$dir")
-	local data=$dir/data
-	if [ -f "$data/postmaster.pid" ] && as_owner "$BINDIR/pg_ctl" -D "$data" status >/dev/null 2>&1; then
-		die "a server is already running in $data (port $(cat "$dir/port" 2>/dev/null))"
+	local old
+	old=$(scratch_of "$dir")
+	if [ -n "$old" ] && running "$old/data"; then
+		die "a server is already running in $old/data (port $(cat "$dir/port" 2>/dev/null)); stop it with: $0 stop $dir"
 	fi
+	# what an interrupted earlier run of this DIR left behind
+	cmd_stop "$dir" immediate
+	rm -f "$dir/port" "$dir/env" "$dir/sockdir" "$dir/log" "$dir/log.failed" "$dir/initdb.log"
 
-	# Unix sockets have a ~107 byte path limit; a deep build tree uses /tmp.
-	local sockdir=$dir
-	if [ ${#dir} -gt 80 ]; then
-		sockdir=$(mktemp -d /tmp/forein-pg.XXXXXX)
-	fi
+	local scratch
+	scratch=$(pg_scratch_new forein-pg) || die "no scratch directory for the cluster"
+	echo "$scratch" >"$dir/scratch"
+	# Until the server is up, a failure or a signal removes the scratch
+	# directory again (stopping a server that got started).
+	local ok=0
+	trap '[ $ok -eq 1 ] || { [ ! -f "$scratch/log" ] || cp "$scratch/log" "$dir/log.failed" 2>/dev/null; pg_scratch_remove "$scratch"; rm -f "$dir/scratch" "$dir/log"; }' EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM HUP
 
-	if [ "$(id -u)" -eq 0 ]; then
-		chown -R "$PG_CLUSTER_USER:" "$dir"
-		[ "$sockdir" = "$dir" ] || chown "$PG_CLUSTER_USER:" "$sockdir"
-		as_owner test -w "$dir" -a -x "$dir" ||
-			die "user $PG_CLUSTER_USER cannot write $dir (a parent directory is not searchable?)"
-	fi
-
-	if [ ! -f "$data/PG_VERSION" ]; then
-		rm -rf "$data"
-		as_owner "$BINDIR/initdb" -D "$data" -U postgres -A trust -E UTF8 --no-locale \
-			>"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
-	fi
+	local data=$scratch/data sockdir=$scratch
+	as_owner "$BINDIR/initdb" -D "$data" -U postgres -A trust -E UTF8 --no-locale \
+		>"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed (log: $dir/initdb.log)"; }
 
 	# Our settings go to an included file, rewritten at every start.
 	grep -q "^include_if_exists = 'forein_test.conf'" "$data/postgresql.conf" ||
@@ -140,9 +144,9 @@ cmd_start() {
 			done
 		} >"$conf"
 		[ "$(id -u)" -ne 0 ] || chown "$PG_CLUSTER_USER:" "$conf"
-		: >"$dir/log"
-		[ "$(id -u)" -ne 0 ] || chown "$PG_CLUSTER_USER:" "$dir/log"
-		if as_owner "$BINDIR/pg_ctl" -D "$data" -l "$dir/log" -w -t 60 start >/dev/null; then
+		rm -f "$scratch/log"
+		ln -sfn "$scratch/log" "$dir/log"
+		if as_owner "$BINDIR/pg_ctl" -D "$data" -l "$scratch/log" -w -t 60 start >/dev/null; then
 			echo "$port" >"$dir/port"
 			echo "$sockdir" >"$dir/sockdir"
 			cat >"$dir/env" <<-EOF
@@ -150,31 +154,53 @@ cmd_start() {
 				export PGPORT=$port
 				export PGUSER=postgres
 				export PGDATABASE=postgres
+				export PGDATA='$data'
 				export PATH='$BINDIR':"\$PATH"
 			EOF
+			ok=1
+			trap - EXIT INT TERM HUP
 			echo "$port"
 			return 0
 		fi
-		if grep -q -E 'could not bind|Address already in use|could not create .*socket' "$dir/log"; then
+		if grep -q -E 'could not bind|Address already in use|could not create .*socket' "$scratch/log" 2>/dev/null; then
 			echo "pg-cluster: port $port was taken, retrying" >&2
 			continue
 		fi
-		cat "$dir/log" >&2
-		die "server failed to start (log: $dir/log)"
+		cat "$scratch/log" >&2 || true
+		die "server failed to start (log: $dir/log.failed)"
 	done
-	die "server failed to start after 5 ports (log: $dir/log)"
+	die "server failed to start after 5 ports (log: $dir/log.failed)"
 }
 
 cmd_stop() {
 	local dir=$1 mode=${2:-fast}
-	[ -d "$dir/data" ] || return 0
-	if as_owner "$BINDIR/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
-		as_owner "$BINDIR/pg_ctl" -D "$dir/data" -m "$mode" -w -t 60 stop >/dev/null
+	[ -d "$dir" ] || return 0
+	# a cluster of the old layout, with its data in DIR itself
+	if [ -d "$dir/data" ] && [ ! -L "$dir/data" ] && running "$dir/data"; then
+		as_owner "$BINDIR/pg_ctl" -D "$dir/data" -m "$mode" -w -t 60 stop >/dev/null || true
 	fi
-	local sockdir
-	sockdir=$(cat "$dir/sockdir" 2>/dev/null || true)
-	case $sockdir in /tmp/forein-pg.*) rm -rf "$sockdir" ;; esac
+	local scratch
+	scratch=$(scratch_of "$dir")
+	[ -n "$scratch" ] || return 0
+	if [ -d "$scratch/data" ] && running "$scratch/data"; then
+		as_owner "$BINDIR/pg_ctl" -D "$scratch/data" -m "$mode" -w -t 60 stop >/dev/null || true
+	fi
+	if [ -f "$scratch/log" ]; then
+		rm -f "$dir/log"
+		cp "$scratch/log" "$dir/log" 2>/dev/null || true
+	elif [ -L "$dir/log" ]; then
+		rm -f "$dir/log"
+	fi
+	pg_scratch_remove "$scratch"   # also stops a server that did not stop
+	rm -f "$dir/scratch" "$dir/sockdir"
 	return 0
+}
+
+cmd_status() {
+	local scratch
+	scratch=$(scratch_of "$1")
+	[ -n "$scratch" ] || { echo "pg-cluster: no cluster in $1"; return 3; }
+	as_owner "$BINDIR/pg_ctl" -D "$scratch/data" status
 }
 
 [ $# -ge 2 ] || usage
@@ -183,7 +209,7 @@ shift 2
 case $cmd in
 	start) cmd_start "$dir" "$@" ;;
 	stop) cmd_stop "$dir" "$@" ;;
-	status) as_owner "$BINDIR/pg_ctl" -D "$dir/data" status ;;
+	status) cmd_status "$dir" ;;
 	env) cat "$dir/env" ;;
 	psql)
 		# shellcheck disable=SC1091

@@ -7,7 +7,11 @@
 #
 # The extension must be installed first (make -C pg_extension with_llvm=no
 # install).  Results go to DIR/pg-tests/regress (DIR defaults to build/);
-# on failure regression.diffs there holds the differences.
+# on failure regression.diffs there holds the differences.  The cluster
+# (scripts/pg-cluster.sh) lives in a scratch directory under
+# ${TMPDIR:-/tmp}, removed at the end; its server log is copied to
+# DIR/pg-tests/regress-cluster/log.  pg_regress and psql run as the
+# invoking user; as root the server runs as $PG_CLUSTER_USER (postgres).
 #
 # --vs-btree runs the type/scan/vacuum files with USING btree instead (no
 # extension needed) and compares the answers with regress/expected/: every
@@ -25,7 +29,7 @@ while [ $# -gt 0 ]; do
 		--build) build=$(cd "$2" && pwd -P); shift ;;
 		--no-preload) preload=0 ;;
 		--vs-btree) vs_btree=1 ;;
-		-h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		-h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		-*) echo "run-pg-regress: unknown option $1" >&2; exit 2 ;;
 		*) tests+=("$1") ;;
 	esac
@@ -59,9 +63,14 @@ mkdir -p "$work"
 # slots (forein.max_indexes); give offload.sql one.
 cluster_opts=(--set forein.max_indexes=128)
 [ $preload -eq 1 ] && [ $vs_btree -eq 0 ] || cluster_opts=(--no-preload)
+# The cluster's data, socket and server log live in a scratch directory
+# under ${TMPDIR:-/tmp} (scripts/pg-cluster.sh); stopping it, also on a
+# failure or a signal, copies the server log to $cluster/log and removes it.
+trap '"$root/scripts/pg-cluster.sh" stop "$cluster" fast' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 port=$("$root/scripts/pg-cluster.sh" start "$cluster" "${cluster_opts[@]+"${cluster_opts[@]}"}")
 sockdir=$(cat "$cluster/sockdir")
-trap '"$root/scripts/pg-cluster.sh" stop "$cluster" fast' EXIT
 
 # With --use-existing pg_regress neither creates nor drops the database:
 # create it as pg_regress would (C locale, its per-database settings).

@@ -8,9 +8,13 @@
 #   2. the pg_regress suite (scripts/run-pg-regress.sh, regress/)
 #   3. the TAP tests regress/t/*.pl (or the named ones) with prove
 #
-# Everything runs in private clusters on free ports, with data under
-# DIR/pg-tests (DIR defaults to build/).  As root, the servers and the TAP
-# tests run as the unprivileged user $PG_CLUSTER_USER (default postgres).
+# Everything runs in private clusters on free ports.  The clusters (data,
+# sockets, server logs) and the TAP tests' working copies live in mode-0700
+# scratch directories under ${TMPDIR:-/tmp} (scripts/pg-scratch.sh), removed
+# at the end, also on failure or a signal; results, regression diffs and
+# logs are copied to DIR/pg-tests (DIR defaults to build/).  As root, the
+# servers and the TAP tests run as the unprivileged user $PG_CLUSTER_USER
+# (default postgres), who need not be able to reach the checkout.
 # Exit status: 0 all passed, 1 a failure, 77 PostgreSQL is not installed
 # (CTest reports the test as skipped).
 #
@@ -29,7 +33,7 @@ while [ $# -gt 0 ]; do
 		--no-install) install=0 ;;
 		--regress-only) do_tap=0 ;;
 		--tap-only) do_regress=0 ;;
-		-h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		-h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		-*) echo "run-pg-tests: unknown option $1" >&2; exit 2 ;;
 		*) tap_files+=("$1") ;;
 	esac
@@ -40,6 +44,8 @@ PG_CONFIG=${PG_CONFIG:-pg_config}
 export PG_CONFIG
 PG_CLUSTER_USER=${PG_CLUSTER_USER:-postgres}
 export PG_CLUSTER_USER
+# shellcheck source=pg-scratch.sh
+. "$root/scripts/pg-scratch.sh"
 
 skip() {
 	echo "run-pg-tests: SKIPPED: $*" >&2
@@ -87,13 +93,62 @@ fi
 
 mkdir -p "$build/pg-tests"
 
+runner=()
+if [ "$(id -u)" -eq 0 ]; then
+	runner=(runuser -u "$PG_CLUSTER_USER" --)
+fi
+tap_scratch= tap_pid=
+# tap_cleanup: stop the TAP test and its servers, copy the logs into the
+# build tree, remove the scratch directory (PG_TEST_NOCLEAN keeps it).
+tap_cleanup() {
+	[ -n "$tap_scratch" ] || return 0
+	if [ -n "$tap_pid" ]; then
+		pg_kill_tree "$tap_pid"
+		wait "$tap_pid" 2>/dev/null || true
+		tap_pid=
+	fi
+	pg_scratch_stop_servers "$tap_scratch"
+	if [ -d "$tap_scratch/tmp_check/log" ]; then
+		rm -rf "$tapdir/log"
+		cp -R "$tap_scratch/tmp_check/log" "$tapdir/log" 2>/dev/null || true
+		echo "TAP logs: $tapdir/log/"
+	fi
+	if [ -n "${PG_TEST_NOCLEAN:-}" ]; then
+		echo "run-pg-tests: PG_TEST_NOCLEAN: kept $tap_scratch (remove it yourself)"
+	else
+		pg_scratch_remove "$tap_scratch"
+	fi
+	rm -f "$tapdir/scratch"
+	tap_scratch=
+}
+regress_pid=
+# cleanup: on exit, also on a signal: stop what still runs, remove the
+# scratch directories.
+cleanup() {
+	if [ -n "$regress_pid" ]; then
+		pg_kill_tree "$regress_pid"
+		wait "$regress_pid" 2>/dev/null || true
+		regress_pid=
+		"$root/scripts/pg-cluster.sh" stop "$build/pg-tests/regress-cluster" immediate || true
+	fi
+	tap_cleanup
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
 # 2. pg_regress
 if [ $do_regress -eq 1 ]; then
 	step "pg_regress suite (regress/)"
-	if "$root/scripts/run-pg-regress.sh" --build "$build"; then
+	"$root/scripts/run-pg-regress.sh" --build "$build" &
+	regress_pid=$!
+	wait "$regress_pid"
+	regress_rc=$?
+	regress_pid=
+	if [ $regress_rc -eq 0 ]; then
 		echo "pg_regress: PASSED"
 	else
-		failed+=("pg_regress (diffs: $build/pg-tests/regress/regression.diffs)")
+		failed+=("pg_regress (diffs: $build/pg-tests/regress/regression.diffs, server log: $build/pg-tests/regress-cluster/log)")
 	fi
 fi
 
@@ -104,6 +159,8 @@ if [ $do_tap -eq 1 ]; then
 		failed+=("TAP: perl module IPC::Run missing (apt-get install libipc-run-perl)")
 	else
 		tapdir=$build/pg-tests/tap
+		# what an interrupted earlier run left behind
+		pg_scratch_remove "$(cat "$tapdir/scratch" 2>/dev/null || true)"
 		rm -rf "$tapdir"
 		mkdir -p "$tapdir"
 		files=()
@@ -118,22 +175,40 @@ if [ $do_tap -eq 1 ]; then
 				esac
 			done
 		fi
-		runner=()
-		if [ "$(id -u)" -eq 0 ]; then
-			id "$PG_CLUSTER_USER" >/dev/null 2>&1 ||
-				useradd --system --no-create-home --shell /usr/sbin/nologin "$PG_CLUSTER_USER"
-			chown -R "$PG_CLUSTER_USER:" "$tapdir"
-			runner=(runuser -u "$PG_CLUSTER_USER" --)
-		fi
-		# PostgreSQL::Test::Utils puts tmp_check (clusters, logs) in the
-		# current directory: the build tree.
-		if (cd "$tapdir" && "${runner[@]+"${runner[@]}"}" env \
-			PATH="$bindir:$PATH" PG_REGRESS="$pg_regress" \
-			PG_TEST_PORT_DIR="$tapdir" \
-			prove -I "$perl_lib" -I "$root/regress/t" --timer "${files[@]}"); then
-			echo "TAP: PASSED"
+		# The TAP tests (prove, the tests, PostgreSQL::Test's clusters,
+		# logs, sockets and temporary files) run in a scratch directory
+		# that the cluster user owns, with copies of the test files: as
+		# root they run as that user, who may not reach the checkout.
+		if tap_scratch=$(pg_scratch_new forein-tap); then
+			echo "$tap_scratch" >"$tapdir/scratch"
+			echo "TAP clusters in $tap_scratch (removed afterwards; logs copied to $tapdir/log)"
+			mkdir -p "$tap_scratch/t" "$tap_scratch/tmp"
+			cp "$root"/regress/t/*.pm "$tap_scratch/t/"
+			run_files=()
+			for f in "${files[@]}"; do
+				cp "$f" "$tap_scratch/t/" || continue
+				run_files+=("$tap_scratch/t/${f##*/}")
+			done
+			[ ${#run_files[@]} -gt 0 ] || run_files=("$tap_scratch/t/no-such-test.pl")
+			[ "$(id -u)" -ne 0 ] || chown -R "$PG_CLUSTER_USER:" "$tap_scratch"
+			# prove in the background, so that a signal reaches the
+			# trap (tap_cleanup) at once
+			(cd "$tap_scratch" && exec "${runner[@]+"${runner[@]}"}" env \
+				PATH="$bindir:$PATH" PG_REGRESS="$pg_regress" \
+				PG_TEST_PORT_DIR="$tap_scratch" TMPDIR="$tap_scratch/tmp" \
+				prove -I "$perl_lib" -I "$tap_scratch/t" --timer "${run_files[@]}") &
+			tap_pid=$!
+			wait "$tap_pid"
+			tap_rc=$?
+			tap_pid=
+			tap_cleanup
+			if [ $tap_rc -eq 0 ] && [ ${#run_files[@]} -eq ${#files[@]} ]; then
+				echo "TAP: PASSED"
+			else
+				failed+=("TAP (logs: $tapdir/log/)")
+			fi
 		else
-			failed+=("TAP (logs: $tapdir/tmp_check/log/)")
+			failed+=("TAP: no scratch directory for the clusters")
 		fi
 	fi
 fi
