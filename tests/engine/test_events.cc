@@ -1,4 +1,4 @@
-// Node-interval events (DESIGN.md contract 3): replaying the events a tree
+// Node-interval events (docs/design.md, contract 3): replaying the events a tree
 // emits reproduces exactly the live nodes for_each_node() reports, events
 // carry the index id, versions only grow, and each level's word intervals
 // partition word space.
