@@ -43,8 +43,8 @@ using namespace forein::offload::conformance;
 constexpr std::int64_t kKeys = 16000;
 constexpr int kWriters = 3;
 constexpr int kStaticStripe = 3;
-constexpr int kWriterOps = 30000;
-constexpr int kReaderOps = 60000;
+constexpr int kWriterOps = 60000;
+constexpr int kReaderOps = 100000;
 
 bool initially_present(std::int64_t i) { return (i / 4) % 2 == 0; }
 std::string initial_value(std::int64_t i) { return "i" + std::to_string(i) + std::string(60, 'v'); }
