@@ -274,7 +274,7 @@ void run_backend(const BackendInfo& info, std::uint64_t seed, std::uint64_t tota
 
 TEST_CASE("conformance: hints never change a result on the engine tree", "[conformance][hints]") {
   const std::uint64_t seed = forein::testing::test_seed("conformance hints");
-  const std::uint64_t ops = forein::testing::ops_from_env("FOREIN_CONFORMANCE_OPS", 40000);
+  const std::uint64_t ops = forein::testing::ops_from_env("FOREIN_CONFORMANCE_OPS", 25000);
   REQUIRE(!backends().empty());
   std::uint64_t index = 0;
   for (const BackendInfo* info : backends()) {
