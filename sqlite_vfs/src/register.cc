@@ -52,9 +52,12 @@ int register_all(sqlite3* db) {
   int rc = sqlite3_create_module_v2(db, "forein", &kModule, reg, free_registry);
   if (rc != SQLITE_OK) return rc;  // the destructor already ran
   const int flags = SQLITE_UTF8 | SQLITE_DIRECTONLY;
-  rc = sqlite3_create_function(db, "forein_stats", 1, flags, reg, fn_stats, nullptr, nullptr);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_create_function(db, "forein_check", 1, flags, reg, fn_check, nullptr, nullptr);
+  // forein_stats and forein_check take (name) or (schema, table).
+  for (int n = 1; n <= 2 && rc == SQLITE_OK; ++n) {
+    rc = sqlite3_create_function(db, "forein_stats", n, flags, reg, fn_stats, nullptr, nullptr);
+    if (rc == SQLITE_OK)
+      rc = sqlite3_create_function(db, "forein_check", n, flags, reg, fn_check, nullptr, nullptr);
+  }
   if (rc == SQLITE_OK)
     rc = sqlite3_create_function(db, "forein_debug_hints", 2, flags, reg, fn_debug_hints, nullptr,
                                  nullptr);

@@ -104,7 +104,7 @@ TEST_CASE("sqlite: bad input is a clear error and changes nothing", "[sqlite]") 
   CHECK(db.rows("SELECT k FROM kv ORDER BY k", true) == "i1\ni7\ni42");
   CHECK(db.rows("SELECT v FROM kv WHERE k = '42'") == "b");
   CHECK(db.rows("SELECT k FROM kv WHERE k > 6.5 AND k < 41.9") == "7");
-  CHECK(db.try_exec("SELECT forein_check('nope')").find("no forein table") != std::string::npos);
+  CHECK(db.try_exec("SELECT forein_check('nope')").find("forein: no such table: nope") != std::string::npos);
   CHECK(db.rows("SELECT forein_check('kv')") == "ok");
 }
 
