@@ -129,7 +129,7 @@ if [ $do_tap -eq 1 ]; then
 		# current directory: the build tree.
 		if (cd "$tapdir" && "${runner[@]+"${runner[@]}"}" env \
 			PATH="$bindir:$PATH" PG_REGRESS="$pg_regress" \
-			PG_TEST_PORT_DIR="$tapdir" \
+			PG_TEST_PORT_DIR="$tapdir" FOREIN_BUILD_DIR="$build" \
 			prove -I "$perl_lib" -I "$root/regress/t" --timer "${files[@]}"); then
 			echo "TAP: PASSED"
 		else
