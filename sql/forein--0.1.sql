@@ -132,7 +132,8 @@ LANGUAGE C STRICT PARALLEL RESTRICTED;
 
 -- Offload statistics of one index.  backend: 'switch_lpm'; 'none' when the
 -- index has offload = 'none', forein.offload is off, the index is temporary
--- or its keys have no order-preserving word (text under a non-C collation);
+-- or its keys have no order-preserving word (text under a nondeterministic
+-- collation);
 -- 'inactive' when forein is not in shared_preload_libraries.  Counters:
 -- descents to a leaf, those that started at a validated hint, sibling steps
 -- after a hint, and those whose hints all failed.
