@@ -59,6 +59,8 @@
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
 
+#include "forein/word.h"		/* offload words, shared with the engine */
+
 /* Support procedure numbers */
 #define FOREIN_CMP_PROC			1	/* btree-style 3-way comparison */
 #define FOREIN_NPROC			1
@@ -145,6 +147,22 @@ typedef enum ForeinKeyKind
 	FOREIN_KEY_GENERIC			/* support proc 1 under the collation (text) */
 } ForeinKeyKind;
 
+/*
+ * How the offload word of a text key is computed (forein_utils.c,
+ * text_word): the first 8 bytes, big-endian and zero padded, of the key's
+ * bytes under the "C"/"POSIX" collation, of its strxfrm under any other
+ * libc collation, of its ICU sort key under an ICU collation.
+ */
+typedef enum ForeinTextWords
+{
+	FOREIN_TEXT_WORDS_NONE,		/* no order-preserving word */
+	FOREIN_TEXT_WORDS_BYTES,	/* C/POSIX: the bytes themselves */
+	FOREIN_TEXT_WORDS_LIBC,		/* strxfrm(_l) */
+	FOREIN_TEXT_WORDS_ICU		/* ucol_nextSortKeyPart */
+} ForeinTextWords;
+
+struct pg_locale_struct;
+
 /* Per-index state, cached in rd_amcache */
 typedef struct ForeinState
 {
@@ -155,6 +173,10 @@ typedef struct ForeinState
 	int16		typlen;
 	bool		typbyval;
 	bool		has_words;		/* offload words are order-preserving */
+	ForeinTextWords text_words; /* text keys: how their words are made */
+	struct pg_locale_struct *locale;	/* LIBC, ICU: the collation's locale
+										 * (NULL: the database's libc one) */
+	const char *no_words_reason;	/* !has_words: why, for messages */
 	FmgrInfo	cmp;			/* support proc 1 for (typid, typid) */
 	TupleDesc	tupdesc;
 	BlockNumber root;			/* cached from the metapage; see forein_get_root */
@@ -316,6 +338,8 @@ extern int	forein_compare(ForeinState *state, const ForeinSearchKey *key,
 extern int	forein_compare_tuples(ForeinState *state, IndexTuple a,
 								  IndexTuple b);
 extern uint64 forein_tuple_word(ForeinState *state, IndexTuple itup);
+extern uint64 forein_datum_word(ForeinState *state, Datum value);
+extern void forein_init_key_state(ForeinState *state, Oid typid, Oid collation);
 extern bool forein_page_lo_le(ForeinState *state, Page page,
 							  const ForeinSearchKey *key);
 extern bool forein_page_hi_le(ForeinState *state, Page page,

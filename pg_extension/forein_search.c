@@ -7,7 +7,8 @@
  * A hint names a node and its level.  It is accepted only if the page is a
  * live forein page of that level whose low key does not exceed the search
  * key; then the usual Lehman-Yao move-right handles a high key that is now
- * too small (at most FOREIN_MAX_HINT_MOVES steps, else the hint is dropped).
+ * too small (at most FOREIN_MAX_HINT_MOVE_RIGHTS steps, shared
+ * with the engine in forein/word.h, else the hint is dropped).
  * The primary (deepest) hint is tried first, then the bottom-line node, then
  * the root.  Nothing a hint says is trusted beyond that check, so a stale,
  * torn or random hint can only cost time.
@@ -21,8 +22,6 @@
 #include "forein.h"
 #include "miscadmin.h"
 #include "utils/rel.h"
-
-#define FOREIN_MAX_HINT_MOVES 8
 
 /* The int64 value of a non-NULL integer-like tuple */
 static inline int64
@@ -257,7 +256,7 @@ try_hint(Relation index, ForeinState *state, BlockNumber blkno, uint16 level,
 		BlockNumber right = opaque->right;
 
 		forein_relbuf(buf);
-		if (++(*moves) > FOREIN_MAX_HINT_MOVES)
+		if (++(*moves) > FOREIN_MAX_HINT_MOVE_RIGHTS)
 			return InvalidBuffer;
 		buf = ReadBuffer(index, right);
 		LockBuffer(buf, level == target_level ? access : BUFFER_LOCK_SHARE);

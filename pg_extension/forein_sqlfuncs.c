@@ -2,7 +2,9 @@
  *
  * forein_sqlfuncs.c
  *	  SQL functions of the offload side: forein_stats, forein_refresh and
- *	  forein_offload_entries.
+ *	  forein_offload_entries; and the debug functions forein_debug_word and
+ *	  forein_debug_page_intervals (words and page intervals, compared with
+ *	  the engine's by regress/t/010_words.pl).
  *
  * Portions Copyright (c) 2026, forein developers
  *
@@ -16,6 +18,7 @@
 #include "access/relation.h"
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -24,6 +27,7 @@
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/rel.h"
+#include "storage/bufmgr.h"
 
 #include "forein.h"
 #include "forein_offload.h"
@@ -32,6 +36,8 @@
 PG_FUNCTION_INFO_V1(forein_stats);
 PG_FUNCTION_INFO_V1(forein_refresh);
 PG_FUNCTION_INFO_V1(forein_offload_entries);
+PG_FUNCTION_INFO_V1(forein_debug_word);
+PG_FUNCTION_INFO_V1(forein_debug_page_intervals);
 
 /*
  * Opens relid, which must be a forein index, with AccessShareLock.  With
@@ -77,7 +83,8 @@ offload_off_reason(Relation index)
 	if (!forein_index_offloaded(index))
 		return "off: the index's offload backend is none";
 	if (!forein_get_state(index)->has_words)
-		return "off: the keys have no order-preserving offload word (a nondeterministic collation?)";
+		return psprintf("off: the keys have no order-preserving offload word: %s",
+						forein_get_state(index)->no_words_reason);
 	return NULL;
 }
 
@@ -210,6 +217,13 @@ forein_refresh(PG_FUNCTION_ARGS)
 		PG_RETURN_INT64(0);
 	}
 
+	if (!forein_get_state(index)->has_words)
+		ereport(NOTICE,
+				(errmsg("index \"%s\" gets no offload hints",
+						RelationGetRelationName(index)),
+				 errdetail("Its keys have no order-preserving offload word: %s.",
+						   forein_get_state(index)->no_words_reason)));
+
 	installed = forein_refresh_index(index, slotno, true);
 	relation_close(index, AccessShareLock);
 	PG_RETURN_INT64(installed);
@@ -269,6 +283,138 @@ forein_offload_entries(PG_FUNCTION_ARGS)
 		values[1] = Int32GetDatum((int32) recs[i].key_bits);
 		values[2] = Int64GetDatum((int64) recs[i].node);
 		values[3] = Int32GetDatum((int32) recs[i].level);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	relation_close(index, AccessShareLock);
+	return (Datum) 0;
+}
+
+/*
+ * forein_debug_word(value anyelement) returns numeric: the offload word of a
+ * value of a key type forein has an operator class for, under the value's
+ * collation (text); NULL when that collation gives no order-preserving word
+ * (nondeterministic).  The same function the index applies to scan keys and
+ * index tuples.
+ */
+Datum
+forein_debug_word(PG_FUNCTION_ARGS)
+{
+	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, 0);
+	ForeinState state;
+
+	switch (typid)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case DATEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case UUIDOID:
+		case TEXTOID:
+			break;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("forein has no operator class for type %s",
+							format_type_be(typid))));
+	}
+	memset(&state, 0, sizeof(state));
+	forein_init_key_state(&state, typid, PG_GET_COLLATION());
+	if (!state.has_words)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(uint64_numeric(forein_datum_word(&state, PG_GETARG_DATUM(0))));
+}
+
+/* A bound's key in its type's text form; *isnull for a NULL key */
+static Datum
+bound_key_text(ForeinState *state, IndexTuple bound, bool *isnull)
+{
+	Datum		value = index_getattr(bound, 1, state->tupdesc, isnull);
+	Oid			outfunc;
+	bool		varlena;
+
+	if (*isnull)
+		return (Datum) 0;
+	getTypeOutputInfo(state->typid, &outfunc, &varlena);
+	return CStringGetTextDatum(OidOutputFunctionCall(outfunc, value));
+}
+
+/*
+ * forein_debug_page_intervals(index regclass) returns setof (blkno bigint,
+ * level integer, has_lo boolean, lo_key text, lo_owns boolean, has_hi
+ * boolean, hi_key text, hi_owns boolean, lo numeric, hi numeric, hi_inf
+ * boolean): every live node's bounds (key text, NULL for a NULL key; owns:
+ * its heap TID is minimal) and the word interval [lo, hi) the refresh
+ * computes from them.
+ */
+Datum
+forein_debug_page_intervals(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	index = open_forein_index(relid, true, FOREIN_PRIV_SELECT);
+	ForeinState *state = forein_get_state(index);
+	BlockNumber nblocks;
+	BlockNumber blkno;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	nblocks = RelationGetNumberOfBlocks(index);
+	for (blkno = FOREIN_METAPAGE_BLKNO + 1; blkno < nblocks; blkno++)
+	{
+		Buffer		buf = ReadBuffer(index, blkno);
+		Page		page;
+		ForeinPageOpaque opaque;
+		Datum		values[11];
+		bool		nulls[11] = {0};
+		uint64		lo,
+					hi;
+		bool		hi_inf;
+
+		CHECK_FOR_INTERRUPTS();
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (PageIsNew(page) ||
+			PageGetSpecialSize(page) != MAXALIGN(sizeof(ForeinPageOpaqueData)))
+		{
+			UnlockReleaseBuffer(buf);
+			continue;
+		}
+		opaque = ForeinPageGetOpaque(page);
+		if (opaque->page_id != FOREIN_PAGE_ID ||
+			(opaque->flags & (FOREIN_META | FOREIN_DELETED)) != 0)
+		{
+			UnlockReleaseBuffer(buf);
+			continue;
+		}
+		forein_page_interval(state, page, &lo, &hi, &hi_inf);
+		values[0] = Int64GetDatum((int64) blkno);
+		values[1] = Int32GetDatum((int32) opaque->level);
+		values[2] = BoolGetDatum(!ForeinPageIsLeftmost(page));
+		values[5] = BoolGetDatum(!ForeinPageIsRightmost(page));
+		nulls[3] = nulls[4] = nulls[6] = nulls[7] = true;
+		if (!ForeinPageIsLeftmost(page))
+		{
+			IndexTuple	b = (IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_LOKEY));
+
+			values[3] = bound_key_text(state, b, &nulls[3]);
+			values[4] = BoolGetDatum(ForeinTidIsMinimal(&b->t_tid));
+			nulls[4] = false;
+		}
+		if (!ForeinPageIsRightmost(page))
+		{
+			IndexTuple	b = (IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_HIKEY));
+
+			values[6] = bound_key_text(state, b, &nulls[6]);
+			values[7] = BoolGetDatum(ForeinTidIsMinimal(&b->t_tid));
+			nulls[7] = false;
+		}
+		UnlockReleaseBuffer(buf);
+		values[8] = uint64_numeric(lo);
+		values[9] = uint64_numeric(hi);
+		values[10] = BoolGetDatum(hi_inf);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 

@@ -7,7 +7,9 @@
  * a function call; uuids with memcmp; everything else (text) through the
  * opclass's support function 1 under the column's collation.  The offload
  * word of a key is the 64-bit order-preserving value the switch matches on
- * (shared/DESIGN.md, contract 1).
+ * (shared/DESIGN.md, contract 1), computed by forein/word.h, the definition
+ * the engine shares.  A text key's word is the first 8 bytes of its sort key
+ * under the index's collation (text_word), like btree's abbreviated keys.
  *
  * pg_extension/forein_utils.c
  *
@@ -16,8 +18,10 @@
 #include "postgres.h"
 
 #include "access/relscan.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "forein.h"
+#include "mb/pg_wchar.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -28,7 +32,10 @@
 #include "utils/rel.h"
 #include "utils/uuid.h"
 
-#define WORD_SIGN ((uint64) 1 << 63)
+#ifdef USE_ICU
+#include <unicode/ucol.h>
+#include <unicode/uiter.h>
+#endif
 
 static ForeinKeyKind
 kind_of_type(Oid typid)
@@ -51,6 +58,78 @@ kind_of_type(Oid typid)
 	}
 }
 
+/*
+ * How a text index's words are made, or why it has none.  A word must never
+ * contradict the collation's order; any deterministic collation's sort key
+ * (strxfrm, ICU's) compares like the strings do.  A nondeterministic
+ * collation's equal strings may have different sort keys, so such an index
+ * gets no words (and no offload hints).
+ */
+static void
+choose_text_words(ForeinState *state)
+{
+	pg_locale_t locale;
+
+	state->has_words = false;
+	state->text_words = FOREIN_TEXT_WORDS_NONE;
+	state->locale = NULL;
+	if (state->typid != TEXTOID)
+	{
+		state->no_words_reason = "its key type has no order-preserving offload word";
+		return;
+	}
+	if (!OidIsValid(state->collation))
+	{
+		state->no_words_reason = "its key has no collation";
+		return;
+	}
+	if (lc_collate_is_c(state->collation))
+	{
+		state->text_words = FOREIN_TEXT_WORDS_BYTES;
+		state->has_words = true;
+		return;
+	}
+	locale = pg_newlocale_from_collation(state->collation);
+	if (locale && !locale->deterministic)
+	{
+		state->no_words_reason = "its key's collation is nondeterministic";
+		return;
+	}
+	if (locale && locale->provider == COLLPROVIDER_ICU)
+	{
+#ifdef USE_ICU
+		state->text_words = FOREIN_TEXT_WORDS_ICU;
+#else
+		state->no_words_reason = "its key's collation is an ICU collation and forein was built without ICU";
+		return;
+#endif
+	}
+	else
+		state->text_words = FOREIN_TEXT_WORDS_LIBC;
+	state->locale = locale;
+	state->has_words = true;
+}
+
+/*
+ * The key-type part of a state: kind, type, collation and how words are
+ * made.  Enough for forein_datum_word (forein_debug_word uses it alone).
+ */
+void
+forein_init_key_state(ForeinState *state, Oid typid, Oid collation)
+{
+	state->typid = typid;
+	state->collation = collation;
+	state->kind = kind_of_type(typid);
+	get_typlenbyval(typid, &state->typlen, &state->typbyval);
+	if (state->kind != FOREIN_KEY_GENERIC)
+	{
+		state->has_words = true;
+		state->no_words_reason = NULL;
+	}
+	else
+		choose_text_words(state);
+}
+
 ForeinState *
 forein_get_state(Relation index)
 {
@@ -61,21 +140,13 @@ forein_get_state(Relation index)
 		MemoryContext oldcxt = MemoryContextSwitchTo(index->rd_indexcxt);
 
 		state = palloc0(sizeof(ForeinState));
-		state->typid = index->rd_opcintype[0];
+		forein_init_key_state(state, index->rd_opcintype[0],
+							  index->rd_indcollation[0]);
 		state->opfamily = index->rd_opfamily[0];
-		state->collation = index->rd_indcollation[0];
-		state->kind = kind_of_type(state->typid);
-		get_typlenbyval(state->typid, &state->typlen, &state->typbyval);
 		fmgr_info_copy(&state->cmp,
 					   index_getprocinfo(index, 1, FOREIN_CMP_PROC),
 					   CurrentMemoryContext);
 		state->tupdesc = RelationGetDescr(index);
-		if (state->kind != FOREIN_KEY_GENERIC)
-			state->has_words = true;
-		else
-			state->has_words = (state->typid == TEXTOID &&
-								OidIsValid(state->collation) &&
-								lc_collate_is_c(state->collation));
 		state->root = InvalidBlockNumber;
 		MemoryContextSwitchTo(oldcxt);
 		index->rd_amcache = state;
@@ -106,15 +177,90 @@ int_value(Datum value, Oid typid)
 	}
 }
 
+/*
+ * The word of a text value under the index's collation: the first 8 bytes
+ * (big-endian, zero padded) of its bytes under "C"/"POSIX", of its full
+ * strxfrm under another libc collation, of its ICU sort key (its first 8
+ * bytes from ucol_nextSortKeyPart, as varstr_abbrev_convert gets them)
+ * under an ICU collation.  One function for scan keys and the bounds and
+ * tuples the refresh reads, so the words of both sides agree.
+ */
 static uint64
-bytes_word(const unsigned char *p, Size len)
+text_word(ForeinState *state, const char *data, Size len)
 {
-	uint64		w = 0;
-	Size		i;
+	switch (state->text_words)
+	{
+		case FOREIN_TEXT_WORDS_NONE:
+			return 0;
+		case FOREIN_TEXT_WORDS_BYTES:
+			return forein_word_bytes(data, len);
+		case FOREIN_TEXT_WORDS_LIBC:
+			{
+				/* strxfrm wants a NUL-terminated string, and its output is
+				 * only defined when the whole transformation fits */
+				char		sbuf[1024];
+				char		xbuf[1024];
+				char	   *src = len < sizeof(sbuf) ? sbuf : palloc(len + 1);
+				char	   *dst = xbuf;
+				size_t		xlen;
+				uint64		w;
 
-	for (i = 0; i < 8; i++)
-		w = (w << 8) | (i < len ? p[i] : 0);
-	return w;
+				memcpy(src, data, len);
+				src[len] = '\0';
+				for (;;)
+				{
+					size_t		dstsize = dst == xbuf ? sizeof(xbuf) : xlen + 1;
+
+#ifdef HAVE_LOCALE_T
+					if (state->locale)
+						xlen = strxfrm_l(dst, src, dstsize, state->locale->info.lt);
+					else
+#endif
+						xlen = strxfrm(dst, src, dstsize);
+					if (xlen < dstsize)
+						break;
+					dst = palloc(xlen + 1);
+				}
+				w = forein_word_bytes(dst, Min(xlen, (size_t) FOREIN_WORD_BYTES));
+				if (dst != xbuf)
+					pfree(dst);
+				if (src != sbuf)
+					pfree(src);
+				return w;
+			}
+		case FOREIN_TEXT_WORDS_ICU:
+#ifdef USE_ICU
+			{
+				UCharIterator iter;
+				uint32_t	iterstate[2] = {0, 0};
+				UErrorCode	status = U_ZERO_ERROR;
+				uint8_t		key[FOREIN_WORD_BYTES];
+				UChar	   *uchar = NULL;
+				int32_t		n;
+
+				if (GetDatabaseEncoding() == PG_UTF8)
+					uiter_setUTF8(&iter, data, (int32_t) len);
+				else
+				{
+					int32_t		ulen = icu_to_uchar(&uchar, data, len);
+
+					uiter_setString(&iter, uchar, ulen);
+				}
+				n = ucol_nextSortKeyPart(state->locale->info.icu.ucol, &iter,
+										 iterstate, key, sizeof(key), &status);
+				if (U_FAILURE(status))
+					ereport(ERROR,
+							(errmsg("sort key generation failed: %s",
+									u_errorName(status))));
+				if (uchar)
+					pfree(uchar);
+				return forein_word_bytes(key, (size_t) n);
+			}
+#else
+			return 0;
+#endif
+	}
+	return 0;
 }
 
 /* The offload word of a non-NULL key value */
@@ -124,17 +270,19 @@ value_word(ForeinState *state, ForeinSearchKey *key)
 	switch (state->kind)
 	{
 		case FOREIN_KEY_INT:
+			return forein_word_int64(key->ival);
 		case FOREIN_KEY_DATE:
+			return forein_word_date((int32) key->ival);
 		case FOREIN_KEY_TIMESTAMP:
-			return (uint64) key->ival ^ WORD_SIGN;
+			return forein_word_timestamp(key->ival);
 		case FOREIN_KEY_UUID:
-			return bytes_word(DatumGetUUIDP(key->datum)->data, UUID_LEN);
+			return forein_word_uuid(DatumGetUUIDP(key->datum)->data);
 		case FOREIN_KEY_GENERIC:
 			if (state->has_words)
 			{
 				text	   *t = DatumGetTextPP(key->datum);
-				uint64		w = bytes_word((unsigned char *) VARDATA_ANY(t),
-										   VARSIZE_ANY_EXHDR(t));
+				uint64		w = text_word(state, VARDATA_ANY(t),
+										  VARSIZE_ANY_EXHDR(t));
 
 				if ((Pointer) t != DatumGetPointer(key->datum))
 					pfree(t);
@@ -251,6 +399,16 @@ forein_tuple_word(ForeinState *state, IndexTuple itup)
 	return key.word;
 }
 
+/* The offload word of a non-NULL value of the index's key type */
+uint64
+forein_datum_word(ForeinState *state, Datum value)
+{
+	ForeinSearchKey key;
+
+	forein_key_from_datum(state, value, false, &key);
+	return key.word;
+}
+
 static inline int
 compare_tid(const ForeinSearchKey *key, ItemPointer tid)
 {
@@ -356,47 +514,32 @@ forein_page_hi_le(ForeinState *state, Page page, const ForeinSearchKey *key)
 }
 
 /*
- * A bound's offload word, as the first word the bound owns: a bound with a
- * real heap TID leaves its key's word to the left neighbour, which holds the
- * entries of that key with smaller TIDs.
+ * The page's word interval [lo, hi) (hi_inf: through 2^64 - 1), by
+ * forein/word.h's rule.  A bound owns its key's word when its heap TID is
+ * minimal; a bound with a real TID leaves the word to the left neighbour,
+ * which holds the entries of that key with smaller TIDs.
  */
-static uint64
-bound_word(ForeinState *state, IndexTuple bound, bool *overflow)
-{
-	uint64		w = forein_tuple_word(state, bound);
-
-	*overflow = false;
-	if (ForeinTidIsMinimal(&bound->t_tid))
-		return w;
-	if (w == PG_UINT64_MAX)
-		*overflow = true;
-	return w + 1;
-}
-
-/* The page's word interval [lo, hi) (hi_inf: through 2^64 - 1) */
 void
 forein_page_interval(ForeinState *state, Page page, uint64 *lo, uint64 *hi,
 					 bool *hi_inf)
 {
-	bool		overflow;
+	bool		has_lo = !ForeinPageIsLeftmost(page);
+	bool		has_hi = !ForeinPageIsRightmost(page);
+	IndexTuple	lob = NULL;
+	IndexTuple	hib = NULL;
+	ForeinWordInterval iv;
 
-	*lo = 0;
-	if (!ForeinPageIsLeftmost(page))
-	{
-		*lo = bound_word(state, (IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_LOKEY)),
-						 &overflow);
-		if (overflow)
-			*lo = PG_UINT64_MAX;
-	}
-	*hi_inf = ForeinPageIsRightmost(page);
-	*hi = 0;
-	if (!*hi_inf)
-	{
-		*hi = bound_word(state, (IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_HIKEY)),
-						 &overflow);
-		if (overflow)
-			*hi_inf = true;
-	}
+	if (has_lo)
+		lob = (IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_LOKEY));
+	if (has_hi)
+		hib = (IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_HIKEY));
+	iv = forein_word_interval(has_lo, has_lo ? forein_tuple_word(state, lob) : 0,
+							  has_lo && ForeinTidIsMinimal(&lob->t_tid),
+							  has_hi, has_hi ? forein_tuple_word(state, hib) : 0,
+							  has_hi && ForeinTidIsMinimal(&hib->t_tid));
+	*lo = iv.lo;
+	*hi = iv.hi;
+	*hi_inf = iv.hi_inf;
 }
 
 /* A copy of a tuple's key and TID, without a downlink's trailer */

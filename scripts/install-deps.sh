@@ -10,6 +10,7 @@ packages=(
   libabsl-dev       # absl::btree_map, the benchmark's peer
   libsqlite3-dev sqlite3  # the SQLite variant (sqlite_vfs/) and its shell test
   postgresql-15 postgresql-server-dev-15 postgresql-contrib  # the access method (pg_extension/)
+  libicu-dev        # its text words under ICU collations (pg_locale.h, ucol_*)
   libipc-run-perl   # its TAP tests (regress/t/)
 )
 

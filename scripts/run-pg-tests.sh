@@ -184,6 +184,8 @@ if [ $do_tap -eq 1 ]; then
 			echo "TAP clusters in $tap_scratch (removed afterwards; logs copied to $tapdir/log)"
 			mkdir -p "$tap_scratch/t" "$tap_scratch/tmp"
 			cp "$root"/regress/t/*.pm "$tap_scratch/t/"
+			# the engine's word tool for 010_words.pl, where the user can run it
+			cp "$build/tools/forein_word" "$tap_scratch/" 2>/dev/null || true
 			run_files=()
 			for f in "${files[@]}"; do
 				cp "$f" "$tap_scratch/t/" || continue
@@ -196,6 +198,7 @@ if [ $do_tap -eq 1 ]; then
 			(cd "$tap_scratch" && exec "${runner[@]+"${runner[@]}"}" env \
 				PATH="$bindir:$PATH" PG_REGRESS="$pg_regress" \
 				PG_TEST_PORT_DIR="$tap_scratch" TMPDIR="$tap_scratch/tmp" \
+				FOREIN_WORD_TOOL="$tap_scratch/forein_word" \
 				prove -I "$perl_lib" -I "$tap_scratch/t" --timer "${run_files[@]}") &
 			tap_pid=$!
 			wait "$tap_pid"

@@ -183,3 +183,40 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 REVOKE ALL ON FUNCTION forein_check(regclass, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION forein_refresh(regclass) FROM PUBLIC;
 REVOKE ALL ON FUNCTION forein_offload_entries(regclass) FROM PUBLIC;
+
+-- BEGIN word debug functions (pg_extension/forein_sqlfuncs.c)
+-- For tests (regress/t/010_words.pl compares them with the engine's words):
+-- superuser only.  Carry this block, REVOKEs included, into later versions'
+-- install and upgrade scripts.
+
+-- The offload word of a value of a type forein indexes, under the value's
+-- collation (text); NULL when that collation has no order-preserving word
+-- (nondeterministic).  Words are the unsigned 64-bit numbers of forein/word.h.
+CREATE FUNCTION forein_debug_word(value anyelement)
+RETURNS numeric
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE;
+REVOKE ALL ON FUNCTION forein_debug_word(anyelement) FROM PUBLIC;
+
+-- Every live node of the index: its bounds (has_lo false: leftmost; has_hi
+-- false: rightmost; key NULL: a NULL key; owns: the bound's heap TID is
+-- minimal, so it owns its key's word) and its word interval [lo, hi)
+-- (hi_inf: through 2^64 - 1) as the offload refresh computes it.
+CREATE FUNCTION forein_debug_page_intervals(index regclass,
+	OUT blkno bigint,
+	OUT level integer,
+	OUT has_lo boolean,
+	OUT lo_key text,
+	OUT lo_owns boolean,
+	OUT has_hi boolean,
+	OUT hi_key text,
+	OUT hi_owns boolean,
+	OUT lo numeric,
+	OUT hi numeric,
+	OUT hi_inf boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+REVOKE ALL ON FUNCTION forein_debug_page_intervals(regclass) FROM PUBLIC;
+
+-- END word debug functions

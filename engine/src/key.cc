@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include "forein/error.h"
 
@@ -26,16 +25,7 @@ std::int64_t decode_int64(std::string_view key) {
     throw InvalidArgument("decode_int64: key has " + std::to_string(key.size()) +
                           " bytes, expected 8");
   }
-  return static_cast<std::int64_t>(word_of(key) ^ (Word{1} << 63));
-}
-
-Word word_of(std::string_view key) {
-  Word w = 0;
-  for (std::size_t i = 0; i < kWordBytes; ++i) {
-    const Word byte = i < key.size() ? static_cast<unsigned char>(key[i]) : 0;
-    w = (w << 8) | byte;
-  }
-  return w;
+  return forein_word_to_int64(word_of(key));
 }
 
 int compare_keys(std::string_view a, std::string_view b) {
@@ -55,14 +45,16 @@ std::string min_key_of_word(Word w) {
   return key;
 }
 
-// min_key_of_word(word_of(k)) is a prefix of k, so it is <= k. If equal,
-// word_of(k) is the answer; otherwise every key with the next word exceeds
-// k, so the next word is.
+// min_key_of_word(word_of(k)) is a prefix of k, so it is <= k. If equal
+// (k has at most 8 bytes and no trailing zero byte), word_of(k) is the
+// answer; otherwise every key with the next word exceeds k, so the next
+// word is (forein/word.h's rule, shared with the PostgreSQL AM).
 WordCeil word_ceil(std::string_view key) {
-  const Word w = word_of(key);
-  if (min_key_of_word(w) == key) return {w, false};
-  if (w == std::numeric_limits<Word>::max()) return {0, true};
-  return {w + 1, false};
+  Word w = 0;
+  if (!forein_word_ceil(word_of(key), forein_word_bytes_own_word(key.data(), key.size()), &w)) {
+    return {0, true};
+  }
+  return {w, false};
 }
 
 }  // namespace forein

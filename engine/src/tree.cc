@@ -228,16 +228,17 @@ NodeInterval Tree::Impl::interval_of(const Node& n, PageId id) const {
   iv.node = id;
   iv.level = n.level();
   iv.version = n.version();
-  const WordCeil lo = word_ceil(n.lo());
-  WordCeil hi{0, true};
-  if (!n.hi_inf()) hi = word_ceil(n.hi());
-  if (lo.past_end) {  // no word's smallest key is in range: empty interval
-    iv.lo = iv.hi = ~Word{0};
-    return iv;
-  }
-  iv.lo = lo.word;
-  iv.hi_inf = hi.past_end;
-  iv.hi = hi.past_end ? 0 : hi.word;
+  // forein/word.h's interval rule; the leftmost node's lo is the empty key,
+  // which owns word 0. A lo past the end gives the empty interval.
+  const std::string_view lo = n.lo();
+  const bool has_hi = !n.hi_inf();
+  const std::string_view hi = has_hi ? n.hi() : std::string_view();
+  const ForeinWordInterval w =
+      forein_word_interval(true, word_of(lo), forein_word_bytes_own_word(lo.data(), lo.size()), has_hi,
+                           word_of(hi), forein_word_bytes_own_word(hi.data(), hi.size()));
+  iv.lo = w.lo;
+  iv.hi = w.hi;
+  iv.hi_inf = w.hi_inf;
   return iv;
 }
 

@@ -32,7 +32,7 @@ namespace forein {
 namespace detail {
 
 inline constexpr std::size_t kMaxLevels = 32;
-inline constexpr int kMaxHintMoveRights = 8;  // a far-off hint costs no more than this
+inline constexpr int kMaxHintMoveRights = FOREIN_MAX_HINT_MOVE_RIGHTS;  // forein/word.h
 
 // Meta page (page 0) fields.
 namespace meta {

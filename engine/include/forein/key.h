@@ -7,7 +7,9 @@
 // encoding, so int16, int32 and int64 keys compare with each other.
 //
 // The offload layer only sees the key's *word*: its first 8 bytes read
-// big-endian, zero-padded. Word order never contradicts key order
+// big-endian, zero-padded. The word encodings and interval rules are
+// defined once, in C, in forein/word.h, shared with the PostgreSQL access
+// method; the functions here are their C++ spelling. Word order never contradicts key order
 // (a < b implies word(a) <= word(b)); keys sharing a word are told apart by
 // the tree's full comparison.
 #pragma once
@@ -16,10 +18,12 @@
 #include <string>
 #include <string_view>
 
+#include "forein/word.h"
+
 namespace forein {
 
 using Word = std::uint64_t;
-inline constexpr std::size_t kWordBytes = 8;
+inline constexpr std::size_t kWordBytes = FOREIN_WORD_BYTES;
 
 std::string encode_int64(std::int64_t v);
 inline std::string encode_int32(std::int32_t v) { return encode_int64(v); }
@@ -33,12 +37,10 @@ std::string encode_word(Word w);
 std::int64_t decode_int64(std::string_view key);
 
 // First 8 bytes big-endian, zero-padded.
-Word word_of(std::string_view key);
+inline Word word_of(std::string_view key) { return forein_word_bytes(key.data(), key.size()); }
 
 // The offload word of an int64 key without building the key.
-inline Word word_of_int64(std::int64_t v) {
-  return static_cast<Word>(v) ^ (Word{1} << 63);
-}
+inline Word word_of_int64(std::int64_t v) { return forein_word_int64(v); }
 
 // memcmp order; negative, zero or positive.
 int compare_keys(std::string_view a, std::string_view b);
