@@ -175,7 +175,7 @@ std::vector<std::byte> build_lpm_image(std::span<const LpmEntry> upper, std::spa
   const Word span = segs.back().first - base;
   const unsigned dir_bits =
       options.dir_bits != 0 ? options.dir_bits
-                            : std::clamp<unsigned>(static_cast<unsigned>(std::bit_width(n)), 1, kAutoMaxDirBits);
+                            : std::clamp<unsigned>(static_cast<unsigned>(std::bit_width(n)) + 1, 1, kAutoMaxDirBits);
   const std::size_t cells = std::size_t{1} << dir_bits;
   const unsigned span_bits = static_cast<unsigned>(std::bit_width(span));
   const unsigned shift = span_bits > dir_bits ? span_bits - dir_bits : 0;  // (span >> shift) < cells

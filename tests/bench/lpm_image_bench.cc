@@ -1,7 +1,7 @@
 // The switch_lpm byte image against the live backend: ns per start-hint
 // lookup through SwitchLpmBackend::hint_for_word (two LpmSnapshot lookups in
 // an RCU read section) and through lpm_image_hint on the same entries, in
-// the same run. Single-threaded; the median of `reps` runs of `lookups`
+// the same run. Single-threaded, timed in thread CPU time; the median of `reps` runs of `lookups`
 // lookups each. Two figures per path: "indep" (independent lookups, as a
 // host's hot loop issues them; out-of-order overlap allowed) and "chain"
 // (each lookup's word depends on the previous answer: pure latency).
@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <random>
 #include <span>
@@ -41,6 +42,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 volatile std::uint64_t g_zero = 0;  // a runtime 0 the compiler cannot fold
+
+// This thread's CPU time: the machine is shared, and time spent descheduled
+// is not lookup time (wall-clock figures on a busy 2-core box ran 2-3x high).
+double thread_cpu_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+}
 
 struct EntrySet {
   std::string name;
@@ -112,21 +121,26 @@ double ns_per_lookup(Lookup&& lookup, const std::vector<Word>& words, std::size_
   const std::size_t mask = words.size() - 1;  // a power of two
   const std::uint64_t zero = g_zero;
   std::uint64_t sum = 0, last = 0;
-  const auto start = Clock::now();
+  const double start = thread_cpu_ns();
   for (std::size_t i = 0; i < lookups; ++i) {
     const Word w = chain ? words[(i + (last & zero)) & mask] : words[i & mask];
     const StartHints h = lookup(w);
     last = h.primary.node + h.secondary.node;
     sum += last;
   }
-  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+  const double ns = thread_cpu_ns() - start;
   sink += sum;
   return ns / static_cast<double>(lookups);
 }
 
+// Median and minimum over the reps, independent and chained.
+struct Timing {
+  double indep_median, indep_min, chain_median, chain_min;
+};
+
 template <class Lookup>
-std::pair<double, double> median_ns(Lookup&& lookup, const std::vector<Word>& words, std::size_t lookups,
-                                    int reps, std::uint64_t& sink) {
+Timing time_lookups(Lookup&& lookup, const std::vector<Word>& words, std::size_t lookups, int reps,
+                    std::uint64_t& sink) {
   std::vector<double> indep, chain;
   for (int r = 0; r < reps; ++r) {
     indep.push_back(ns_per_lookup(lookup, words, lookups, false, sink));
@@ -134,7 +148,7 @@ std::pair<double, double> median_ns(Lookup&& lookup, const std::vector<Word>& wo
   }
   std::sort(indep.begin(), indep.end());
   std::sort(chain.begin(), chain.end());
-  return {indep[indep.size() / 2], chain[chain.size() / 2]};
+  return {indep[indep.size() / 2], indep.front(), chain[chain.size() / 2], chain.front()};
 }
 
 void run(const EntrySet& set, std::size_t lookups, int reps, std::mt19937_64& rng, std::uint64_t& sink) {
@@ -185,31 +199,30 @@ void run(const EntrySet& set, std::size_t lookups, int reps, std::mt19937_64& rn
   // Directory sizes around the automatic one, for the layout choice.
   std::vector<std::pair<unsigned, std::vector<std::byte>>> variants;
   for (int d = -2; d <= 2; ++d) {
-    if (d == 0) continue;
     const int bits = static_cast<int>(info.dir_bits) + d;
     if (bits < 1 || bits > static_cast<int>(kLpmImageMaxDirBits)) continue;
     variants.emplace_back(static_cast<unsigned>(bits),
                           build_lpm_image(upper, bottom, 1, LpmImageOptions{static_cast<unsigned>(bits)}));
   }
 
-  std::printf("  %-22s %26s %26s\n", "", "backend.hint_for_word", "lpm_image_hint");
-  std::printf("  %-22s %13s %12s %13s %12s\n", "ns/lookup (median)", "indep", "chain", "indep", "chain");
+  std::printf("  ns/lookup, median (min) of %d reps:\n", reps);
+  std::printf("  %-20s %31s %31s\n", "", "backend.hint_for_word", "lpm_image_hint");
+  std::printf("  %-20s %15s %15s %15s %15s\n", "", "indep", "chain", "indep", "chain");
   for (const auto& [probe_name, words] : probe_sets) {
-    const auto old_ns = median_ns([&](Word w) { return backend.hint_for_word(w); }, words, lookups, reps, sink);
+    const Timing o = time_lookups([&](Word w) { return backend.hint_for_word(w); }, words, lookups, reps, sink);
     const std::span<const std::byte> view(image);
-    const auto new_ns = median_ns([view](Word w) { return lpm_image_hint(view, w); }, words, lookups, reps, sink);
-    std::printf("  %-22s %13.1f %12.1f %13.1f %12.1f\n", probe_name, old_ns.first, old_ns.second, new_ns.first,
-                new_ns.second);
+    const Timing n = time_lookups([view](Word w) { return lpm_image_hint(view, w); }, words, lookups, reps, sink);
+    std::printf("  %-20s %7.1f (%5.1f) %7.1f (%5.1f) %7.1f (%5.1f) %7.1f (%5.1f)\n", probe_name, o.indep_median,
+                o.indep_min, o.chain_median, o.chain_min, n.indep_median, n.indep_min, n.chain_median, n.chain_min);
   }
-  std::printf("  directory size, uniform words (image KiB: indep / chain ns):");
+  std::printf("  lpm_image_hint by directory size, uniform words: indep / chain median ns:\n");
   for (const auto& [bits, img] : variants) {
     const std::span<const std::byte> view(img);
-    const auto ns = median_ns([view](Word w) { return lpm_image_hint(view, w); }, probe_sets[0].second, lookups,
-                              reps, sink);
-    std::printf("  2^%u (%.0f KiB: %.1f / %.1f)", bits, static_cast<double>(img.size()) / 1024, ns.first,
-                ns.second);
+    const Timing t = time_lookups([view](Word w) { return lpm_image_hint(view, w); }, probe_sets[0].second, lookups,
+                                  reps, sink);
+    std::printf("    2^%-2u cells%s (image %5.0f KiB): %5.1f / %5.1f\n", bits, bits == info.dir_bits ? " (auto)" : "       ",
+                static_cast<double>(img.size()) / 1024, t.indep_median, t.chain_median);
   }
-  std::printf("\n");
 }
 
 }  // namespace
