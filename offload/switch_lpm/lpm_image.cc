@@ -15,7 +15,7 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-constexpr unsigned kAutoMaxDirBits = 20;
+constexpr unsigned kAutoMaxDirBits = 17;  // a 512 KiB directory at most (half a 1 MiB L2)
 constexpr std::size_t kHeaderBytes = sizeof(LpmImageHeader);
 
 // The answer of one table over one segment; node 0 = no match.

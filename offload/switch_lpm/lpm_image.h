@@ -42,28 +42,36 @@
 // secondary hint; node 0 = none), adjacent equal segments merged. One
 // lookup answers both tables: a DIR-style directory over the span of the
 // non-zero starts (cell c = (w - dir_base) >> dir_shift, clamped to the last
-// cell; 2^dir_bits cells with dir_bits = bit_width(segments) capped at 20,
-// i.e. 1-2 cells per segment) gives dir[c] = the segment holding the cell's
-// first word, so w's segment lies in [dir[c], dir[c + 1]]; a branch-free
-// binary search over those few starts finds it, and the 24-byte record holds
-// the start and both answers, so the search ends on the line that holds the
-// answer: typically two dependent cache misses per lookup (directory, then
-// segment). The directory adapts to clustered keys (small integers sit just
-// above 2^63) like LpmSnapshot's grid.
+// cell; 2^dir_bits cells with dir_bits = bit_width(segments) + 1 capped at
+// 17, i.e. 2-4 cells per segment, at most 512 KiB of directory) gives dir[c] = the segment holding the
+// cell's first word, so w's segment lies in [dir[c], dir[c + 1]]; a
+// branch-free binary search over those few starts finds it, and the 24-byte
+// record holds the start and both answers, so the search ends on the line
+// that holds the answer: typically two dependent cache misses per lookup
+// (directory, then segment) whatever the prefix lengths. The directory
+// adapts to clustered keys (small integers sit just above 2^63) like
+// LpmSnapshot's grid.
 //
-// Numbers (docs/lpm-image-benchmark.md, lpm_image_bench, 73,000 entries,
-// uniformly random 64-bit words, one core of an AMD EPYC, RelWithDebInfo):
-// see the doc for the table; in short the image lookup answers both
-// tables in about the time LpmSnapshot needs for one, well under the 20 ns
-// goal, against ~50-60 ns for SwitchLpmBackend::hint_for_word (two
-// snapshot lookups inside an RCU read section). A poptrie/multibit layout
-// was not chosen: FOREIN's prefixes run to 64 bits, so an 8- or 16-bit
-// stride trie needs up to 4-8 dependent reads for long prefixes, while the
-// directory + short search is two misses whatever the prefix length.
+// Numbers (docs/lpm-image-benchmark.md: lpm_image_bench 73000 2000000 9,
+// RelWithDebInfo, one core of a shared 2-vCPU AMD EPYC VM, thread CPU
+// time, median of 9): on uniformly random 64-bit words, independent
+// lookups cost 12.9 ns (random-key B+tree covers, 31k segments), 10.6 ns
+// (clustered keys) and 12.3 ns (long-prefix mix, 79k segments) against
+// 31.4 / 29.6 / 27.9 ns for SwitchLpmBackend::hint_for_word; a dependent
+// chain of lookups (pure latency) 21-28 ns against 28-32 ns. Directory
+// size: at 1 cell per segment the random-key set took 15.7 ns, at 1/2 cell
+// 19.1 ns; 2 cells per segment (the default) 13.4 ns, 4 cells 12.7 ns for
+// twice the directory bytes. A poptrie/multibit layout was not chosen:
+// FOREIN's prefixes run to 64 bits, so an 8- or 16-bit stride trie needs
+// up to 4-8 dependent reads for long prefixes, while directory + short
+// search is two misses for any prefix length.
 //
-// Size: 24 bytes per segment (about 2-2.5 segments per entry), 4 bytes per
-// directory cell (1-2 per segment), plus the 24-byte entry list: about
-// 80-110 bytes per entry in all (the doc lists the measured sizes).
+// Size: 24 bytes per segment (0.4-1.1 segments per entry in these sets;
+// at most 2 per entry + 1), 4 bytes per directory cell (2-4 per segment),
+// plus the 24-byte diagnostic entry list, which the lookup never reads:
+// 38-64 bytes per entry at 73,000 entries in all, of which the lookup's
+// part (directory + segments) is 14-40 (random-key tree: 2.6 MiB image,
+// 0.96 MiB of it directory + segments).
 #pragma once
 
 #include <cstddef>
@@ -106,8 +114,8 @@ struct LpmImageHeader {
 };
 static_assert(sizeof(LpmImageHeader) == 80, "the image header is 80 bytes");
 
-// Directory sizing for build_lpm_image; 0 = automatic (bit_width(segments),
-// at most 20). Benchmarks and tests may force other sizes.
+// Directory sizing for build_lpm_image; 0 = automatic (bit_width(segments)
+// + 1, at most 17). Benchmarks and tests may force other sizes.
 struct LpmImageOptions {
   unsigned dir_bits = 0;  // 0 or 1..kLpmImageMaxDirBits
 };
