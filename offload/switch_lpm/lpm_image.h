@@ -43,8 +43,8 @@
 // lookup answers both tables: a DIR-style directory over the span of the
 // non-zero starts (cell c = (w - dir_base) >> dir_shift, clamped to the last
 // cell; 2^dir_bits cells with dir_bits = bit_width(segments) + 1 capped at
-// 17, i.e. 2-4 cells per segment, at most 512 KiB of directory) gives dir[c] = the segment holding the
-// cell's first word, so w's segment lies in [dir[c], dir[c + 1]]; a
+// 17, i.e. 2-4 cells per segment, at most 512 KiB of directory) gives
+// dir[c] = the segment holding the cell's first word, so w's segment lies in [dir[c], dir[c + 1]]; a
 // branch-free binary search over those few starts finds it, and the 24-byte
 // record holds the start and both answers, so the search ends on the line
 // that holds the answer: typically two dependent cache misses per lookup
@@ -54,23 +54,24 @@
 //
 // Numbers (docs/lpm-image-benchmark.md: lpm_image_bench 73000 2000000 9,
 // RelWithDebInfo, one core of a shared 2-vCPU AMD EPYC VM, thread CPU
-// time, median of 9): on uniformly random 64-bit words, independent
-// lookups cost 12.9 ns (random-key B+tree covers, 31k segments), 10.6 ns
-// (clustered keys) and 12.3 ns (long-prefix mix, 79k segments) against
-// 31.4 / 29.6 / 27.9 ns for SwitchLpmBackend::hint_for_word; a dependent
-// chain of lookups (pure latency) 21-28 ns against 28-32 ns. Directory
-// size: at 1 cell per segment the random-key set took 15.7 ns, at 1/2 cell
-// 19.1 ns; 2 cells per segment (the default) 13.4 ns, 4 cells 12.7 ns for
-// twice the directory bytes. A poptrie/multibit layout was not chosen:
-// FOREIN's prefixes run to 64 bits, so an 8- or 16-bit stride trie needs
-// up to 4-8 dependent reads for long prefixes, while directory + short
-// search is two misses for any prefix length.
+// time, median of 9), uniformly random 64-bit words, independent lookups:
+// 12.6-19 ns (random-key B+tree covers, 31k segments), 10.6-13 ns
+// (clustered keys), 12.0-12.6 ns (long-prefix mix, 79k segments), against
+// 27-42 ns for SwitchLpmBackend::hint_for_word in the same runs; a
+// dependent chain of lookups (pure latency) 11-30 ns. Directory size, the
+// random-key set: 1/2 cell per segment 19 ns, 1 cell 16 ns, 2 cells (the
+// default) 12.6 ns, 4 cells 12.1 ns but a slower chain; past 2^17 cells
+// (1 MiB) the long-prefix chain got slower (25.7 -> 30.2 ns), hence the
+// cap. A poptrie/multibit layout was not chosen: FOREIN's prefixes run to
+// 64 bits, so an 8- or 16-bit stride trie needs up to 4-8 dependent reads
+// for long prefixes, while directory + short search is two misses for any
+// prefix length.
 //
 // Size: 24 bytes per segment (0.4-1.1 segments per entry in these sets;
 // at most 2 per entry + 1), 4 bytes per directory cell (2-4 per segment),
 // plus the 24-byte diagnostic entry list, which the lookup never reads:
-// 38-64 bytes per entry at 73,000 entries in all, of which the lookup's
-// part (directory + segments) is 14-40 (random-key tree: 2.6 MiB image,
+// 38-57 bytes per entry at 73,000 entries in all, of which the lookup's
+// part (directory + segments) is 14-33 (random-key tree: 2.6 MiB image,
 // 0.96 MiB of it directory + segments).
 #pragma once
 
