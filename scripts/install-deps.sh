@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   catch2            # unit, property and stress tests
+  clang-14 libclang-rt-14-dev  # libFuzzer targets (tests/fuzz/run.sh)
   libabsl-dev       # absl::btree_map, the benchmark's peer
   libsqlite3-dev sqlite3  # the SQLite variant (sqlite_vfs/) and its shell test
   postgresql-15 postgresql-server-dev-15 postgresql-contrib  # the access method (pg_extension/)
