@@ -7,7 +7,7 @@
  * a function call; uuids with memcmp; everything else (text) through the
  * opclass's support function 1 under the column's collation.  The offload
  * word of a key is the 64-bit order-preserving value the switch matches on
- * (shared/DESIGN.md, contract 1), computed by forein/word.h, the definition
+ * (docs/design.md, contract 1), computed by forein/word.h, the definition
  * the engine shares.  A text key's word is the first 8 bytes of its sort key
  * under the index's collation (text_word), like btree's abbreviated keys.
  *

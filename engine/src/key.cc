@@ -1,4 +1,4 @@
-// Key encoding (shared/DESIGN.md contract 1): see forein/key.h.
+// Key encoding (docs/design.md, contract 1): see forein/key.h.
 #include "forein/key.h"
 
 #include <algorithm>

@@ -125,7 +125,7 @@ class Tree::Impl {
 
   // --- descent (tree.cc) ---
   // Latches the start node for `k` at the level the hints name (or the
-  // root), after validation; falls back as DESIGN.md says.
+  // root), after validation; falls back as docs/design.md says.
   detail::LatchedPage start(const detail::SearchKey& k, const StartHints* hints, bool leaf_exclusive,
                             detail::OpCounters& c);
   // Descends from a latched node to the leaf covering k, moving right as

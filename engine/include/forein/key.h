@@ -1,4 +1,4 @@
-// Key encoding (shared/DESIGN.md contract 1).
+// Key encoding (docs/design.md, contract 1).
 //
 // Inside the tree every key is a byte string ordered by memcmp (shorter key
 // first on a common prefix). Typed keys are encoded so that this order is

@@ -1,5 +1,5 @@
 /*
- * forein/word.h: the one definition of offload words (shared/DESIGN.md,
+ * forein/word.h: the one definition of offload words (docs/design.md,
  * contract 1), shared by the C++ engine (forein/key.h, engine/src/key.cc)
  * and the PostgreSQL access method (pg_extension/forein_utils.c).
  *
