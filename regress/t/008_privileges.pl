@@ -51,7 +51,8 @@ JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.de
 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'forein'
 WHERE p.proname <> 'forein_handler'};
 my $want_revoked =
-  'forein_check=false,forein_offload_entries=false,forein_refresh=false,forein_stats=true';
+  'forein_check=false,forein_debug_page_intervals=false,forein_debug_word=false,'
+  . 'forein_offload_entries=false,forein_refresh=false,forein_stats=true';
 is($node->safe_psql('postgres', $public_exec),
 	$want_revoked, 'install script: only forein_stats is executable by PUBLIC');
 

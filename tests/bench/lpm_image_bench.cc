@@ -33,6 +33,7 @@
 #include "offload/synthetic_tree.h"
 #include "switch_lpm/lpm_image.h"
 #include "switch_lpm/lpm_table.h"
+#include "offload/two_lpm_tables.h"
 #include "switch_lpm/switch_lpm_device.h"
 
 using forein::StartHints;
@@ -41,38 +42,6 @@ using namespace forein::offload;
 
 namespace {
 
-// The reference: the two LPM tables looked up one by one (LpmTable over
-// LpmSnapshot), with switch_lpm's rule: primary = the upper table's match
-// (secondary: the bottom line's), else the bottom line's.
-class TwoTables {
- public:
-  explicit TwoTables(std::size_t capacity) : upper_(capacity), bottom_(capacity) {}
-  BackendStatus install(const std::vector<LpmEntry>& entries) {
-    std::vector<LpmEntry> up, bot;
-    for (const LpmEntry& e : entries) (e.layer == Layer::kBottomLine ? bot : up).push_back(e);
-    if ((!up.empty() && upper_.install(up) != LpmStatus::kOk) ||
-        (!bot.empty() && bottom_.install(bot) != LpmStatus::kOk)) {
-      return BackendStatus::kInvalidEntry;
-    }
-    return BackendStatus::kOk;
-  }
-  StartHints hint_for_word(Word w) const {
-    const auto up = upper_.lookup(w), bot = bottom_.lookup(w);
-    auto hint = [](const LpmAction& a) { return forein::Hint{a.node, a.level, a.version_tag}; };
-    StartHints h;
-    if (up) {
-      h.primary = hint(*up);
-      if (bot) h.secondary = hint(*bot);
-    } else if (bot) {
-      h.primary = hint(*bot);
-    }
-    return h;
-  }
-  std::size_t host_bytes() const { return upper_.usage().bytes + bottom_.usage().bytes; }
-
- private:
-  LpmTable upper_, bottom_;
-};
 
 
 using Clock = std::chrono::steady_clock;
@@ -201,7 +170,7 @@ void run(const EntrySet& set, std::size_t lookups, int reps, std::mt19937_64& rn
     probe_sets.emplace_back("words near the keys", std::move(near));
   }
 
-  TwoTables backend(set.entries.size() + 1);
+  forein::offload::testing::TwoTables backend(set.entries.size() + 1);
   if (backend.install(set.entries) != BackendStatus::kOk) {
     std::fprintf(stderr, "backend install failed\n");
     std::exit(1);

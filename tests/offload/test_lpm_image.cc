@@ -20,6 +20,7 @@
 #include "support/seed.h"
 #include "switch_lpm/lpm_image.h"
 #include "switch_lpm/lpm_table.h"
+#include "offload/two_lpm_tables.h"
 #include "switch_lpm/switch_lpm_device.h"
 
 using forein::Hint;
@@ -30,38 +31,6 @@ using forein::testing::Rng;
 
 namespace {
 
-// The reference: the two LPM tables looked up one by one (LpmTable over
-// LpmSnapshot), with switch_lpm's rule: primary = the upper table's match
-// (secondary: the bottom line's), else the bottom line's.
-class TwoTables {
- public:
-  explicit TwoTables(std::size_t capacity) : upper_(capacity), bottom_(capacity) {}
-  BackendStatus install(const std::vector<LpmEntry>& entries) {
-    std::vector<LpmEntry> up, bot;
-    for (const LpmEntry& e : entries) (e.layer == Layer::kBottomLine ? bot : up).push_back(e);
-    if ((!up.empty() && upper_.install(up) != LpmStatus::kOk) ||
-        (!bot.empty() && bottom_.install(bot) != LpmStatus::kOk)) {
-      return BackendStatus::kInvalidEntry;
-    }
-    return BackendStatus::kOk;
-  }
-  StartHints hint_for_word(Word w) const {
-    const auto up = upper_.lookup(w), bot = bottom_.lookup(w);
-    auto hint = [](const LpmAction& a) { return forein::Hint{a.node, a.level, a.version_tag}; };
-    StartHints h;
-    if (up) {
-      h.primary = hint(*up);
-      if (bot) h.secondary = hint(*bot);
-    } else if (bot) {
-      h.primary = hint(*bot);
-    }
-    return h;
-  }
-  std::size_t host_bytes() const { return upper_.usage().bytes + bottom_.usage().bytes; }
-
- private:
-  LpmTable upper_, bottom_;
-};
 
 
 using Bytes = std::vector<std::byte>;
@@ -126,7 +95,7 @@ std::vector<Word> probes_for(const std::vector<LpmEntry>& entries, Rng& rng, con
 // probe (plus the image's own segment starts and their predecessors).
 void check_against_backend(const std::vector<LpmEntry>& entries, const std::vector<Word>& probes,
                            std::uint64_t version, unsigned dir_bits = 0) {
-  TwoTables backend(1u << 20);
+  forein::offload::testing::TwoTables backend(1u << 20);
   REQUIRE(backend.install(entries) == BackendStatus::kOk);
   const Tables t = split(entries);
   const Bytes image = build_lpm_image(t.upper, t.bottom, version, LpmImageOptions{dir_bits});

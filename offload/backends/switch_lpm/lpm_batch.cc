@@ -1,23 +1,8 @@
 #include "switch_lpm/lpm_batch.h"
 
-#include <cstring>
+#include "switch_lpm/bytes.h"
 
 namespace forein::offload {
-
-namespace {
-
-template <typename T>
-T load(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <typename T>
-void store(std::byte* p, T v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
-}  // namespace
 
 // Record: prefix value u64, node u32, level u16, prefix length u8, layer u8,
 // version u64; host byte order.

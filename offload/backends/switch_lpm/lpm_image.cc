@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "forein/error.h"
+#include "switch_lpm/bytes.h"
 
 namespace forein::offload {
 
@@ -37,17 +38,6 @@ Action action_of_entry(const LpmEntry& e) {
   return Action{e.node, e.level, static_cast<std::uint16_t>(e.version)};
 }
 
-template <class T>
-T load(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-template <class T>
-void store(std::byte* p, const T& v) {
-  std::memcpy(p, &v, sizeof v);
-}
 
 // Validated, sorted copy of one table (InvalidArgument on bad input).
 std::vector<LpmEntry> checked_table(std::span<const LpmEntry> entries, const char* which) {
