@@ -75,7 +75,7 @@ leader_detach(int code, Datum arg)
 
 /*
  * Marks the slot for a refresh if it is dirty and due.  Also keeps the
- * slot's activity time, which slot allocation uses to find idle slots.
+ * slot's last activity time (diagnostics; slots are never taken over).
  */
 static bool
 claim_if_dirty(int slotno, TimestampTz now)
