@@ -255,6 +255,9 @@ void fn_stats(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
       j += k;
       j += "\":" + std::to_string(v);
     };
+    j += "\"backend\":\"";
+    j += t->hints.backend_name();  // a registered name: [a-z_]+, nothing to escape
+    j += "\"";
     add("lookups", t->lookups);
     add("hinted", t->base_hinted + s.hinted);
     add("hint_hits", t->base_hint_hits + s.hint_hits);

@@ -33,6 +33,8 @@ TEST_CASE("sqlite: offload=NAME takes a registered backend", "[sqlite]") {
     const std::string q = " WHERE k = " + std::to_string(k);
     CHECK(db.rows("SELECT v FROM n" + q) == db.rows("SELECT v FROM s" + q));
   }
+  CHECK(db.rows("SELECT json_extract(forein_stats('n'), '$.backend')") == "none");
+  CHECK(db.rows("SELECT json_extract(forein_stats('s'), '$.backend')") == "switch_lpm");
   CHECK(db.rows("SELECT json_extract(forein_stats('n'), '$.hint_hits')") == "0");
   CHECK(db.rows("SELECT json_extract(forein_stats('n'), '$.installed_entries')") == "0");
   CHECK(db.rows("SELECT json_extract(forein_stats('s'), '$.hint_hits') > 0") == "1");
