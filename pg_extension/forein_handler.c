@@ -124,11 +124,15 @@ forein_index_backend(Relation index)
 	return id >= 0 ? id : forein_offload_backend_id("none");
 }
 
-/* Does the index's backend give hints at all? */
+/* Does the index's backend give hints at all? (on every scan start) */
 bool
 forein_index_offloaded(Relation index)
 {
-	return forein_index_backend(index) != forein_offload_backend_id("none");
+	static int	none_id = -2;
+
+	if (none_id == -2)
+		none_id = forein_offload_backend_id("none");
+	return forein_index_backend(index) != none_id;
 }
 
 /*
