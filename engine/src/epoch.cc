@@ -59,7 +59,10 @@ EpochManager::Guard::~Guard() {
   instance().slots_[t_slot.index].epoch.store(kIdle, std::memory_order_release);
 }
 
-std::size_t EpochManager::current_slot() { return t_slot.index; }
+std::size_t EpochManager::thread_slot() {
+  if (t_slot.index == ~std::size_t{0}) t_slot.index = instance().acquire_slot();
+  return t_slot.index;
+}
 
 std::uint64_t EpochManager::retire_epoch() {
   return global_.fetch_add(1, std::memory_order_seq_cst);

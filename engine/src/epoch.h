@@ -1,9 +1,14 @@
 // Epoch-based reclamation for tree pages.
 //
-// A reader may hold a page id it read from a parent or sibling without
-// holding any latch on that page yet. A page that is unlinked from the tree
-// is therefore "retired", and only handed back to the page store once every
-// operation that was running when it was unlinked has finished.
+// A writer may hold a page id it read from a parent or sibling (or its
+// path) without holding any latch on that page yet. A page that is
+// unlinked from the tree is therefore "retired", and only handed back to
+// the page store once every writing operation that was running when it was
+// unlinked has finished. Optimistic readers take no epoch: a page is
+// freed and reused only under its exclusive latch, so a reader holding its
+// id sees the page version move and restarts (tree_impl.h). Entering an
+// epoch costs a sequentially consistent store; writers pay it, lookups do
+// not.
 #pragma once
 
 #include <atomic>
@@ -34,9 +39,9 @@ class EpochManager {
   // The oldest epoch any active thread may still observe.
   std::uint64_t safe_before() const;
 
-  // The calling thread's slot index, unique among live threads (< kSlots).
-  // Only valid inside a Guard.
-  static std::size_t current_slot();
+  // The calling thread's slot index, unique among live threads (< kSlots),
+  // taken on first use and given back when the thread exits.
+  static std::size_t thread_slot();
   static constexpr std::size_t kSlots = 1024;
   // One past the highest slot index ever handed out: per-slot arrays need
   // only be scanned this far.

@@ -13,7 +13,9 @@ std::string StoredKey::to_string() const {
 
 void StoredKey::append_to(std::string& out) const {
   if (long_bytes != nullptr) {
-    out.append(reinterpret_cast<const char*>(long_bytes), len);
+    const std::size_t at = out.size();
+    out.resize(at + len);
+    read_bytes(long_bytes, len, out.data() + at);
     return;
   }
   for (std::size_t i = 0; i < len; ++i) {
@@ -22,91 +24,80 @@ void StoredKey::append_to(std::string& out) const {
 }
 
 std::string_view Node::lo() const {
-  const auto len = load<std::uint16_t>(p_, off::kLoLen);
-  return {reinterpret_cast<const char*>(p_) + size_ - len, len};
+  const Span s = lo_span();
+  return {reinterpret_cast<const char*>(p_) + s.at, s.len};
 }
 
 std::string_view Node::hi() const {
-  return {reinterpret_cast<const char*>(p_) + load<std::uint16_t>(p_, off::kHiOff),
-          load<std::uint16_t>(p_, off::kHiLen)};
+  const Span s = hi_span();
+  return {reinterpret_cast<const char*>(p_) + s.at, s.len};
 }
 
-StoredKey Node::key_at(std::size_t i) const {
-  const std::size_t s = slot(i);
-  const auto len = load<std::uint16_t>(p_, s + 10);
-  return {load<Word>(p_, s), len,
-          len > kWordBytes ? p_ + load<std::uint16_t>(p_, s + 8) : nullptr};
+StoredKey Node::long_key_at(std::size_t s, std::uint16_t len) const {
+  const Span bytes = clamp(load<std::uint16_t>(p_, s + 8), len);
+  // A torn read may name bytes past the page; the version check discards
+  // the result, but the bytes read must stay inside the page.
+  if (bytes.len != len) return {load<Word>(p_, s), len, p_ + kHeaderSize};
+  return {load<Word>(p_, s), len, p_ + bytes.at};
 }
 
-std::string_view Node::value_at(std::size_t i) const {
+Node::Span Node::value_span(std::size_t i) const {
   const std::size_t s = slot(i);
+  const auto value_len = load<std::uint32_t>(p_, s + 12);
+  if (value_inline(value_len)) return {s + 16, value_len};
   const auto key_len = load<std::uint16_t>(p_, s + 10);
   std::size_t start = load<std::uint16_t>(p_, s + 8);
   if (key_len > kWordBytes) start += key_len;
-  return {reinterpret_cast<const char*>(p_) + start, load<std::uint32_t>(p_, s + 12)};
+  return clamp(start, value_len);
 }
 
-// Slot search: the first slot whose key is >= k (or > k when `strict`).
-// Keys spread evenly enough inside one node that interpolating on the words
-// of the first and last slot lands within a few slots of the answer; a
-// galloping search from there then touches two or three cache lines where
-// a plain binary search over an 8 KiB node touches eight. Skewed words only
-// cost more galloping steps: the worst case stays logarithmic.
-std::size_t Node::search(const SearchKey& k, bool strict) const {
-  const std::size_t n = count();
-  // before(i): slot i's key sorts before the answer.
-  auto before = [&](std::size_t i) {
-    const int c = compare(k, key_at(i));
-    return strict ? c >= 0 : c > 0;
-  };
-  auto binary = [&](std::size_t lo, std::size_t hi) {  // answer in [lo, hi]
-    while (lo < hi) {
-      const std::size_t mid = (lo + hi) / 2;
-      if (before(mid)) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
-  };
-  if (n < kInterpolateMin) return binary(0, n);
-  // The header's lo and hi words bound every key's word, and share the
-  // cache line the latch brought in; only the rightmost node reads a slot.
-  const Word first = load<Word>(p_, off::kLoWord);
-  const Word last = hi_inf() ? key_at(n - 1).word : load<Word>(p_, off::kHiWord);
-  if (k.word <= first || k.word >= last || first == last) return binary(0, n);
-  // Floating point: a 128-bit integer divide costs more than the search.
-  const auto guess = std::min(
-      n - 1, static_cast<std::size_t>(static_cast<double>(k.word - first) /
-                                      static_cast<double>(last - first) *
-                                      static_cast<double>(n - 1)));
-  // The answer is usually within a dozen slots of the guess: fetch those
-  // cache lines together instead of one dependent miss per galloping step.
-  const std::size_t from = guess > kPrefetchSlots ? guess - kPrefetchSlots : 0;
-  const std::size_t to = std::min(guess + kPrefetchSlots, n - 1);
-  for (std::size_t i = from; i <= to; i += 64 / kSlotSize) __builtin_prefetch(p_ + slot(i));
-  __builtin_prefetch(p_ + slot(to));
-  if (before(guess)) {
-    std::size_t step = 1;
-    while (guess + step < n && before(guess + step)) step *= 2;
-    return binary(guess + step / 2 + 1, std::min(guess + step, n));
+std::string_view Node::value_at(std::size_t i) const {
+  const Span v = value_span(i);
+  return {reinterpret_cast<const char*>(p_) + v.at, v.len};
+}
+
+void Node::copy_value(std::size_t i, std::string* out) const {
+  const Span v = value_span(i);
+  if (v.len <= kInlineValueMax && v.at + kInlineValueMax <= size_ && v.at % 8 == 0) {
+    // An inline value: one aligned word.
+    const std::uint64_t w = load<std::uint64_t>(p_, v.at);
+    out->resize(v.len);
+    std::memcpy(out->data(), &w, v.len);
+    return;
   }
-  std::size_t step = 1;
-  while (step <= guess && !before(guess - step)) step *= 2;
-  return binary(step <= guess ? guess - step + 1 : 0, guess - step / 2);
+  out->clear();
+  append_value_to(i, *out);
+}
+
+void Node::append_value_to(std::size_t i, std::string& out) const {
+  const Span v = value_span(i);
+  const std::size_t at = out.size();
+  out.resize(at + v.len);
+  read_bytes(p_ + v.at, v.len, out.data() + at);
 }
 
 std::size_t Node::heap_bytes_of(std::size_t i) const {
   const std::size_t s = slot(i);
   const auto key_len = load<std::uint16_t>(p_, s + 10);
   std::size_t n = key_len > kWordBytes ? key_len : 0;
-  if (is_leaf()) n += load<std::uint32_t>(p_, s + 12);
+  if (is_leaf()) {
+    const auto value_len = load<std::uint32_t>(p_, s + 12);
+    if (!value_inline(value_len)) n += value_len;
+  }
+  return n;
+}
+
+std::size_t Node::current_layout_bytes() const {
+  if (!is_leaf() || stride_ == kLeafSlotSize) return used_bytes();
+  std::size_t n = lo().size() + (hi_inf() ? 0 : hi().size());
+  for (std::size_t i = 0; i < count(); ++i) {
+    n += entry_bytes(true, key_at(i).len, load<std::uint32_t>(p_, slot(i) + 12));
+  }
   return n;
 }
 
 std::size_t Node::used_bytes() const {
-  return count() * kSlotSize + (size_ - heap_start()) - garbage();
+  return count() * stride_ + (size_ - heap_start()) - garbage();
 }
 
 std::size_t Node::heap_alloc(std::size_t n) {
@@ -123,13 +114,13 @@ void Node::compact() {
   thread_local std::vector<std::byte> scratch;
   scratch.resize(size_);
   // Never read the latch word: other threads update it atomically.
-  std::memcpy(scratch.data() + kPageLatchBytes, p_ + kPageLatchBytes, size_ - kPageLatchBytes);
+  read_bytes(p_ + kPageLatchBytes, size_ - kPageLatchBytes, scratch.data() + kPageLatchBytes);
   Node old(scratch.data(), size_);
 
   std::size_t top = size_;
   auto move_down = [&](std::size_t from, std::size_t len) {
     top -= len;
-    std::memcpy(p_ + top, scratch.data() + from, len);
+    write_bytes(p_ + top, scratch.data() + from, len);
     return static_cast<std::uint16_t>(top);
   };
   move_down(size_ - old.lo().size(), old.lo().size());  // lo keeps ending the page
@@ -149,27 +140,31 @@ void Node::compact() {
 void Node::insert_slot(std::size_t i, std::string_view key, std::uint32_t aux,
                        std::string_view value) {
   const bool long_key = key.size() > kWordBytes;
+  const bool inline_value = is_leaf() && value_inline(value.size());
+  if (inline_value) value = {};
   const std::size_t heap_n = (long_key ? key.size() : 0) + value.size();
   const std::size_t at = heap_alloc(heap_n);  // also makes room for the slot
   std::size_t w = at;
   if (long_key) {
-    std::memcpy(p_ + w, key.data(), key.size());
+    write_bytes(p_ + w, key.data(), key.size());
     w += key.size();
   }
-  if (!value.empty()) std::memcpy(p_ + w, value.data(), value.size());
+  write_bytes(p_ + w, value.data(), value.size());
 
   const std::size_t n = count();
-  std::memmove(p_ + slot(i + 1), p_ + slot(i), (n - i) * kSlotSize);
+  move_bytes(p_ + slot(i + 1), p_ + slot(i), (n - i) * stride_);
   const std::size_t s = slot(i);
   store(p_, s, word_of(key));
   store(p_, s + 8, static_cast<std::uint16_t>(at));
   store(p_, s + 10, static_cast<std::uint16_t>(key.size()));
   store(p_, s + 12, aux);
+  if (stride_ == kLeafSlotSize) store<std::uint64_t>(p_, s + 16, 0);
   set_count(n + 1);
 }
 
 void Node::insert_leaf(std::size_t i, std::string_view key, std::string_view value) {
   insert_slot(i, key, static_cast<std::uint32_t>(value.size()), value);
+  if (value_inline(value.size())) write_bytes(p_ + slot(i) + 16, value.data(), value.size());
 }
 
 void Node::insert_inner(std::size_t i, std::string_view key, PageId child) {
@@ -179,20 +174,29 @@ void Node::insert_inner(std::size_t i, std::string_view key, PageId child) {
 void Node::remove_at(std::size_t i) {
   add_garbage(heap_bytes_of(i));
   const std::size_t n = count();
-  std::memmove(p_ + slot(i), p_ + slot(i + 1), (n - i - 1) * kSlotSize);
+  move_bytes(p_ + slot(i), p_ + slot(i + 1), (n - i - 1) * stride_);
   set_count(n - 1);
 }
 
 bool Node::replace_value(std::size_t i, std::string_view value) {
   const std::string_view old = value_at(i);
-  if (value.size() <= old.size()) {
-    if (!value.empty()) std::memcpy(const_cast<char*>(old.data()), value.data(), value.size());
+  const bool was_inline = value_inline(old.size());
+  if (value_inline(value.size())) {
+    if (!was_inline) add_garbage(old.size());
+    store<std::uint64_t>(p_, slot(i) + 16, 0);
+    write_bytes(p_ + slot(i) + 16, value.data(), value.size());
+    store(p_, slot(i) + 12, static_cast<std::uint32_t>(value.size()));
+    return true;
+  }
+  if (!was_inline && value.size() <= old.size()) {
+    write_bytes(p_ + value_span(i).at, value.data(), value.size());
     store(p_, slot(i) + 12, static_cast<std::uint32_t>(value.size()));
     add_garbage(old.size() - value.size());
     return true;
   }
   const StoredKey k = key_at(i);
-  if (used_bytes() - old.size() + value.size() > capacity()) return false;
+  const std::size_t old_heap = was_inline ? 0 : old.size();
+  if (used_bytes() - old_heap + value.size() > capacity()) return false;
   const std::string key = k.to_string();
   remove_at(i);
   insert_leaf(i, key, value);
@@ -201,21 +205,23 @@ bool Node::replace_value(std::size_t i, std::string_view value) {
 
 void Node::init(std::uint16_t level, std::uint64_t version, std::string_view lo,
                 std::optional<std::string_view> hi, PageId left, PageId right) {
-  std::memset(p_ + off::kMagic, 0, kHeaderSize - off::kMagic);
+  zero_bytes(p_ + off::kMagic, kHeaderSize - off::kMagic);
   store(p_, off::kMagic, kNodeMagic);
   set_version(version);
   set_left(left);
   set_right(right);
   store(p_, off::kLevel, level);
-  store(p_, off::kFlags, hi ? std::uint16_t{0} : kFlagHiInf);
-  // (memcpy of zero bytes from an empty view's null data is still UB.)
+  // New leaves take the current layout (values of up to 8 bytes in the slot).
+  const std::uint16_t layout = level == 0 ? kFlagInlineValues : 0;
+  store(p_, off::kFlags, static_cast<std::uint16_t>((hi ? 0 : kFlagHiInf) | layout));
+  stride_ = stride_of(layout);
   std::size_t top = size_ - lo.size();
-  if (!lo.empty()) std::memcpy(p_ + top, lo.data(), lo.size());
+  write_bytes(p_ + top, lo.data(), lo.size());
   store(p_, off::kLoLen, static_cast<std::uint16_t>(lo.size()));
   store(p_, off::kLoWord, word_of(lo));
   if (hi) {
     top -= hi->size();
-    if (!hi->empty()) std::memcpy(p_ + top, hi->data(), hi->size());
+    write_bytes(p_ + top, hi->data(), hi->size());
     store(p_, off::kHiOff, static_cast<std::uint16_t>(top));
     store(p_, off::kHiLen, static_cast<std::uint16_t>(hi->size()));
     store(p_, off::kHiWord, word_of(*hi));
@@ -226,7 +232,8 @@ void Node::init(std::uint16_t level, std::uint64_t version, std::string_view lo,
 std::string Node::layout_error() const {
   if (!is_node()) return "not a node page (bad magic)";
   const std::size_t n = count(), heap = heap_start();
-  if (kHeaderSize + n * kSlotSize > heap || heap > size_) return "slot array overlaps heap";
+  if (kHeaderSize + n * stride_ > heap || heap > size_) return "slot array overlaps heap";
+  if ((flags() & kFlagInlineValues) && !is_leaf()) return "inner node flagged with leaf slots";
   if (garbage() > size_ - heap) return "garbage counter exceeds heap";
   auto in_heap = [&](std::size_t at, std::size_t len) {
     return len == 0 || (at >= heap && at + len <= size_);

@@ -1,16 +1,34 @@
 // The on-page layout of a tree node, and a view that reads and edits it.
 //
 //   [0, 64)    header (below); bytes [0, 12) belong to the page store
-//   [64, ...)  slot array, 16 bytes per entry, in key order
-//   [..., end) heap, growing down from the page end: long keys, values,
-//              and the node's hi key; lo's bytes are always the last ones
+//   [64, ...)  slot array in key order: 16 bytes per entry in inner nodes,
+//              24 in leaves (below)
+//   [..., end) heap, growing down from the page end: long keys, long
+//              values, and the node's hi key; lo's bytes are always the
+//              last ones
 //
-// A slot holds the key's word, so binary search compares 8-byte integers
-// and touches the heap only when two words tie. Keys of up to 8 bytes live
-// entirely in the slot (word + length). In a leaf a slot's `aux` is the
-// value length and the value follows the key bytes (if any) in the heap; in
-// an inner node `aux` is the child page id and slot i's key is the lowest
-// key of child i (slot 0's key equals the node's lo).
+// A slot is [word 8][heap offset 2][key length 2][aux 4], plus in a leaf
+// [value 8]. It holds the key's word, so the search compares 8-byte
+// integers and touches the heap only when two words tie. Keys of up to 8
+// bytes live entirely in the slot (word + length). In a leaf `aux` is the
+// value length; a value of up to 8 bytes sits in the slot itself, so a
+// lookup reads it from the cache line its search already brought in, and
+// a longer one follows the key bytes (if any) in the heap. In an inner node
+// `aux` is the child page id and slot i's key is the lowest key of child i
+// (slot 0's key equals the node's lo).
+//
+// Leaves written before format 2 have 16-byte slots and every value in the
+// heap; their header lacks kFlagInlineValues, and they keep working (a
+// split or merge rewrites them in the current layout).
+//
+// Optimistic readers call Node's const members on a page a writer may be
+// changing (latch.h): every access goes through page_bytes.h, and every
+// offset or length read from the page is clamped to the page, so a torn
+// read yields wrong values (which the version check then discards), never
+// an access outside the page. The members that return views into the page
+// (lo(), hi(), value_at(), StoredKey::long_bytes) are for writers holding
+// the exclusive latch and for private copies; readers use the comparing and
+// copying forms.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +40,7 @@
 
 #include "forein/key.h"
 #include "forein/page_store.h"
+#include "page_bytes.h"
 
 namespace forein::detail {
 
@@ -30,9 +49,12 @@ inline constexpr std::uint32_t kMetaMagic = 0x464D4554;  // "FMET"
 
 inline constexpr std::uint16_t kFlagDead = 1;   // merged away; follow right
 inline constexpr std::uint16_t kFlagHiInf = 2;  // hi is +infinity
+inline constexpr std::uint16_t kFlagInlineValues = 4;  // 24-byte leaf slots
 
 inline constexpr std::size_t kHeaderSize = 64;
-inline constexpr std::size_t kSlotSize = 16;
+inline constexpr std::size_t kSlotSize = 16;      // inner nodes, format-1 leaves
+inline constexpr std::size_t kLeafSlotSize = 24;  // leaves: slot + value of up to 8 bytes
+inline constexpr std::size_t kInlineValueMax = 8;
 
 // Header field offsets.
 namespace off {
@@ -53,17 +75,6 @@ inline constexpr std::size_t kHiWord = 56;  // bounds and hi checks in the
                                             // header's cache line
 }  // namespace off
 
-template <typename T>
-inline T load(const std::byte* p, std::size_t at) {
-  T v;
-  std::memcpy(&v, p + at, sizeof v);
-  return v;
-}
-template <typename T>
-inline void store(std::byte* p, std::size_t at, T v) {
-  std::memcpy(p + at, &v, sizeof v);
-}
-
 // A key being searched for, with its word computed once.
 struct SearchKey {
   std::string_view bytes;
@@ -76,7 +87,7 @@ struct SearchKey {
 struct StoredKey {
   Word word;
   std::uint16_t len;
-  const std::byte* long_bytes;  // null when len <= 8
+  const std::byte* long_bytes;  // null when len <= 8; read with page_bytes.h
 
   std::string to_string() const;
   void append_to(std::string& out) const;
@@ -90,21 +101,24 @@ inline int compare(const SearchKey& k, const StoredKey& s) {
   const std::size_t klen = k.bytes.size();
   if (klen > kWordBytes && s.len > kWordBytes) {
     const std::size_t common = (klen < s.len ? klen : s.len) - kWordBytes;
-    if (int c = std::memcmp(k.bytes.data() + kWordBytes, s.long_bytes + kWordBytes, common)) {
+    if (int c = compare_bytes(k.bytes.data() + kWordBytes, s.long_bytes + kWordBytes, common)) {
       return c;
     }
   }
   return klen < s.len ? -1 : (klen > s.len ? 1 : 0);
 }
 
-// Bytes an entry takes in a node: slot plus heap.
-inline std::size_t entry_bytes(std::size_t key_len, std::size_t value_len) {
-  return kSlotSize + (key_len > kWordBytes ? key_len : 0) + value_len;
+// Bytes an entry takes in a node of the current layout: slot plus heap.
+inline std::size_t entry_bytes(bool leaf, std::size_t key_len, std::size_t value_len) {
+  const std::size_t key_heap = key_len > kWordBytes ? key_len : 0;
+  if (!leaf) return kSlotSize + key_heap;
+  return kLeafSlotSize + key_heap + (value_len > kInlineValueMax ? value_len : 0);
 }
 
 class Node {
  public:
-  Node(std::byte* page, std::uint32_t page_size) : p_(page), size_(page_size) {}
+  Node(std::byte* page, std::uint32_t page_size)
+      : p_(page), size_(page_size), stride_(page == nullptr ? kSlotSize : stride_of(flags())) {}
 
   std::byte* page() const { return p_; }
   std::uint32_t page_size() const { return size_; }
@@ -115,7 +129,11 @@ class Node {
   PageId right() const { return load<PageId>(p_, off::kRight); }
   PageId left() const { return load<PageId>(p_, off::kLeft); }
   std::uint16_t level() const { return load<std::uint16_t>(p_, off::kLevel); }
-  std::uint16_t count() const { return load<std::uint16_t>(p_, off::kCount); }
+  // Clamped to the slots a page can hold: a torn read stays inside the page.
+  std::uint16_t count() const {
+    const auto n = load<std::uint16_t>(p_, off::kCount);
+    return n <= max_slots() ? n : static_cast<std::uint16_t>(max_slots());
+  }
   std::uint16_t flags() const { return load<std::uint16_t>(p_, off::kFlags); }
   bool dead() const { return flags() & kFlagDead; }
   bool hi_inf() const { return flags() & kFlagHiInf; }
@@ -127,8 +145,16 @@ class Node {
   void set_left(PageId id) { store(p_, off::kLeft, id); }
   void mark_dead() { store<std::uint16_t>(p_, off::kFlags, flags() | kFlagDead); }
 
+  // Views into the page: exclusive latch or private copy only.
   std::string_view lo() const;
   std::string_view hi() const;  // meaningless when hi_inf()
+  // Copies, and memcmp-order comparisons of a key with lo / hi: safe for
+  // optimistic readers.
+  std::string lo_copy() const { return copy_span(lo_span()); }
+  std::string hi_copy() const { return copy_span(hi_span()); }
+  int compare_with_lo(std::string_view key) const { return compare_span(key, lo_span()); }
+  int compare_with_hi(std::string_view key) const { return compare_span(key, hi_span()); }
+  bool lo_empty() const { return load<std::uint16_t>(p_, off::kLoLen) == 0; }
 
   // lo <= k, and k < hi.
   // Both compare words first: the words sit in the header's cache line,
@@ -136,24 +162,31 @@ class Node {
   bool above_lo(const SearchKey& k) const {
     const Word lw = load<Word>(p_, off::kLoWord);
     if (k.word != lw) return k.word > lw;
-    return compare_keys(k.bytes, lo()) >= 0;
+    return compare_with_lo(k.bytes) >= 0;
   }
   bool below_hi(const SearchKey& k) const {
     if (hi_inf()) return true;
     const Word hw = load<Word>(p_, off::kHiWord);
     if (k.word != hw) return k.word < hw;
-    return compare_keys(k.bytes, hi()) < 0;
+    return compare_with_hi(k.bytes) < 0;
   }
 
-  StoredKey key_at(std::size_t i) const;
-  std::string_view value_at(std::size_t i) const;  // leaves
+  StoredKey key_at(std::size_t i) const {
+    const std::size_t s = slot(i);
+    const auto len = load<std::uint16_t>(p_, s + 10);
+    if (len <= kWordBytes) return {load<Word>(p_, s), len, nullptr};
+    return long_key_at(s, len);
+  }
+  std::string_view value_at(std::size_t i) const;  // leaves; a view (see above)
+  void copy_value(std::size_t i, std::string* out) const;  // leaves; reader-safe
+  void append_value_to(std::size_t i, std::string& out) const;  // leaves; reader-safe
   PageId child_at(std::size_t i) const { return load<PageId>(p_, slot(i) + 12); }
   void set_child_at(std::size_t i, PageId id) { store(p_, slot(i) + 12, id); }
 
   // First slot whose key is >= k (count() if none).
-  std::size_t lower_bound(const SearchKey& k) const { return search(k, false); }
+  std::size_t lower_bound(const SearchKey& k) const { return search<false>(k); }
   // First slot whose key is > k.
-  std::size_t upper_bound(const SearchKey& k) const { return search(k, true); }
+  std::size_t upper_bound(const SearchKey& k) const { return search<true>(k); }
   // Inner nodes: the slot whose child covers k.
   std::size_t child_index(const SearchKey& k) const {
     std::size_t i = upper_bound(k);
@@ -165,10 +198,19 @@ class Node {
 
   // Space accounting. used_bytes() counts live slots and heap.
   std::size_t used_bytes() const;
+  // used_bytes() once rewritten in the current layout (merges build that).
+  std::size_t current_layout_bytes() const;
   std::size_t capacity() const { return size_ - kHeaderSize; }
-  bool fits(std::size_t key_len, std::size_t value_len) const {
-    return used_bytes() + entry_bytes(key_len, value_len) <= capacity();
+  // Bytes an entry takes in this node's layout.
+  std::size_t entry_size(std::size_t key_len, std::size_t value_len) const {
+    const std::size_t key_heap = key_len > kWordBytes ? key_len : 0;
+    if (!is_leaf()) return kSlotSize + key_heap;
+    return stride_ + key_heap + (value_inline(value_len) ? 0 : value_len);
   }
+  bool fits(std::size_t key_len, std::size_t value_len) const {
+    return used_bytes() + entry_size(key_len, value_len) <= capacity();
+  }
+  std::size_t slot_size() const { return stride_; }
 
   // Edits; the caller holds the exclusive latch and has checked fits().
   void insert_leaf(std::size_t i, std::string_view key, std::string_view value);
@@ -194,8 +236,44 @@ class Node {
  private:
   static constexpr std::size_t kInterpolateMin = 16;  // below this, binary search
   static constexpr std::size_t kPrefetchSlots = 12;   // around an interpolation guess
-  std::size_t search(const SearchKey& k, bool strict) const;
-  std::size_t slot(std::size_t i) const { return kHeaderSize + i * kSlotSize; }
+  static std::size_t stride_of(std::uint16_t flags) {
+    return (flags & kFlagInlineValues) ? kLeafSlotSize : kSlotSize;
+  }
+  bool value_inline(std::size_t value_len) const {
+    return stride_ == kLeafSlotSize && value_len <= kInlineValueMax;
+  }
+  template <bool kStrict>
+  std::size_t search(const SearchKey& k) const;
+  StoredKey long_key_at(std::size_t slot_at, std::uint16_t len) const;
+  std::size_t slot(std::size_t i) const { return kHeaderSize + i * stride_; }
+  std::size_t max_slots() const { return (size_ - kHeaderSize) / stride_; }
+  // [at, at + len) cut to the page.
+  struct Span {
+    std::size_t at, len;
+  };
+  Span clamp(std::size_t at, std::size_t len) const {
+    if (at > size_) at = size_;
+    if (len > size_ - at) len = size_ - at;
+    return {at, len};
+  }
+  Span lo_span() const {
+    const std::size_t len = load<std::uint16_t>(p_, off::kLoLen);
+    return clamp(len <= size_ ? size_ - len : 0, len);
+  }
+  Span hi_span() const {
+    return clamp(load<std::uint16_t>(p_, off::kHiOff), load<std::uint16_t>(p_, off::kHiLen));
+  }
+  Span value_span(std::size_t i) const;
+  std::string copy_span(Span s) const {
+    std::string out(s.len, '\0');
+    read_bytes(p_ + s.at, s.len, out.data());
+    return out;
+  }
+  int compare_span(std::string_view key, Span s) const {
+    const std::size_t common = key.size() < s.len ? key.size() : s.len;
+    if (const int c = compare_bytes(key.data(), p_ + s.at, common)) return c;
+    return key.size() < s.len ? -1 : (key.size() > s.len ? 1 : 0);
+  }
   std::uint16_t heap_start() const { return load<std::uint16_t>(p_, off::kHeapStart); }
   std::uint16_t garbage() const { return load<std::uint16_t>(p_, off::kGarbage); }
   void set_count(std::size_t n) { store(p_, off::kCount, static_cast<std::uint16_t>(n)); }
@@ -210,6 +288,65 @@ class Node {
 
   std::byte* p_;
   std::uint32_t size_;
+  std::size_t stride_;  // slot size, from the flags when the view was made
 };
+
+// Slot search: the first slot whose key is >= k (or > k when kStrict).
+// Keys spread evenly enough inside one node that interpolating on the words
+// of the first and last slot lands within a few slots of the answer; a
+// galloping search from there then touches two or three cache lines where
+// a plain binary search over an 8 KiB node touches eight. Skewed words only
+// cost more galloping steps: the worst case stays logarithmic. Slots are
+// compared by word first; only equal words compare lengths and bytes.
+template <bool kStrict>
+std::size_t Node::search(const SearchKey& k) const {
+  const std::size_t n = count();
+  const std::byte* base = p_ + kHeaderSize;
+  const std::size_t stride = stride_;
+  // before(i): slot i's key sorts before the answer.
+  auto before = [&](std::size_t i) {
+    const Word w = load<Word>(base, i * stride);
+    if (w != k.word) return w < k.word;
+    const int c = compare(k, key_at(i));
+    return kStrict ? c >= 0 : c > 0;
+  };
+  auto binary = [&](std::size_t lo, std::size_t hi) {  // answer in [lo, hi]
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi) / 2;
+      if (before(mid)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  };
+  if (n < kInterpolateMin) return binary(0, n);
+  // The header's lo and hi words bound every key's word, and share the
+  // cache line the version check brought in; only the rightmost node reads
+  // a slot.
+  const Word first = load<Word>(p_, off::kLoWord);
+  const Word last = hi_inf() ? load<Word>(base, (n - 1) * stride) : load<Word>(p_, off::kHiWord);
+  if (k.word <= first || k.word >= last) return binary(0, n);
+  // Floating point: a 128-bit integer divide costs more than the search.
+  std::size_t guess = static_cast<std::size_t>(static_cast<double>(k.word - first) /
+                                               static_cast<double>(last - first) *
+                                               static_cast<double>(n - 1));
+  if (guess > n - 1) guess = n - 1;
+  // The answer is usually within a dozen slots of the guess: fetch those
+  // cache lines together instead of one dependent miss per galloping step.
+  const std::size_t from = guess > kPrefetchSlots ? guess - kPrefetchSlots : 0;
+  const std::size_t to = guess + kPrefetchSlots < n - 1 ? guess + kPrefetchSlots : n - 1;
+  for (std::size_t at = from * stride; at <= to * stride; at += 64) __builtin_prefetch(base + at);
+  __builtin_prefetch(base + to * stride + stride - 1);
+  if (before(guess)) {
+    std::size_t step = 1;
+    while (guess + step < n && before(guess + step)) step *= 2;
+    return binary(guess + step / 2 + 1, guess + step < n ? guess + step : n);
+  }
+  std::size_t step = 1;
+  while (step <= guess && !before(guess - step)) step *= 2;
+  return binary(step <= guess ? guess - step + 1 : 0, guess - step / 2);
+}
 
 }  // namespace forein::detail

@@ -10,7 +10,9 @@ namespace forein {
 using detail::LatchedPage;
 using detail::Node;
 using detail::OpCounters;
+using detail::OptNode;
 using detail::SearchKey;
+using detail::Walk;
 
 Tree::Impl::Impl(std::unique_ptr<PageStore> store, TreeOptions options)
     : store_(std::move(store)), options_(options), page_size_(store_->page_size()) {
@@ -24,7 +26,7 @@ void Tree::Impl::create_empty() {
     throw InvalidArgument("forein: Tree::create needs an empty page store; use Tree::open");
   }
   const PageId meta = store_->allocate();
-  LatchedPage m(store_->page(meta), page_size_, meta, true);
+  LatchedPage m(store_->page(meta), page_size_, meta);
   detail::store(store_->page(meta), detail::off::kMagic, detail::kMetaMagic);
   m.release();
 
@@ -45,8 +47,12 @@ void Tree::Impl::open_existing() {
     throw CorruptionError("forein: page 0 is not a forein tree meta page (bad magic)");
   }
   namespace mf = detail::meta;
-  if (detail::load<std::uint32_t>(m, mf::kFormat) != mf::kFormatVersion) {
-    throw CorruptionError("forein: page 0: unsupported tree format version");
+  if (const auto format = detail::load<std::uint32_t>(m, mf::kFormat);
+      format < mf::kOldestFormatVersion || format > mf::kFormatVersion) {
+    throw CorruptionError("forein: page 0: unsupported tree format version " +
+                          std::to_string(format) + " (this build reads " +
+                          std::to_string(mf::kOldestFormatVersion) + " to " +
+                          std::to_string(mf::kFormatVersion) + ")");
   }
   if (detail::load<std::uint32_t>(m, mf::kPageSize) != page_size_) {
     throw CorruptionError("forein: page 0: tree page size differs from the store's");
@@ -79,7 +85,7 @@ void Tree::Impl::open_existing() {
 void Tree::Impl::write_meta() {
   namespace mf = detail::meta;
   std::byte* m = store_->page(0);
-  LatchedPage latched(m, page_size_, 0, true);
+  LatchedPage latched(m, page_size_, 0);
   detail::store(m, mf::kFormat, mf::kFormatVersion);
   detail::store(m, mf::kPageSize, page_size_);
   detail::store(m, mf::kRoot, root_.load());
@@ -88,125 +94,128 @@ void Tree::Impl::write_meta() {
   store_->mark_dirty(0);
 }
 
-LatchedPage Tree::Impl::latch(PageId id, bool exclusive) {
+LatchedPage Tree::Impl::latch(PageId id) {
   std::byte* page = store_->page(id);
   if (page == nullptr || id == 0) {
     throw CorruptionError("forein: link to page " + std::to_string(id) +
                           " outside the tree's pages");
   }
-  return LatchedPage(page, page_size_, id, exclusive);
+  return LatchedPage(page, page_size_, id);
 }
 
-LatchedPage Tree::Impl::latch_root(bool leaf_exclusive) {
-  for (;;) {
-    const PageId root = root_.load(std::memory_order_acquire);
-    const bool exclusive = leaf_exclusive && height_.load(std::memory_order_acquire) == 1;
-    LatchedPage r = latch(root, exclusive);
-    // The tree grew between reading height and latching: relatch shared.
-    if (exclusive == (leaf_exclusive && r.node().level() == 0)) return r;
+Walk Tree::Impl::link_outside(const OptNode& n, PageId to) const {
+  if (!valid(n)) return Walk::kRestart;
+  throw CorruptionError("forein: page " + std::to_string(n.id) + " links page " +
+                        std::to_string(to) + ", outside the tree's pages");
+}
+
+namespace {
+
+// An operation that restarts this often is not racing writers: the links
+// it follows must form a loop.
+constexpr std::uint64_t kMaxRestarts = std::uint64_t{1} << 22;
+
+auto right_of(const SearchKey& k) {
+  return [&k](const Node& v) { return v.dead() || !v.below_hi(k); };
+}
+auto child_for(const SearchKey& k) {
+  return [&k](const Node& v) { return v.child_at(v.child_index(k)); };
+}
+
+}  // namespace
+
+void Tree::Impl::count_restart(OpCounters& c, const OpCounters& saved) const {
+  const std::uint64_t restarts = c.restarts + 1;
+  c = saved;
+  c.restarts = restarts;
+  if (restarts - saved.restarts >= kMaxRestarts) {
+    throw CorruptionError("forein: an operation restarted " + std::to_string(restarts) +
+                          " times; the tree's links form a loop");
   }
 }
 
-bool Tree::Impl::move_right(LatchedPage& node, const SearchKey& k, OpCounters& c, int max_steps) {
-  for (int steps = 0;; ++steps) {
-    const Node n = node.node();
-    if (!n.is_node()) {
-      throw CorruptionError("forein: page " + std::to_string(node.id()) + " is not a node");
-    }
-    if (!n.dead() && n.below_hi(k)) return true;
-    const PageId right = n.right();
-    if (right == kNoPage || steps >= max_steps) {
-      node.release();
-      return false;
-    }
-    const bool exclusive = node.exclusive();
-    node.release();
-    node = latch(right, exclusive);
-    ++c.move_rights;
-    ++c.nodes_visited;
-  }
-}
-
-LatchedPage Tree::Impl::start(const SearchKey& k, const StartHints* hints, bool leaf_exclusive,
-                              OpCounters& c) {
-  if (hints != nullptr) {
-    if (hints->primary.present()) ++c.hinted;
-    for (const Hint* h : {&hints->primary, &hints->secondary}) {
-      if (!h->present() || h->level >= detail::kMaxLevels) continue;
-      std::byte* page = store_->page(h->node);
-      if (page == nullptr) continue;
-      LatchedPage n(page, page_size_, h->node, leaf_exclusive && h->level == 0);
-      ++c.nodes_visited;
-      const Node v = n.node();
-      // The page may be free, reused, of another level or another range:
-      // any mismatch means the hint is stale, never that the tree is bad.
-      if (!v.is_node() || v.dead() || v.level() != h->level || !v.above_lo(k)) continue;
-      if (!move_right(n, k, c, detail::kMaxHintMoveRights)) continue;
-      ++(h == &hints->primary ? c.hint_hits : c.secondary_hits);
-      return n;
-    }
-    if (hints->primary.present()) ++c.fallbacks;
-  }
+bool Tree::Impl::try_hint(const Hint& h, const SearchKey& k, OptNode& n, OpCounters& c,
+                          bool* restart) const {
+  if (!read_begin(h.node, n)) return false;
   ++c.nodes_visited;
-  return latch_root(leaf_exclusive);
+  const Node v = n.node;
+  // The page may be free, reused, of another level or another range: any
+  // mismatch means the hint is stale, never that the tree is bad.
+  const bool fits = v.is_node() && !v.dead() && v.level() == h.level && v.above_lo(k);
+  if (!valid(n)) {
+    *restart = true;
+    return false;
+  }
+  if (!fits) return false;
+  const Walk w = step_right(n, right_of(k), c, detail::kMaxHintMoveRights);
+  *restart = w == Walk::kRestart;
+  return w == Walk::kOk;
 }
 
-LatchedPage Tree::Impl::descend(LatchedPage node, const SearchKey& k, bool leaf_exclusive,
-                                detail::Path* path, OpCounters& c) {
+OptNode Tree::Impl::locate(const SearchKey& k, const StartHints* hints, std::uint16_t level,
+                           detail::Path* path, OpCounters& c) const {
   for (;;) {
-    if (!move_right(node, k, c, INT_MAX)) {
-      throw CorruptionError("forein: page " + std::to_string(node.id()) +
-                            ": right-link chain ends below the key");
+    const OpCounters saved = c;
+    OptNode n;
+    bool started = false, restart = false;
+    if (hints != nullptr) {
+      if (hints->primary.present()) ++c.hinted;
+      for (const Hint* h : {&hints->primary, &hints->secondary}) {
+        if (!h->present() || h->level >= detail::kMaxLevels || h->level < level) continue;
+        started = try_hint(*h, k, n, c, &restart);
+        if (restart) break;
+        if (started) {
+          ++(h == &hints->primary ? c.hint_hits : c.secondary_hits);
+          break;
+        }
+      }
+      if (!started && !restart && hints->primary.present()) ++c.fallbacks;
     }
-    const Node n = node.node();
-    if (n.level() == 0) return node;
-    if (path != nullptr) path->at[n.level()] = node.id();
-    const PageId child = n.child_at(n.child_index(k));
-    const bool exclusive = leaf_exclusive && n.level() == 1;
-    node.release();
-    node = latch(child, exclusive);
-    ++c.nodes_visited;
+    if (!restart) {
+      if (!started) {
+        if (!read_begin(root_.load(std::memory_order_acquire), n)) {
+          throw CorruptionError("forein: root page outside the tree's pages");
+        }
+        ++c.nodes_visited;
+      }
+      if (walk_down(n, level, right_of(k), child_for(k), path, c) == Walk::kOk) return n;
+    }
+    count_restart(c, saved);
   }
 }
 
-LatchedPage Tree::Impl::find_leaf(const SearchKey& k, const StartHints* hints, bool leaf_exclusive,
-                                  detail::Path* path, OpCounters& c) {
-  return descend(start(k, hints, leaf_exclusive, c), k, leaf_exclusive, path, c);
+LatchedPage Tree::Impl::lock_covering(const SearchKey& k, const StartHints* hints,
+                                      std::uint16_t level, detail::Path* path, OpCounters& c) {
+  for (;;) {
+    const OpCounters saved = c;
+    const OptNode n = locate(k, hints, level, path, c);
+    LatchedPage p = latch(n.id);
+    // Unchanged since the optimistic read: what it saw (this node covers
+    // k) still holds.
+    if (p.locked_version() == n.version) return p;
+    // Changed in between: check again under the latch, moving right as a
+    // B-link tree allows, or start over.
+    for (int steps = 0;; ++steps) {
+      const Node v = p.node();
+      if (!v.is_node() || v.level() != level || (steps == 0 && !v.above_lo(k))) break;
+      if (!v.dead() && v.below_hi(k)) return p;
+      const PageId right = v.right();
+      if (right == kNoPage) break;
+      p.release_unchanged();
+      p = latch(right);
+      ++c.move_rights;
+      ++c.nodes_visited;
+    }
+    p.release_unchanged();
+    count_restart(c, saved);
+  }
 }
 
 LatchedPage Tree::Impl::find_at_level(const SearchKey& k, std::uint16_t level, PageId hint) {
   OpCounters ignored;
-  LatchedPage n;
-  if (hint != kNoPage) {
-    n = latch(hint, true);
-    const Node v = n.node();
-    if (v.is_node() && !v.dead() && v.level() == level && v.above_lo(k) &&
-        move_right(n, k, ignored, INT_MAX)) {
-      return n;
-    }
-    n.release();
-  }
-  n = latch_root(false);
-  for (;;) {
-    if (n.node().level() == level && !n.exclusive()) {
-      const PageId id = n.id();
-      n.release();
-      n = latch(id, true);
-    }
-    if (!move_right(n, k, ignored, INT_MAX)) {
-      throw CorruptionError("forein: page " + std::to_string(n.id()) +
-                            ": right-link chain ends below the key");
-    }
-    const Node v = n.node();
-    if (v.level() == level) return n;
-    if (v.level() < level) throw Error("forein: internal error: tree lower than level");
-    const PageId child = v.child_at(v.child_index(k));
-    const bool exclusive = v.level() - 1 == level;
-    n.release();
-    n = latch(child, exclusive);
-  }
+  const StartHints hints{Hint{hint, level, 0}, Hint{}};
+  return lock_covering(k, hint != kNoPage ? &hints : nullptr, level, nullptr, ignored);
 }
-
 
 void Tree::Impl::check_sizes(std::string_view key, std::string_view value) const {
   const std::size_t max_key = page_size_ / 16, max_value = page_size_ / 8;
@@ -246,9 +255,10 @@ void Tree::Impl::emit(NodeEventKind kind, const NodeInterval& interval) {
   if (options_.observer != nullptr) options_.observer->on_node_event({kind, interval});
 }
 
-// Called inside the operation's epoch guard, which owns the thread slot.
+// The counters go to the calling thread's shard: plain stores, no locked
+// instruction, no cache line shared with another thread's operations.
 void Tree::Impl::publish(const OpCounters& c) {
-  CounterShard& s = counters_[detail::EpochManager::current_slot()];
+  CounterShard& s = counters_[detail::EpochManager::thread_slot()];
   auto add = [](std::atomic<std::uint64_t>& a, std::uint64_t n) {
     if (n != 0) a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   };
@@ -259,6 +269,7 @@ void Tree::Impl::publish(const OpCounters& c) {
   add(s.secondary_hits, c.secondary_hits);
   add(s.fallbacks, c.fallbacks);
   add(s.move_rights, c.move_rights);
+  add(s.restarts, c.restarts);
 }
 
 // ---- public API ----
@@ -280,16 +291,24 @@ std::unique_ptr<Tree> Tree::open(std::unique_ptr<PageStore> store, TreeOptions o
 
 bool Tree::get(std::string_view key, std::string* value, const StartHints* hints) {
   const SearchKey k(key);
-  detail::EpochManager::Guard guard;
+  // The value is copied here first: an attempt that restarts must not
+  // leave a torn value in the caller's string.
+  thread_local std::string copy;
   OpCounters c;
-  LatchedPage leaf = impl_->find_leaf(k, hints, false, nullptr, c);
-  const Node n = leaf.node();
-  const std::size_t i = n.lower_bound(k);
-  const bool found = n.key_equals(i, k);
-  if (found && value != nullptr) value->assign(n.value_at(i));
-  leaf.release();
-  impl_->publish(c);
-  return found;
+  for (;;) {
+    const OpCounters saved = c;
+    const detail::OptNode leaf = impl_->locate(k, hints, 0, nullptr, c);
+    const Node n = leaf.node;
+    const std::size_t i = n.lower_bound(k);
+    const bool found = n.key_equals(i, k);
+    if (found && value != nullptr) n.copy_value(i, &copy);
+    if (impl_->valid(leaf)) {
+      if (found && value != nullptr) value->swap(copy);
+      impl_->publish(c);
+      return found;
+    }
+    impl_->count_restart(c, saved);
+  }
 }
 
 bool Tree::put(std::string_view key, std::string_view value, const StartHints* hints) {
@@ -302,21 +321,29 @@ bool Tree::erase(std::string_view key, const StartHints* hints) {
 
 Hint Tree::leaf_for(std::string_view key) {
   const SearchKey k(key);
-  detail::EpochManager::Guard guard;
   OpCounters c;
-  LatchedPage leaf = impl_->find_leaf(k, nullptr, false, nullptr, c);
-  return {leaf.id(), 0, leaf.node().version()};
+  for (;;) {
+    const OpCounters saved = c;
+    const detail::OptNode leaf = impl_->locate(k, nullptr, 0, nullptr, c);
+    const Hint h{leaf.id, 0, leaf.node.version()};
+    if (impl_->valid(leaf)) return h;
+    impl_->count_restart(c, saved);
+  }
 }
 
 Hint Tree::start_leaf(std::string_view key, const StartHints* hints) {
   const SearchKey k(key);
-  detail::EpochManager::Guard guard;
   OpCounters c;
-  LatchedPage leaf = impl_->find_leaf(k, hints, false, nullptr, c);
-  const Hint h{leaf.id(), 0, leaf.node().version()};
-  leaf.release();
-  impl_->publish(c);
-  return h;
+  for (;;) {
+    const OpCounters saved = c;
+    const detail::OptNode leaf = impl_->locate(k, hints, 0, nullptr, c);
+    const Hint h{leaf.id, 0, leaf.node.version()};
+    if (impl_->valid(leaf)) {
+      impl_->publish(c);
+      return h;
+    }
+    impl_->count_restart(c, saved);
+  }
 }
 
 std::uint64_t Tree::size() const { return impl_->size_.load(std::memory_order_relaxed); }
@@ -337,6 +364,7 @@ TreeStats Tree::stats() const {
     t.fallbacks += s.fallbacks.load(std::memory_order_relaxed);
     t.move_rights += s.move_rights.load(std::memory_order_relaxed);
     t.nodes_visited += s.nodes_visited.load(std::memory_order_relaxed);
+    t.restarts += s.restarts.load(std::memory_order_relaxed);
   }
   return t;
 }
@@ -347,7 +375,7 @@ void Tree::reset_stats() {
   for (std::size_t i = 0; i < used; ++i) {
     auto& s = impl_->counters_[i];
     for (auto* a : {&s.operations, &s.hinted, &s.hint_hits, &s.secondary_hits, &s.fallbacks,
-                    &s.move_rights, &s.nodes_visited}) {
+                    &s.move_rights, &s.nodes_visited, &s.restarts}) {
       a->store(0, std::memory_order_relaxed);
     }
   }

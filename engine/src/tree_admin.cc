@@ -26,7 +26,7 @@ std::vector<std::pair<std::string, PageId>> Tree::Impl::build_level(
   const std::size_t cap = page_size_ - detail::kHeaderSize;
   const std::size_t fill_limit = cap * options_.bulk_fill_percent / 100;
   auto bytes = [&](std::size_t i) {
-    return detail::entry_bytes(items[i].key.size(), leaf ? items[i].value.size() : 0);
+    return detail::entry_bytes(leaf, items[i].key.size(), leaf ? items[i].value.size() : 0);
   };
 
   // Plan node boundaries: [starts[j], starts[j+1]).
@@ -115,7 +115,7 @@ void Tree::bulk_load(const std::vector<std::pair<std::string, std::string>>& sor
   const PageId old_root = t.root_.load();
   NodeInterval old_iv;
   {
-    LatchedPage old = t.latch(old_root, true);
+    LatchedPage old = t.latch(old_root);
     old.node().mark_dead();
     old.node().bump_version();
     old_iv = t.interval_of(old.node(), old_root);
@@ -129,13 +129,28 @@ void Tree::bulk_load(const std::vector<std::pair<std::string, std::string>>& sor
   for (const NodeInterval& iv : created) t.emit(NodeEventKind::kCreated, iv);
 }
 
-// Walks one level through right links, from its leftmost node.
+void Tree::Impl::snapshot(PageId id, std::byte* buf) const {
+  const std::byte* page = store_->page(id);
+  if (page == nullptr || id == 0) {
+    corrupt(id, "linked, but outside the tree's pages");
+  }
+  for (;;) {
+    const std::uint64_t v = detail::PageLatch(page).read_begin();
+    detail::read_bytes(page + kPageLatchBytes, page_size_ - kPageLatchBytes,
+                       buf + kPageLatchBytes);
+    if (detail::PageLatch(page).read_valid(v)) return;
+  }
+}
+
+// Walks one level through right links, from its leftmost node, handing fn
+// a consistent private copy of each node.
 void Tree::Impl::walk_level(PageId leftmost, const std::function<void(PageId, const Node&)>& fn) {
   std::size_t guard = store_->page_count();
+  std::vector<std::byte> copy(page_size_);
   for (PageId id = leftmost; id != kNoPage; ) {
     if (guard-- == 0) corrupt(id, "right links form a cycle");
-    LatchedPage p = latch(id, false);
-    const Node n = p.node();
+    snapshot(id, copy.data());
+    const Node n(copy.data(), page_size_);
     if (std::string err = n.layout_error(); !err.empty()) corrupt(id, err);
     fn(id, n);
     id = n.right();

@@ -2,19 +2,31 @@
 // descent; tree_write.cc: put and splits; tree_merge.cc: erase and merges;
 // tree_scan.cc: cursors; tree_admin.cc: bulk load, check, node listing).
 //
-// Locking protocol (Lehman-Yao B-link tree, as in PostgreSQL's nbtree):
-// - a reader holds one page latch at a time and moves right while its key
-//   is >= the node's hi, or the node is dead (merged into its right sibling);
-// - a writer latches the leaf exclusively; a split also latches the new
+// Concurrency protocol (Lehman-Yao B-link tree, as in PostgreSQL's nbtree,
+// with optimistic readers as in BTreeOLC and LeanStore; latch.h):
+// - readers latch nothing: they read a node's version, read the node, and
+//   check the version again before trusting what they read; going from a
+//   node to its child or right sibling they read the next node's version
+//   and then re-check the node they came from (lock coupling without
+//   locks), so the next page was still linked when they reached it. Any
+//   change restarts the attempt. They move right while the key is >= the
+//   node's hi, or the node is dead (merged into its right sibling);
+// - writers descend the same way, then latch the node they change
+//   exclusively; if it changed since they read it, they re-check it under
+//   the latch and move right, or start again. A split also latches the new
 //   right node and the old right neighbour (left to right), releases all,
 //   then posts the separator to the parent;
 // - a merge latches the parent, then the left neighbour, the dying node and
 //   the absorbing node, left to right.
-// Latches are therefore taken top-down across levels and left-to-right
-// within a level, which rules out deadlock.
+// Exclusive latches are therefore taken top-down across levels and
+// left-to-right within a level, which rules out deadlock. A page is freed
+// only under its exclusive latch (so readers holding its id see the
+// version move) and only once no writer that could hold its id is still
+// running (epochs, epoch.h); readers need no epoch.
 #pragma once
 
 #include <array>
+#include <climits>
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -41,14 +53,29 @@ inline constexpr std::size_t kPageSize = 20;  // u32
 inline constexpr std::size_t kRoot = 24;      // u32
 inline constexpr std::size_t kHeight = 28;    // u16
 inline constexpr std::size_t kKeyCount = 32;  // u64
-inline constexpr std::uint32_t kFormatVersion = 1;
+// 2: leaves may hold values in their slots (node.h); format-1 trees open
+// and keep working, and are written back as format 2.
+inline constexpr std::uint32_t kFormatVersion = 2;
+inline constexpr std::uint32_t kOldestFormatVersion = 1;
 }  // namespace meta
 
 // Counters one operation accumulates before publishing them once.
 struct OpCounters {
   std::uint64_t hinted = 0, hint_hits = 0, secondary_hits = 0, fallbacks = 0;
-  std::uint64_t move_rights = 0, nodes_visited = 0;
+  std::uint64_t move_rights = 0, nodes_visited = 0, restarts = 0;
 };
+
+// A node read optimistically: `version` is the latch version its read
+// started at; Impl::valid() tells whether the node is still unchanged.
+struct OptNode {
+  PageId id = kNoPage;
+  std::uint64_t version = 0;
+  Node node{nullptr, 0};
+};
+
+// Outcome of one optimistic step: done, restart the attempt (a writer was
+// in between), or the right-link chain ended before the condition held.
+enum class Walk { kOk, kRestart, kEnd };
 
 // Inner-node page ids seen on the way down, by level, for posting
 // separators after a split without a second descent.
@@ -56,13 +83,15 @@ struct Path {
   std::array<PageId, kMaxLevels> at{};
 };
 
-// A page latched in a given mode; unlatches on destruction.
+// A page latched exclusively; unlatches on destruction, advancing the
+// page's version (release_unchanged() keeps it, for pages left as they
+// were, so optimistic readers need not restart).
 class LatchedPage {
  public:
   LatchedPage() = default;
-  LatchedPage(std::byte* page, std::uint32_t page_size, PageId id, bool exclusive)
-      : page_(page), size_(page_size), id_(id), exclusive_(exclusive) {
-    PageLatch(page_).lock(exclusive_);
+  LatchedPage(std::byte* page, std::uint32_t page_size, PageId id)
+      : page_(page), size_(page_size), id_(id) {
+    PageLatch(page_).lock_exclusive();
   }
   LatchedPage(LatchedPage&& o) noexcept { *this = std::move(o); }
   LatchedPage& operator=(LatchedPage&& o) noexcept {
@@ -71,7 +100,6 @@ class LatchedPage {
       page_ = o.page_;
       size_ = o.size_;
       id_ = o.id_;
-      exclusive_ = o.exclusive_;
       o.page_ = nullptr;
     }
     return *this;
@@ -79,19 +107,23 @@ class LatchedPage {
   ~LatchedPage() { release(); }
 
   void release() {
-    if (page_ != nullptr) PageLatch(page_).unlock(exclusive_);
+    if (page_ != nullptr) PageLatch(page_).unlock_exclusive();
     page_ = nullptr;
   }
+  void release_unchanged() {
+    if (page_ != nullptr) PageLatch(page_).unlock_unchanged();
+    page_ = nullptr;
+  }
+  // The version the page had when this latch was taken.
+  std::uint64_t locked_version() const { return PageLatch(page_).locked_version(); }
   explicit operator bool() const { return page_ != nullptr; }
   PageId id() const { return id_; }
-  bool exclusive() const { return exclusive_; }
   Node node() const { return Node(page_, size_); }
 
  private:
   std::byte* page_ = nullptr;
   std::uint32_t size_ = 0;
   PageId id_ = kNoPage;
-  bool exclusive_ = false;
 };
 
 // Sorted entries gathered from one or two nodes (plus an insertion), the
@@ -123,28 +155,49 @@ class Tree::Impl {
   void create_empty();
   void open_existing();
 
-  // --- descent (tree.cc) ---
-  // Latches the start node for `k` at the level the hints name (or the
-  // root), after validation; falls back as docs/design.md says.
-  detail::LatchedPage start(const detail::SearchKey& k, const StartHints* hints, bool leaf_exclusive,
-                            detail::OpCounters& c);
-  // Descends from a latched node to the leaf covering k, moving right as
-  // needed; records inner pages in *path.
-  detail::LatchedPage descend(detail::LatchedPage node, const detail::SearchKey& k,
-                              bool leaf_exclusive, detail::Path* path, detail::OpCounters& c);
-  detail::LatchedPage find_leaf(const detail::SearchKey& k, const StartHints* hints,
-                                bool leaf_exclusive, detail::Path* path, detail::OpCounters& c);
-  // Latches the node at `level` covering k, exclusively (for posting
-  // separators and merges), descending from `hint` or the root.
+  // --- optimistic reads and descent (tree.cc) ---
+  // Starts an optimistic read of page `id`; false if there is no such page.
+  bool read_begin(PageId id, detail::OptNode& out) const;
+  bool valid(const detail::OptNode& n) const {
+    return detail::PageLatch(n.node.page()).read_valid(n.version);
+  }
+  // Follows the link from n to page `to` (lock coupling): on kOk n is the
+  // next node, read while n still linked to it.
+  detail::Walk step_to(detail::OptNode& n, PageId to) const;
+  [[gnu::cold]] detail::Walk link_outside(const detail::OptNode& n, PageId to) const;
+  // Steps right while go_right(node) holds, at most max_steps times.
+  template <typename GoRight>
+  detail::Walk step_right(detail::OptNode& n, GoRight go_right, detail::OpCounters& c,
+                          int max_steps) const;
+  // From n down to `level`: at each node step right while go_right(node),
+  // then follow pick(node)'s child. Records inner pages in *path.
+  template <typename GoRight, typename Pick>
+  detail::Walk walk_down(detail::OptNode& n, std::uint16_t level, GoRight go_right, Pick pick,
+                         detail::Path* path, detail::OpCounters& c) const;
+  // The node at `level` covering k, reached from a validated hint or the
+  // root, read optimistically: the caller reads what it needs from it and
+  // then checks valid() (restarting on false). Hints are validated as
+  // docs/design.md says; restarted attempts leave only `restarts` in c.
+  detail::OptNode locate(const detail::SearchKey& k, const StartHints* hints, std::uint16_t level,
+                         detail::Path* path, detail::OpCounters& c) const;
+  // A hint accepted (true) or not; kRestart in *restart.
+  bool try_hint(const Hint& h, const detail::SearchKey& k, detail::OptNode& n,
+                detail::OpCounters& c, bool* restart) const;
+  void count_restart(detail::OpCounters& c, const detail::OpCounters& saved) const;
+
+  // Writers: the node at `level` covering k, latched exclusively.
+  detail::LatchedPage lock_covering(const detail::SearchKey& k, const StartHints* hints,
+                                    std::uint16_t level, detail::Path* path,
+                                    detail::OpCounters& c);
+  // Latches the node at `level` covering k (for posting separators and
+  // merges), from the page `hint` at that level if it still qualifies.
   detail::LatchedPage find_at_level(const detail::SearchKey& k, std::uint16_t level, PageId hint);
-  // While k >= hi or the node is dead: step right. False if the chain ends.
-  bool move_right(detail::LatchedPage& node, const detail::SearchKey& k, detail::OpCounters& c,
-                  int max_steps);
-  detail::LatchedPage find_rightmost_leaf(detail::OpCounters& c);
-  detail::LatchedPage find_leaf_before(const std::string& boundary, PageId left_hint,
-                                       detail::OpCounters& c);
-  detail::LatchedPage latch(PageId id, bool exclusive);
-  detail::LatchedPage latch_root(bool exclusive);
+  detail::OptNode find_rightmost_leaf(detail::OpCounters& c) const;
+  detail::OptNode find_leaf_before(const std::string& boundary, PageId left_hint,
+                                   detail::OpCounters& c) const;
+  // A consistent private copy of page `id` in `buf` (page_size_ bytes).
+  void snapshot(PageId id, std::byte* buf) const;
+  detail::LatchedPage latch(PageId id);
 
   // --- writes (tree_write.cc, tree_merge.cc) ---
   bool put(std::string_view key, std::string_view value, const StartHints* hints);
@@ -194,10 +247,75 @@ class Tree::Impl {
   // time, so updates are plain loads and stores, no locked instructions.
   struct alignas(64) CounterShard {
     std::atomic<std::uint64_t> operations{0}, hinted{0}, hint_hits{0}, secondary_hits{0},
-        fallbacks{0}, move_rights{0}, nodes_visited{0};
+        fallbacks{0}, move_rights{0}, nodes_visited{0}, restarts{0};
   };
   std::unique_ptr<CounterShard[]> counters_{
       new CounterShard[detail::EpochManager::kSlots]};
 };
+
+// ---- optimistic steps (inline: the lookup path) ----
+
+inline bool Tree::Impl::read_begin(PageId id, detail::OptNode& out) const {
+  std::byte* page = store_->page(id);
+  if (page == nullptr) return false;
+  out.id = id;
+  out.version = detail::PageLatch(page).read_begin();
+  out.node = detail::Node(page, page_size_);
+  return true;
+}
+
+inline detail::Walk Tree::Impl::step_to(detail::OptNode& n, PageId to) const {
+  detail::OptNode next;
+  if (!read_begin(to, next)) return link_outside(n, to);
+  if (!valid(n)) return detail::Walk::kRestart;
+  n = next;
+  return detail::Walk::kOk;
+}
+
+template <typename GoRight>
+detail::Walk Tree::Impl::step_right(detail::OptNode& n, GoRight go_right, detail::OpCounters& c,
+                                    int max_steps) const {
+  for (int steps = 0;; ++steps) {
+    const detail::Node v = n.node;
+    if (!v.is_node()) {
+      if (!valid(n)) return detail::Walk::kRestart;
+      throw CorruptionError("forein: page " + std::to_string(n.id) + " is not a node");
+    }
+    if (!go_right(v)) return detail::Walk::kOk;
+    const PageId right = v.right();
+    if (right == kNoPage || steps >= max_steps) {
+      return valid(n) ? detail::Walk::kEnd : detail::Walk::kRestart;
+    }
+    if (const detail::Walk w = step_to(n, right); w != detail::Walk::kOk) return w;
+    ++c.move_rights;
+    ++c.nodes_visited;
+  }
+}
+
+template <typename GoRight, typename Pick>
+detail::Walk Tree::Impl::walk_down(detail::OptNode& n, std::uint16_t level, GoRight go_right,
+                                   Pick pick, detail::Path* path, detail::OpCounters& c) const {
+  for (;;) {
+    const detail::Walk w = step_right(n, go_right, c, INT_MAX);
+    if (w == detail::Walk::kEnd) {
+      // Only a root replaced by bulk_load dies without a right sibling.
+      if (n.node.dead()) return detail::Walk::kRestart;
+      throw CorruptionError("forein: page " + std::to_string(n.id) +
+                            ": right-link chain ends below the key");
+    }
+    if (w != detail::Walk::kOk) return w;
+    const std::uint16_t at = n.node.level();
+    if (at == level) return detail::Walk::kOk;
+    if (at < level || at >= detail::kMaxLevels) {
+      if (!valid(n)) return detail::Walk::kRestart;
+      throw CorruptionError("forein: page " + std::to_string(n.id) + ": level " +
+                            std::to_string(at) + " where level " + std::to_string(level) +
+                            " or above was expected");
+    }
+    if (path != nullptr) path->at[at] = n.id;
+    if (const detail::Walk s = step_to(n, pick(n.node)); s != detail::Walk::kOk) return s;
+    ++c.nodes_visited;
+  }
+}
 
 }  // namespace forein

@@ -38,11 +38,14 @@ bool Tree::Impl::erase(std::string_view key, const StartHints* hints) {
   detail::EpochManager::Guard guard;
   OpCounters c;
   detail::Path path;
-  LatchedPage leaf = find_leaf(k, hints, true, &path, c);
+  LatchedPage leaf = lock_covering(k, hints, 0, &path, c);
   publish(c);
   Node n = leaf.node();
   const std::size_t i = n.lower_bound(k);
-  if (!n.key_equals(i, k)) return false;
+  if (!n.key_equals(i, k)) {
+    leaf.release_unchanged();
+    return false;
+  }
   n.remove_at(i);
   store_->mark_dirty(leaf.id());
   size_.fetch_sub(1, std::memory_order_relaxed);
@@ -63,26 +66,31 @@ void Tree::Impl::try_merge(PageId node, std::uint16_t level, const std::string& 
   LatchedPage parent = find_at_level(k, level + 1, kNoPage);
   Node p = parent.node();
   const std::size_t idx = p.child_index(k);
-  if (p.child_at(idx) != node) return;
+  if (p.child_at(idx) != node) {
+    parent.release_unchanged();
+    return;
+  }
   std::size_t a_idx;
   if (idx + 1 < p.count()) {
     a_idx = idx;
   } else if (idx > 0) {
     a_idx = idx - 1;
   } else {
-    return;  // an only child has no sibling under this parent
+    parent.release_unchanged();  // an only child has no sibling under this parent
+    return;
   }
   const PageId a_id = p.child_at(a_idx), b_id = p.child_at(a_idx + 1);
 
   PageId n_id;
   {
-    LatchedPage a = latch(a_id, false);
+    LatchedPage a = latch(a_id);
     n_id = a.node().left();
+    a.release_unchanged();
   }
   // Latch order: left neighbour, dying node, absorbing node.
   LatchedPage left;
-  if (n_id != kNoPage) left = latch(n_id, true);
-  LatchedPage a = latch(a_id, true), b = latch(b_id, true);
+  if (n_id != kNoPage) left = latch(n_id);
+  LatchedPage a = latch(a_id), b = latch(b_id);
   const Node av = a.node(), bv = b.node();
   bool linked = av.is_node() && bv.is_node() && !av.dead() && !bv.dead() &&
                 av.level() == level && bv.level() == level && av.right() == b_id &&
@@ -91,13 +99,18 @@ void Tree::Impl::try_merge(PageId node, std::uint16_t level, const std::string& 
     const Node lv = left.node();
     linked = linked && lv.is_node() && !lv.dead() && lv.right() == a_id;
   }
-  if (!linked || av.used_bytes() + bv.used_bytes() > av.capacity() * 3 / 4) return;
+  if (!linked || av.current_layout_bytes() + bv.current_layout_bytes() > av.capacity() * 3 / 4) {
+    left.release_unchanged();
+    a.release_unchanged();
+    b.release_unchanged();
+    return;
+  }
 
   std::byte* fresh = scratch_node_page(page_size_);
   Node merged(fresh, page_size_);
   build_merged(merged, av, bv, n_id);
-  std::memcpy(store_->page(b_id) + detail::off::kMagic, fresh + detail::off::kMagic,
-              page_size_ - detail::off::kMagic);
+  detail::write_bytes(store_->page(b_id) + detail::off::kMagic, fresh + detail::off::kMagic,
+                      page_size_ - detail::off::kMagic);
   Node dying = a.node();
   dying.mark_dead();  // its right link still leads to b
   dying.bump_version();

@@ -1,5 +1,6 @@
 // Ordered scans. A cursor copies the qualifying entries of one leaf at a
-// time under its shared latch, then hands them out with no latch held. It
+// time, reading the leaf optimistically (an attempt that a writer disturbs
+// is discarded and made again), then hands them out. It
 // continues from the last key it returned, not from a page position, so
 // splits and merges between batches can neither skip nor repeat a key.
 #include <climits>
@@ -8,10 +9,11 @@
 
 namespace forein {
 
-using detail::LatchedPage;
 using detail::Node;
 using detail::OpCounters;
+using detail::OptNode;
 using detail::SearchKey;
+using detail::Walk;
 
 struct Cursor::State {
   Tree::Impl* tree = nullptr;
@@ -32,11 +34,11 @@ struct Cursor::State {
   PageId next_sibling = kNoPage;        // its right (forward) or left (backward) link
 
   bool load_batch();
-  LatchedPage first_leaf(OpCounters& c);
-  LatchedPage next_leaf(OpCounters& c);
+  OptNode first_leaf(OpCounters& c);
+  OptNode next_leaf(OpCounters& c);
   void collect_forward(const Node& n);
   void collect_backward(const Node& n);
-  void add(const detail::StoredKey& key, std::string_view value);
+  void add(const Node& n, std::size_t i);
 };
 
 namespace {
@@ -60,12 +62,12 @@ bool below_lower(const detail::StoredKey& key, const std::optional<KeyBound>& lo
 
 }  // namespace
 
-void Cursor::State::add(const detail::StoredKey& key, std::string_view value) {
+void Cursor::State::add(const Node& n, std::size_t i) {
   const std::size_t key_at = arena.size();
-  key.append_to(arena);
+  n.key_at(i).append_to(arena);
   const std::size_t value_at = arena.size();
-  arena.append(value);
-  entries.push_back({key_at, value_at - key_at, value_at, value.size()});
+  n.append_value_to(i, arena);
+  entries.push_back({key_at, value_at - key_at, value_at, arena.size() - value_at});
 }
 
 void Cursor::State::collect_forward(const Node& n) {
@@ -82,16 +84,21 @@ void Cursor::State::collect_forward(const Node& n) {
       exhausted = true;
       return;
     }
-    add(key, n.value_at(i));
+    add(n, i);
   }
   // Keys past hi live further right, unless the upper bound stops short.
-  if (n.hi_inf() ||
-      (spec.upper && (compare_keys(spec.upper->key, n.hi()) < 0 ||
-                      (!spec.upper->inclusive && compare_keys(spec.upper->key, n.hi()) == 0)))) {
+  if (n.hi_inf()) {
     exhausted = true;
     return;
   }
-  next_boundary.assign(n.hi());
+  if (spec.upper) {
+    const int c = n.compare_with_hi(spec.upper->key);
+    if (c < 0 || (c == 0 && !spec.upper->inclusive)) {
+      exhausted = true;
+      return;
+    }
+  }
+  next_boundary = n.hi_copy();
   next_sibling = n.right();
 }
 
@@ -109,33 +116,33 @@ void Cursor::State::collect_backward(const Node& n) {
       exhausted = true;
       return;
     }
-    add(key, n.value_at(i));
+    add(n, i);
   }
   // Keys below lo live further left; none exist below the empty key.
-  if (n.lo().empty() || (spec.lower && compare_keys(spec.lower->key, n.lo()) >= 0)) {
+  if (n.lo_empty() || (spec.lower && n.compare_with_lo(spec.lower->key) >= 0)) {
     exhausted = true;
     return;
   }
-  next_boundary.assign(n.lo());
+  next_boundary = n.lo_copy();
   next_sibling = n.left();
 }
 
-LatchedPage Cursor::State::first_leaf(OpCounters& c) {
+OptNode Cursor::State::first_leaf(OpCounters& c) {
   const StartHints* h = hints ? &*hints : nullptr;
   if (spec.direction == Direction::kForward) {
     const std::string start = spec.lower ? spec.lower->key : std::string();
-    return tree->find_leaf(SearchKey(start), h, false, nullptr, c);
+    return tree->locate(SearchKey(start), h, 0, nullptr, c);
   }
-  if (spec.upper) return tree->find_leaf(SearchKey(spec.upper->key), h, false, nullptr, c);
+  if (spec.upper) return tree->locate(SearchKey(spec.upper->key), h, 0, nullptr, c);
   return tree->find_rightmost_leaf(c);
 }
 
-LatchedPage Cursor::State::next_leaf(OpCounters& c) {
+OptNode Cursor::State::next_leaf(OpCounters& c) {
   if (spec.direction == Direction::kForward) {
     // The old right link is only a hint: that page may have been merged
     // away or even reused since the previous batch.
     const StartHints via_sibling{Hint{next_sibling, 0, 0}, Hint{}};
-    return tree->find_leaf(SearchKey(next_boundary), &via_sibling, false, nullptr, c);
+    return tree->locate(SearchKey(next_boundary), &via_sibling, 0, nullptr, c);
   }
   return tree->find_leaf_before(next_boundary, next_sibling, c);
 }
@@ -144,16 +151,28 @@ bool Cursor::State::load_batch() {
   entries.clear();
   arena.clear();
   pos = 0;
-  detail::EpochManager::Guard guard;
   OpCounters c;
   while (entries.empty() && !exhausted) {
-    LatchedPage leaf = first_batch ? first_leaf(c) : next_leaf(c);
-    first_batch = false;
+    // What an attempt changes, to undo it if a writer disturbed the leaf.
+    const OpCounters saved_c = c;
+    const std::string saved_boundary = next_boundary;
+    const PageId saved_sibling = next_sibling;
+    const OptNode leaf = first_batch ? first_leaf(c) : next_leaf(c);
     if (spec.direction == Direction::kForward) {
-      collect_forward(leaf.node());
+      collect_forward(leaf.node);
     } else {
-      collect_backward(leaf.node());
+      collect_backward(leaf.node);
     }
+    if (!tree->valid(leaf)) {
+      entries.clear();
+      arena.clear();
+      exhausted = false;
+      next_boundary = saved_boundary;
+      next_sibling = saved_sibling;
+      tree->count_restart(c, saved_c);
+      continue;
+    }
+    first_batch = false;
   }
   if (!entries.empty()) {
     const auto& e = entries.back();
@@ -207,57 +226,60 @@ void Tree::scan(const ScanSpec& spec,
 
 // ---- descents used only by scans ----
 
-LatchedPage Tree::Impl::find_rightmost_leaf(OpCounters& c) {
-  LatchedPage n = latch_root(false);
-  ++c.nodes_visited;
+OptNode Tree::Impl::find_rightmost_leaf(OpCounters& c) const {
+  const auto go_right = [](const Node& v) { return v.dead() || !v.hi_inf(); };
+  const auto last_child = [](const Node& v) {
+    const std::size_t n = v.count();
+    return v.child_at(n == 0 ? 0 : n - 1);
+  };
   for (;;) {
-    while (n.node().dead() || !n.node().hi_inf()) {
-      const PageId right = n.node().right();
-      n.release();
-      n = latch(right, false);
-      ++c.nodes_visited;
+    const OpCounters saved = c;
+    OptNode n;
+    if (!read_begin(root_.load(std::memory_order_acquire), n)) {
+      throw CorruptionError("forein: root page outside the tree's pages");
     }
-    const Node v = n.node();
-    if (v.level() == 0) return n;
-    const PageId child = v.child_at(v.count() - 1);
-    n.release();
-    n = latch(child, false);
     ++c.nodes_visited;
+    if (walk_down(n, 0, go_right, last_child, nullptr, c) == Walk::kOk) return n;
+    count_restart(c, saved);
   }
 }
 
 // The leaf holding the keys just below `boundary` (a former lo): the left
 // link if it still ends exactly there, else a descent that keeps to keys
 // strictly less than the boundary.
-LatchedPage Tree::Impl::find_leaf_before(const std::string& boundary, PageId left_hint,
-                                         OpCounters& c) {
-  if (left_hint != kNoPage && left_hint < store_->page_count()) {
-    LatchedPage l = latch(left_hint, false);
-    ++c.nodes_visited;
-    const Node v = l.node();
-    if (v.is_node() && !v.dead() && v.level() == 0 && !v.hi_inf() && v.hi() == boundary) {
-      return l;
+OptNode Tree::Impl::find_leaf_before(const std::string& boundary, PageId left_hint,
+                                     OpCounters& c) const {
+  if (left_hint != kNoPage) {
+    OptNode l;
+    for (;;) {
+      if (!read_begin(left_hint, l)) break;
+      const Node v = l.node;
+      const bool ends_there = v.is_node() && !v.dead() && v.level() == 0 && !v.hi_inf() &&
+                              v.compare_with_hi(boundary) == 0;
+      if (!valid(l)) continue;
+      ++c.nodes_visited;
+      if (ends_there) return l;
+      break;
     }
   }
   const SearchKey k(boundary);
-  LatchedPage n = latch_root(false);
-  ++c.nodes_visited;
-  for (;;) {
-    // Move right while the node ends before the boundary.
-    while (n.node().dead() || (!n.node().hi_inf() && compare_keys(n.node().hi(), boundary) < 0)) {
-      const PageId right = n.node().right();
-      n.release();
-      n = latch(right, false);
-      ++c.move_rights;
-      ++c.nodes_visited;
-    }
-    const Node v = n.node();
-    if (v.level() == 0) return n;
+  // Move right while the node ends before the boundary.
+  const auto go_right = [&](const Node& v) {
+    return v.dead() || (!v.hi_inf() && v.compare_with_hi(boundary) > 0);
+  };
+  const auto child_before = [&](const Node& v) {
     const std::size_t i = v.lower_bound(k);
-    const PageId child = v.child_at(i == 0 ? 0 : i - 1);
-    n.release();
-    n = latch(child, false);
+    return v.child_at(i == 0 ? 0 : i - 1);
+  };
+  for (;;) {
+    const OpCounters saved = c;
+    OptNode n;
+    if (!read_begin(root_.load(std::memory_order_acquire), n)) {
+      throw CorruptionError("forein: root page outside the tree's pages");
+    }
     ++c.nodes_visited;
+    if (walk_down(n, 0, go_right, child_before, nullptr, c) == Walk::kOk) return n;
+    count_restart(c, saved);
   }
 }
 

@@ -16,7 +16,7 @@ using detail::SearchKey;
 namespace {
 
 std::size_t entry_size(const EntryList& e, std::size_t i, bool leaf) {
-  return detail::entry_bytes(e.keys[i].size(), leaf ? e.values[i].size() : 0);
+  return detail::entry_bytes(leaf, e.keys[i].size(), leaf ? e.values[i].size() : 0);
 }
 
 // The node's entries with one more at position `pos`: (key, value) in a
@@ -57,7 +57,7 @@ std::string shortest_separator(std::string_view left, std::string_view right) {
 
 void copy_node(std::byte* to, const std::byte* from, std::uint32_t page_size) {
   // The latch word is skipped: other threads update it atomically.
-  std::memcpy(to + kPageLatchBytes, from + kPageLatchBytes, page_size - kPageLatchBytes);
+  detail::read_bytes(from + kPageLatchBytes, page_size - kPageLatchBytes, to + kPageLatchBytes);
 }
 
 std::byte* scratch_copy_page(std::uint32_t page_size) {
@@ -75,7 +75,7 @@ std::byte* scratch_node_page(std::uint32_t page_size) {
 PageId Tree::Impl::allocate_node(LatchedPage* latched) {
   const PageId id = store_->allocate();
   // Latch before touching the bytes: a stale hint may be reading the page.
-  *latched = latch(id, true);
+  *latched = latch(id);
   store_->mark_dirty(id);
   return id;
 }
@@ -87,7 +87,7 @@ void Tree::Impl::retire(PageId id) {
 
 void Tree::Impl::reclaim() {
   for (PageId id : retired_.take_reclaimable()) {
-    LatchedPage p = latch(id, true);
+    LatchedPage p = latch(id);
     detail::store<std::uint32_t>(store_->page(id), detail::off::kMagic, 0);
     p.release();
     store_->mark_dirty(id);
@@ -101,7 +101,7 @@ bool Tree::Impl::put(std::string_view key, std::string_view value, const StartHi
   detail::EpochManager::Guard guard;
   OpCounters c;
   detail::Path path;
-  LatchedPage leaf = find_leaf(k, hints, true, &path, c);
+  LatchedPage leaf = lock_covering(k, hints, 0, &path, c);
   publish(c);
   Node n = leaf.node();
   const std::size_t i = n.lower_bound(k);
@@ -176,12 +176,12 @@ std::pair<std::string, PageId> Tree::Impl::split_node(LatchedPage node, const No
          right_id);
   append_entries(l, e, 0, best, leaf);
   std::byte* target = store_->page(node.id());
-  std::memcpy(target + detail::off::kMagic, fresh + detail::off::kMagic,
-              page_size_ - detail::off::kMagic);
+  detail::write_bytes(target + detail::off::kMagic, fresh + detail::off::kMagic,
+                      page_size_ - detail::off::kMagic);
 
   // Left-to-right latch order: node, right, then the old right neighbour.
   if (old_right != kNoPage) {
-    LatchedPage neighbour = latch(old_right, true);
+    LatchedPage neighbour = latch(old_right);
     neighbour.node().set_left(right_id);
     store_->mark_dirty(old_right);
   }

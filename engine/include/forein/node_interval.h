@@ -78,6 +78,7 @@ struct TreeStats {
   std::uint64_t fallbacks = 0;        // hinted operations that fell back to the root
   std::uint64_t move_rights = 0;      // sibling steps taken because key >= hi
   std::uint64_t nodes_visited = 0;
+  std::uint64_t restarts = 0;         // optimistic reads retried after a concurrent write
 };
 
 }  // namespace forein

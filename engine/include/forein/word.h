@@ -34,6 +34,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #ifndef __cplusplus
 #include <stdbool.h>
 #endif
@@ -97,6 +98,14 @@ forein_word_bytes(const void *data, size_t len)
 	uint64_t	w = 0;
 	size_t		i;
 
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* The lookup path's common case: one load and a byte swap. */
+	if (len >= FOREIN_WORD_BYTES)
+	{
+		memcpy(&w, p, sizeof(w));
+		return __builtin_bswap64(w);
+	}
+#endif
 	for (i = 0; i < FOREIN_WORD_BYTES; i++)
 		w = (w << 8) | (uint64_t) (i < len ? p[i] : 0);
 	return w;
