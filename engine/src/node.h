@@ -132,7 +132,7 @@ class Node {
   // Clamped to the slots a page can hold: a torn read stays inside the page.
   std::uint16_t count() const {
     const auto n = load<std::uint16_t>(p_, off::kCount);
-    return n <= max_slots() ? n : static_cast<std::uint16_t>(max_slots());
+    return n * stride_ <= size_ - kHeaderSize ? n : static_cast<std::uint16_t>(max_slots());
   }
   std::uint16_t flags() const { return load<std::uint16_t>(p_, off::kFlags); }
   bool dead() const { return flags() & kFlagDead; }
@@ -235,7 +235,7 @@ class Node {
 
  private:
   static constexpr std::size_t kInterpolateMin = 16;  // below this, binary search
-  static constexpr std::size_t kPrefetchSlots = 12;   // around an interpolation guess
+  static constexpr std::size_t kSearchWindow = 12;    // slots each side of a guess
   static std::size_t stride_of(std::uint16_t flags) {
     return (flags & kFlagInlineValues) ? kLeafSlotSize : kSlotSize;
   }
@@ -292,61 +292,77 @@ class Node {
 };
 
 // Slot search: the first slot whose key is >= k (or > k when kStrict).
-// Keys spread evenly enough inside one node that interpolating on the words
-// of the first and last slot lands within a few slots of the answer; a
-// galloping search from there then touches two or three cache lines where
-// a plain binary search over an 8 KiB node touches eight. Skewed words only
-// cost more galloping steps: the worst case stays logarithmic. Slots are
-// compared by word first; only equal words compare lengths and bytes.
+//
+// Slots are ordered by word first, so the search runs on words alone and
+// compares whole keys only among slots whose word equals k's (none or one
+// for keys of up to 8 bytes). Keys spread evenly enough inside a node that
+// interpolating on the header's lo and hi words lands within a few slots of
+// the answer: the slots around the guess are prefetched together (one
+// round trip to memory instead of one per binary-search step), two probes
+// confirm that the answer lies in that window, and a branch-free binary
+// search finishes inside it. A guess that misses the window costs one
+// binary search over the rest: the worst case stays logarithmic.
 template <bool kStrict>
 std::size_t Node::search(const SearchKey& k) const {
   const std::size_t n = count();
   const std::byte* base = p_ + kHeaderSize;
   const std::size_t stride = stride_;
-  // before(i): slot i's key sorts before the answer.
-  auto before = [&](std::size_t i) {
-    const Word w = load<Word>(base, i * stride);
-    if (w != k.word) return w < k.word;
-    const int c = compare(k, key_at(i));
+  const Word kw = k.word;
+  auto word_at = [&](std::size_t i) { return load<Word>(base, i * stride); };
+  // The first slot in [from, to) whose word is >= kw, or `to`.
+  auto word_lower_bound = [&](std::size_t from, std::size_t to) {
+    std::size_t len = to - from;
+    if (len == 0) return from;
+    while (len > 1) {
+      const std::size_t half = len / 2;
+      from = word_at(from + half - 1) < kw ? from + half : from;
+      len -= half;
+    }
+    return from + (word_at(from) < kw ? 1 : 0);
+  };
+
+  std::size_t i;
+  const Word lo_word = load<Word>(p_, off::kLoWord);
+  const Word hi_word = hi_inf() ? ~Word{0} : load<Word>(p_, off::kHiWord);
+  if (n < kInterpolateMin || kw <= lo_word || kw >= hi_word) {
+    i = word_lower_bound(0, n);
+  } else {
+    // Floating point: a 128-bit integer divide costs more than the search.
+    std::size_t guess = static_cast<std::size_t>(static_cast<double>(kw - lo_word) /
+                                                 static_cast<double>(hi_word - lo_word) *
+                                                 static_cast<double>(n));
+    if (guess > n - 1) guess = n - 1;
+    const std::size_t from = guess > kSearchWindow ? guess - kSearchWindow : 0;
+    const std::size_t to = guess + kSearchWindow < n ? guess + kSearchWindow : n;
+    for (std::size_t at = from * stride; at < to * stride; at += 64) __builtin_prefetch(base + at);
+    if (from > 0 && word_at(from - 1) >= kw) {
+      i = word_lower_bound(0, from - 1);
+    } else if (to < n && word_at(to) < kw) {
+      i = word_lower_bound(to + 1, n);
+    } else {
+      i = word_lower_bound(from, to);
+    }
+  }
+  // Slots [i, j) share k's word: order them by the whole key.
+  if (i == n || word_at(i) != kw) return i;
+  auto before = [&](std::size_t s) {
+    const int c = compare(k, key_at(s));
     return kStrict ? c >= 0 : c > 0;
   };
-  auto binary = [&](std::size_t lo, std::size_t hi) {  // answer in [lo, hi]
-    while (lo < hi) {
-      const std::size_t mid = (lo + hi) / 2;
-      if (before(mid)) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
+  if (i + 1 == n || word_at(i + 1) != kw) return before(i) ? i + 1 : i;
+  std::size_t lo = i, hi = i + 1;
+  while (hi < n && word_at(hi) == kw) hi = hi + (hi - i) < n ? hi + (hi - i) : n;
+  while (lo < hi) {  // the answer is in [lo, hi]
+    const std::size_t mid = (lo + hi) / 2;
+    if (mid < n && word_at(mid) == kw && before(mid)) {
+      lo = mid + 1;
+    } else if (mid < n && word_at(mid) < kw) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
     }
-    return lo;
-  };
-  if (n < kInterpolateMin) return binary(0, n);
-  // The header's lo and hi words bound every key's word, and share the
-  // cache line the version check brought in; only the rightmost node reads
-  // a slot.
-  const Word first = load<Word>(p_, off::kLoWord);
-  const Word last = hi_inf() ? load<Word>(base, (n - 1) * stride) : load<Word>(p_, off::kHiWord);
-  if (k.word <= first || k.word >= last) return binary(0, n);
-  // Floating point: a 128-bit integer divide costs more than the search.
-  std::size_t guess = static_cast<std::size_t>(static_cast<double>(k.word - first) /
-                                               static_cast<double>(last - first) *
-                                               static_cast<double>(n - 1));
-  if (guess > n - 1) guess = n - 1;
-  // The answer is usually within a dozen slots of the guess: fetch those
-  // cache lines together instead of one dependent miss per galloping step.
-  const std::size_t from = guess > kPrefetchSlots ? guess - kPrefetchSlots : 0;
-  const std::size_t to = guess + kPrefetchSlots < n - 1 ? guess + kPrefetchSlots : n - 1;
-  for (std::size_t at = from * stride; at <= to * stride; at += 64) __builtin_prefetch(base + at);
-  __builtin_prefetch(base + to * stride + stride - 1);
-  if (before(guess)) {
-    std::size_t step = 1;
-    while (guess + step < n && before(guess + step)) step *= 2;
-    return binary(guess + step / 2 + 1, guess + step < n ? guess + step : n);
   }
-  std::size_t step = 1;
-  while (step <= guess && !before(guess - step)) step *= 2;
-  return binary(step <= guess ? guess - step + 1 : 0, guess - step / 2);
+  return lo;
 }
 
 }  // namespace forein::detail
