@@ -77,13 +77,15 @@ class PageBackup {
   std::vector<std::byte> saved_;
 };
 
-void swap_slots(std::byte* page, std::size_t i, std::size_t j) {
-  std::byte a[detail::kSlotSize];
-  std::byte* si = page + detail::kHeaderSize + i * detail::kSlotSize;
-  std::byte* sj = page + detail::kHeaderSize + j * detail::kSlotSize;
-  std::memcpy(a, si, detail::kSlotSize);
-  std::memcpy(si, sj, detail::kSlotSize);
-  std::memcpy(sj, a, detail::kSlotSize);
+// Swaps two whole slots (16 bytes in inner nodes, 24 in leaves).
+void swap_slots(std::byte* page, std::uint32_t page_size, std::size_t i, std::size_t j) {
+  const std::size_t size = detail::Node(page, page_size).slot_size();
+  std::byte a[detail::kLeafSlotSize];
+  std::byte* si = page + detail::kHeaderSize + i * size;
+  std::byte* sj = page + detail::kHeaderSize + j * size;
+  std::memcpy(a, si, size);
+  std::memcpy(si, sj, size);
+  std::memcpy(sj, a, size);
 }
 
 // A healthy tree with `n` int keys (step 3) at 4 KiB pages, height >= 3.
@@ -190,7 +192,7 @@ TEST_CASE("check detects swapped key slots in a leaf", "[tree][check]") {
     std::byte* page = tree->store().page(leaf);
     const detail::Node node(page, tree->store().page_size());
     const std::size_t mid = node.count() / 2;
-    swap_slots(page, mid, mid + 1);
+    swap_slots(page, tree->store().page_size(), mid, mid + 1);
     require_corruption_naming(*tree, leaf);
     backup.restore();
     tree->check();
@@ -201,7 +203,7 @@ TEST_CASE("check detects swapped key slots in a leaf", "[tree][check]") {
     PageBackup backup(*tree, leaf);
     std::byte* page = tree->store().page(leaf);
     const detail::Node node(page, tree->store().page_size());
-    swap_slots(page, 1, node.count() - 2);
+    swap_slots(page, tree->store().page_size(), 1, node.count() - 2);
     require_corruption_naming(*tree, leaf);
     backup.restore();
     tree->check();
@@ -217,7 +219,7 @@ TEST_CASE("check detects a key outside the leaf's range", "[tree][check]") {
   // The last slot's word (8-byte keys live wholly in the slot) becomes the
   // largest word: still sorted inside the node, but >= the node's hi.
   const std::size_t last = node.count() - 1;
-  std::memset(page + detail::kHeaderSize + last * detail::kSlotSize, 0xFF, sizeof(forein::Word));
+  std::memset(page + detail::kHeaderSize + last * node.slot_size(), 0xFF, sizeof(forein::Word));
   require_corruption_naming(*tree, leaf);
   backup.restore();
   tree->check();
@@ -311,7 +313,7 @@ TEST_CASE("check detects corruption in inner nodes", "[tree][check]") {
   REQUIRE(node.count() >= 3);
 
   SECTION("swapped child slots") {
-    swap_slots(page, 1, 2);
+    swap_slots(page, page_size, 1, 2);
     require_corruption_naming(*tree, root);
   }
   SECTION("child pointer to a leaf") {
