@@ -42,12 +42,13 @@ void EpochManager::release_slot(std::size_t slot) {
 
 ThreadSlot::~ThreadSlot() {
   if (index != ~std::size_t{0}) EpochManager::instance().release_slot(index);
+  EpochManager::t_slot_index = EpochManager::kNoSlot;
 }
 
 EpochManager::Guard::Guard() {
   if (t_slot.depth++ > 0) return;
   EpochManager& m = instance();
-  if (t_slot.index == ~std::size_t{0}) t_slot.index = m.acquire_slot();
+  if (t_slot.index == ~std::size_t{0}) take_thread_slot();
   // seq_cst: the reclaimer's scan must see this store before we read any
   // page id, or see an epoch no older than the unlink it is reclaiming for.
   m.slots_[t_slot.index].epoch.store(m.global_.load(std::memory_order_seq_cst),
@@ -59,8 +60,9 @@ EpochManager::Guard::~Guard() {
   instance().slots_[t_slot.index].epoch.store(kIdle, std::memory_order_release);
 }
 
-std::size_t EpochManager::thread_slot() {
+std::size_t EpochManager::take_thread_slot() {
   if (t_slot.index == ~std::size_t{0}) t_slot.index = instance().acquire_slot();
+  t_slot_index = t_slot.index;
   return t_slot.index;
 }
 

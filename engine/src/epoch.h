@@ -40,8 +40,15 @@ class EpochManager {
   std::uint64_t safe_before() const;
 
   // The calling thread's slot index, unique among live threads (< kSlots),
-  // taken on first use and given back when the thread exits.
-  static std::size_t thread_slot();
+  // taken on first use and given back when the thread exits. Inline: the
+  // lookup path publishes its counters to this slot.
+  static std::size_t thread_slot() {
+    return t_slot_index != kNoSlot ? t_slot_index : take_thread_slot();
+  }
+  static constexpr std::size_t kNoSlot = ~std::size_t{0};
+  // A copy of the thread's slot index with a trivial type, so that reading
+  // it needs no TLS wrapper call.
+  static inline thread_local std::size_t t_slot_index = kNoSlot;
   static constexpr std::size_t kSlots = 1024;
   // One past the highest slot index ever handed out: per-slot arrays need
   // only be scanned this far.
@@ -49,6 +56,7 @@ class EpochManager {
 
   // Thread slots: taken on a thread's first guard, given back at its exit.
   std::size_t acquire_slot();
+  static std::size_t take_thread_slot();
   void release_slot(std::size_t slot);
 
  private:

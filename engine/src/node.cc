@@ -56,19 +56,6 @@ std::string_view Node::value_at(std::size_t i) const {
   return {reinterpret_cast<const char*>(p_) + v.at, v.len};
 }
 
-void Node::copy_value(std::size_t i, std::string* out) const {
-  const Span v = value_span(i);
-  if (v.len <= kInlineValueMax && v.at + kInlineValueMax <= size_ && v.at % 8 == 0) {
-    // An inline value: one aligned word.
-    const std::uint64_t w = load<std::uint64_t>(p_, v.at);
-    out->resize(v.len);
-    std::memcpy(out->data(), &w, v.len);
-    return;
-  }
-  out->clear();
-  append_value_to(i, *out);
-}
-
 void Node::append_value_to(std::size_t i, std::string& out) const {
   const Span v = value_span(i);
   const std::size_t at = out.size();

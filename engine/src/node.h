@@ -178,7 +178,19 @@ class Node {
     return long_key_at(s, len);
   }
   std::string_view value_at(std::size_t i) const;  // leaves; a view (see above)
-  void copy_value(std::size_t i, std::string* out) const;  // leaves; reader-safe
+  // Leaves; reader-safe. An inline value is one aligned 8-byte load.
+  void copy_value(std::size_t i, std::string* out) const {
+    const std::size_t s = slot(i);
+    const auto len = load<std::uint32_t>(p_, s + 12);
+    if (value_inline(len)) {
+      const std::uint64_t w = load<std::uint64_t>(p_, s + 16);
+      out->resize(len);
+      std::memcpy(out->data(), &w, len);
+      return;
+    }
+    out->clear();
+    append_value_to(i, *out);
+  }
   void append_value_to(std::size_t i, std::string& out) const;  // leaves; reader-safe
   PageId child_at(std::size_t i) const { return load<PageId>(p_, slot(i) + 12); }
   void set_child_at(std::size_t i, PageId id) { store(p_, slot(i) + 12, id); }
@@ -334,7 +346,10 @@ std::size_t Node::search(const SearchKey& k) const {
     if (guess > n - 1) guess = n - 1;
     const std::size_t from = guess > kSearchWindow ? guess - kSearchWindow : 0;
     const std::size_t to = guess + kSearchWindow < n ? guess + kSearchWindow : n;
-    for (std::size_t at = from * stride; at < to * stride; at += 64) __builtin_prefetch(base + at);
+    // Leaves only: inner levels are few and stay in cache.
+    if (stride == kLeafSlotSize) {
+      for (std::size_t at = from * stride; at < to * stride; at += 64) __builtin_prefetch(base + at);
+    }
     if (from > 0 && word_at(from - 1) >= kw) {
       i = word_lower_bound(0, from - 1);
     } else if (to < n && word_at(to) < kw) {

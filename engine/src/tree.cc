@@ -184,6 +184,41 @@ OptNode Tree::Impl::locate(const SearchKey& k, const StartHints* hints, std::uin
   }
 }
 
+bool Tree::Impl::locate_leaf_fast(const SearchKey& k, const StartHints* hints, OptNode& n,
+                                  OpCounters& c) const {
+  if (hints != nullptr) {
+    const Hint& h = hints->primary;
+    if (!h.present() || h.level != 0) return false;
+    if (!read_begin(h.node, n)) return false;
+    const Node v = n.node;
+    if (!v.is_node() || v.dead() || v.level() != 0 || !v.above_lo(k) || !v.below_hi(k) ||
+        !valid(n)) {
+      return false;
+    }
+    ++c.hinted;
+    ++c.hint_hits;
+    ++c.nodes_visited;
+    return true;
+  }
+  if (!read_begin(root_.load(std::memory_order_acquire), n)) return false;
+  std::uint64_t visited = 1;
+  for (;;) {
+    const Node v = n.node;
+    if (!v.is_node() || v.dead() || !v.below_hi(k)) return false;
+    const std::uint16_t level = v.level();
+    if (level == 0) break;
+    OptNode child;
+    if (!read_begin(v.child_at(v.child_index(k)), child) || !valid(n) ||
+        child.node.level() >= level) {
+      return false;
+    }
+    n = child;
+    ++visited;
+  }
+  c.nodes_visited += visited;
+  return true;
+}
+
 LatchedPage Tree::Impl::lock_covering(const SearchKey& k, const StartHints* hints,
                                       std::uint16_t level, detail::Path* path, OpCounters& c) {
   for (;;) {
@@ -255,23 +290,6 @@ void Tree::Impl::emit(NodeEventKind kind, const NodeInterval& interval) {
   if (options_.observer != nullptr) options_.observer->on_node_event({kind, interval});
 }
 
-// The counters go to the calling thread's shard: plain stores, no locked
-// instruction, no cache line shared with another thread's operations.
-void Tree::Impl::publish(const OpCounters& c) {
-  CounterShard& s = counters_[detail::EpochManager::thread_slot()];
-  auto add = [](std::atomic<std::uint64_t>& a, std::uint64_t n) {
-    if (n != 0) a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  };
-  add(s.operations, 1);
-  add(s.nodes_visited, c.nodes_visited);
-  add(s.hinted, c.hinted);
-  add(s.hint_hits, c.hint_hits);
-  add(s.secondary_hits, c.secondary_hits);
-  add(s.fallbacks, c.fallbacks);
-  add(s.move_rights, c.move_rights);
-  add(s.restarts, c.restarts);
-}
-
 // ---- public API ----
 
 Tree::Tree(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -297,7 +315,8 @@ bool Tree::get(std::string_view key, std::string* value, const StartHints* hints
   OpCounters c;
   for (;;) {
     const OpCounters saved = c;
-    const detail::OptNode leaf = impl_->locate(k, hints, 0, nullptr, c);
+    detail::OptNode leaf;
+    if (!impl_->locate_leaf_fast(k, hints, leaf, c)) leaf = impl_->locate(k, hints, 0, nullptr, c);
     const Node n = leaf.node;
     const std::size_t i = n.lower_bound(k);
     const bool found = n.key_equals(i, k);

@@ -180,6 +180,11 @@ class Tree::Impl {
   // docs/design.md says; restarted attempts leave only `restarts` in c.
   detail::OptNode locate(const detail::SearchKey& k, const StartHints* hints, std::uint16_t level,
                          detail::Path* path, detail::OpCounters& c) const;
+  // locate()'s common cases for a leaf, written out for the lookup path: a
+  // leaf hint that covers k, or a root descent that never moves right.
+  // False (having counted nothing) sends the caller to locate().
+  bool locate_leaf_fast(const detail::SearchKey& k, const StartHints* hints, detail::OptNode& n,
+                        detail::OpCounters& c) const;
   // A hint accepted (true) or not; kRestart in *restart.
   bool try_hint(const Hint& h, const detail::SearchKey& k, detail::OptNode& n,
                 detail::OpCounters& c, bool* restart) const;
@@ -252,6 +257,23 @@ class Tree::Impl {
   std::unique_ptr<CounterShard[]> counters_{
       new CounterShard[detail::EpochManager::kSlots]};
 };
+
+// The counters go to the calling thread's shard: plain stores, no locked
+// instruction, no cache line shared with another thread's operations.
+inline void Tree::Impl::publish(const detail::OpCounters& c) {
+  CounterShard& s = counters_[detail::EpochManager::thread_slot()];
+  auto add = [](std::atomic<std::uint64_t>& a, std::uint64_t n) {
+    if (n != 0) a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  };
+  add(s.operations, 1);
+  add(s.nodes_visited, c.nodes_visited);
+  add(s.hinted, c.hinted);
+  add(s.hint_hits, c.hint_hits);
+  add(s.secondary_hits, c.secondary_hits);
+  add(s.fallbacks, c.fallbacks);
+  add(s.move_rights, c.move_rights);
+  add(s.restarts, c.restarts);
+}
 
 // ---- optimistic steps (inline: the lookup path) ----
 
