@@ -322,7 +322,7 @@ bool Tree::get(std::string_view key, std::string* value, const StartHints* hints
     const bool found = n.key_equals(i, k);
     if (found && value != nullptr) n.copy_value(i, &copy);
     if (impl_->valid(leaf)) {
-      if (found && value != nullptr) value->swap(copy);
+      if (found && value != nullptr) value->assign(copy);
       impl_->publish(c);
       return found;
     }

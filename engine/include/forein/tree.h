@@ -5,9 +5,11 @@
 // Keys are byte strings (see key.h for typed encodings), unique; put()
 // replaces. Every node keeps level, lo (inclusive), hi (exclusive or +inf),
 // left and right sibling and a version. Readers and writers run
-// concurrently on any number of threads: pages carry reader/writer latches,
-// a reader holds one latch at a time, and retired pages are reused only
-// after every operation that could still see them has ended (epochs).
+// concurrently on any number of threads: writers latch pages exclusively;
+// readers latch nothing, reading each page optimistically and checking its
+// version afterwards (restarting if a writer came between), so lookups
+// write no shared memory; pages unlinked by merges are reused only after
+// every writer that could still hold their ids has finished (epochs).
 #pragma once
 
 #include <cstdint>
@@ -86,7 +88,8 @@ class Tree {
   Tree(const Tree&) = delete;
   Tree& operator=(const Tree&) = delete;
 
-  // Point lookup. On a hit copies the value into *value (if not null).
+  // Point lookup. On a hit copies the value into *value (if not null); on a
+  // miss *value is left as it was.
   bool get(std::string_view key, std::string* value, const StartHints* hints = nullptr);
   // Insert or replace. Returns true if the key was new.
   bool put(std::string_view key, std::string_view value, const StartHints* hints = nullptr);
