@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the engine lookup benchmark (docs/engine-benchmark.md) with its
-# defaults and writes docs/bench/engine_lookup.csv. Builds nothing: `make
+# defaults and writes docs/bench/engine_lookup.csv and, for readers with
+# writers, docs/bench/engine_mixed.csv. Builds nothing: `make
 # bench` has already built <build-dir>.
 #
 #   bash tests/bench/run_engine_bench.sh <build-dir> [extra engine_lookup_bench args]
@@ -30,6 +31,7 @@ fi
 cd "$root"
 mkdir -p docs/bench
 csv=docs/bench/engine_lookup.csv
+mixed_csv=docs/bench/engine_mixed.csv
 export FOREIN_SEED=${FOREIN_SEED:-42}
 
 compiler=unknown
@@ -54,11 +56,11 @@ free -g | sed 's/^/  /'
 echo "load:     $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 echo "compiler: $compiler"
 echo "commit:   $commit"
-echo "command:  FOREIN_SEED=$FOREIN_SEED $bench --csv $csv $*"
+echo "command:  FOREIN_SEED=$FOREIN_SEED $bench --csv $csv --mixed-csv $mixed_csv $*"
 echo
 
 rc=0
-"$bench" --csv "$csv" "$@" || rc=$?
+"$bench" --csv "$csv" --mixed-csv "$mixed_csv" "$@" || rc=$?
 echo
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 exit $rc
