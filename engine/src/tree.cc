@@ -71,6 +71,9 @@ void Tree::Impl::open_existing() {
   root_ = root;
   height_ = height;
   size_ = detail::load<std::uint64_t>(m, mf::kKeyCount);
+  // Writes create nodes in the current layout, which older builds cannot
+  // read: the first write marks the tree with the current format.
+  old_format_ = detail::load<std::uint32_t>(m, mf::kFormat) < mf::kFormatVersion;
   // Nodes merged away before the last sync are unreachable: free them.
   for (PageId id = 1; id < store_->page_count(); ++id) {
     Node n(store_->page(id), page_size_);
@@ -80,6 +83,13 @@ void Tree::Impl::open_existing() {
       store_->free(id);
     }
   }
+}
+
+void Tree::Impl::upgrade_format() {
+  std::lock_guard<std::mutex> lock(root_mu_);
+  if (!old_format_.load()) return;
+  write_meta();
+  old_format_.store(false);
 }
 
 void Tree::Impl::write_meta() {
@@ -309,10 +319,8 @@ std::unique_ptr<Tree> Tree::open(std::unique_ptr<PageStore> store, TreeOptions o
 
 bool Tree::get(std::string_view key, std::string* value, const StartHints* hints) {
   const SearchKey k(key);
-  // The value is copied here first: an attempt that restarts must not
-  // leave a torn value in the caller's string.
-  thread_local std::string copy;
   OpCounters c;
+  bool copied = false;  // an attempt that restarted may have left a torn value
   for (;;) {
     const OpCounters saved = c;
     detail::OptNode leaf;
@@ -320,9 +328,12 @@ bool Tree::get(std::string_view key, std::string* value, const StartHints* hints
     const Node n = leaf.node;
     const std::size_t i = n.lower_bound(k);
     const bool found = n.key_equals(i, k);
-    if (found && value != nullptr) n.copy_value(i, &copy);
+    if (found && value != nullptr) {
+      n.copy_value(i, value);
+      copied = true;
+    }
     if (impl_->valid(leaf)) {
-      if (found && value != nullptr) value->assign(copy);
+      if (!found && copied) value->clear();
       impl_->publish(c);
       return found;
     }

@@ -237,6 +237,8 @@ class Tree::Impl {
   void emit(NodeEventKind kind, const NodeInterval& interval);
   void publish(const detail::OpCounters& c);
   void write_meta();
+  // Before the first write to a tree opened in an older format.
+  void upgrade_format();
 
   std::unique_ptr<PageStore> store_;
   TreeOptions options_;
@@ -244,7 +246,8 @@ class Tree::Impl {
   std::atomic<PageId> root_{kNoPage};
   std::atomic<std::uint16_t> height_{1};
   std::atomic<std::uint64_t> size_{0};
-  std::mutex root_mu_;  // serialises root growth
+  std::mutex root_mu_;  // serialises root growth and meta rewrites
+  std::atomic<bool> old_format_{false};
   detail::RetiredPages retired_;
   std::atomic<std::uint32_t> retired_since_reclaim_{0};
 

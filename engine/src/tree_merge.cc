@@ -34,6 +34,7 @@ void build_merged(Node& out, const Node& a, const Node& b, PageId left) {
 }  // namespace
 
 bool Tree::Impl::erase(std::string_view key, const StartHints* hints) {
+  if (old_format_.load(std::memory_order_relaxed)) upgrade_format();
   const SearchKey k(key);
   detail::EpochManager::Guard guard;
   OpCounters c;

@@ -97,6 +97,7 @@ void Tree::Impl::reclaim() {
 
 bool Tree::Impl::put(std::string_view key, std::string_view value, const StartHints* hints) {
   check_sizes(key, value);
+  if (old_format_.load(std::memory_order_relaxed)) upgrade_format();
   const SearchKey k(key);
   detail::EpochManager::Guard guard;
   OpCounters c;

@@ -115,6 +115,12 @@ TEST_CASE("format-1 leaves keep working beside format-2 ones, and reopen", "[tre
       REQUIRE(tree->get(k, &got));
       REQUIRE(got == v);
     }
+    // Reading leaves the format as it was; the first write marks the tree
+    // format 2, since it may create nodes a format-1 build cannot read.
+    CHECK(detail::load<std::uint32_t>(tree->store().page(0), kMetaFormatOffset) == 1);
+    tree->put(forein::encode_word(3), "x");
+    model[forein::encode_word(3)] = "x";
+    CHECK(detail::load<std::uint32_t>(tree->store().page(0), kMetaFormatOffset) == 2);
     // Mixed writes: replacements that move values in and out of slots,
     // inserts that split format-1 leaves, erases that merge them.
     for (int op = 0; op < 60000; ++op) {

@@ -88,8 +88,9 @@ class Tree {
   Tree(const Tree&) = delete;
   Tree& operator=(const Tree&) = delete;
 
-  // Point lookup. On a hit copies the value into *value (if not null); on a
-  // miss *value is left as it was.
+  // Point lookup. On a hit copies the value into *value (if not null). On a
+  // miss *value is left as it was, or empty if a concurrent write made the
+  // lookup retry after it had copied a value.
   bool get(std::string_view key, std::string* value, const StartHints* hints = nullptr);
   // Insert or replace. Returns true if the key was new.
   bool put(std::string_view key, std::string_view value, const StartHints* hints = nullptr);
