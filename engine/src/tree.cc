@@ -113,6 +113,15 @@ LatchedPage Tree::Impl::latch(PageId id) {
   return LatchedPage(page, page_size_, id);
 }
 
+OptNode Tree::Impl::read_root(OpCounters& c) const {
+  OptNode n;
+  if (!read_begin(root_.load(std::memory_order_acquire), n)) {
+    throw CorruptionError("forein: root page outside the tree's pages");
+  }
+  ++c.nodes_visited;
+  return n;
+}
+
 Walk Tree::Impl::link_outside(const OptNode& n, PageId to) const {
   if (!valid(n)) return Walk::kRestart;
   throw CorruptionError("forein: page " + std::to_string(n.id) + " links page " +
@@ -183,10 +192,7 @@ OptNode Tree::Impl::locate(const SearchKey& k, const StartHints* hints, std::uin
     }
     if (!restart) {
       if (!started) {
-        if (!read_begin(root_.load(std::memory_order_acquire), n)) {
-          throw CorruptionError("forein: root page outside the tree's pages");
-        }
-        ++c.nodes_visited;
+        n = read_root(c);
       }
       if (walk_down(n, level, right_of(k), child_for(k), path, c) == Walk::kOk) return n;
     }
@@ -349,31 +355,26 @@ bool Tree::erase(std::string_view key, const StartHints* hints) {
   return impl_->erase(key, hints);
 }
 
-Hint Tree::leaf_for(std::string_view key) {
-  const SearchKey k(key);
-  OpCounters c;
+Hint Tree::Impl::leaf_hint(const SearchKey& k, const StartHints* hints, OpCounters& c) const {
   for (;;) {
     const OpCounters saved = c;
-    const detail::OptNode leaf = impl_->locate(k, nullptr, 0, nullptr, c);
+    const OptNode leaf = locate(k, hints, 0, nullptr, c);
     const Hint h{leaf.id, 0, leaf.node.version()};
-    if (impl_->valid(leaf)) return h;
-    impl_->count_restart(c, saved);
+    if (valid(leaf)) return h;
+    count_restart(c, saved);
   }
 }
 
-Hint Tree::start_leaf(std::string_view key, const StartHints* hints) {
-  const SearchKey k(key);
+Hint Tree::leaf_for(std::string_view key) {
   OpCounters c;
-  for (;;) {
-    const OpCounters saved = c;
-    const detail::OptNode leaf = impl_->locate(k, hints, 0, nullptr, c);
-    const Hint h{leaf.id, 0, leaf.node.version()};
-    if (impl_->valid(leaf)) {
-      impl_->publish(c);
-      return h;
-    }
-    impl_->count_restart(c, saved);
-  }
+  return impl_->leaf_hint(SearchKey(key), nullptr, c);
+}
+
+Hint Tree::start_leaf(std::string_view key, const StartHints* hints) {
+  OpCounters c;
+  const Hint h = impl_->leaf_hint(SearchKey(key), hints, c);
+  impl_->publish(c);
+  return h;
 }
 
 std::uint64_t Tree::size() const { return impl_->size_.load(std::memory_order_relaxed); }

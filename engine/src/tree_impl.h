@@ -158,6 +158,8 @@ class Tree::Impl {
   // --- optimistic reads and descent (tree.cc) ---
   // Starts an optimistic read of page `id`; false if there is no such page.
   bool read_begin(PageId id, detail::OptNode& out) const;
+  // Starts an optimistic read of the root, counting the visit.
+  detail::OptNode read_root(detail::OpCounters& c) const;
   bool valid(const detail::OptNode& n) const {
     return detail::PageLatch(n.node.page()).read_valid(n.version);
   }
@@ -189,6 +191,9 @@ class Tree::Impl {
   bool try_hint(const Hint& h, const detail::SearchKey& k, detail::OptNode& n,
                 detail::OpCounters& c, bool* restart) const;
   void count_restart(detail::OpCounters& c, const detail::OpCounters& saved) const;
+  // The leaf an operation on k would start its leaf work at (a validated
+  // read of locate()'s result): leaf_for() and start_leaf().
+  Hint leaf_hint(const detail::SearchKey& k, const StartHints* hints, detail::OpCounters& c) const;
 
   // Writers: the node at `level` covering k, latched exclusively.
   detail::LatchedPage lock_covering(const detail::SearchKey& k, const StartHints* hints,

@@ -234,11 +234,7 @@ OptNode Tree::Impl::find_rightmost_leaf(OpCounters& c) const {
   };
   for (;;) {
     const OpCounters saved = c;
-    OptNode n;
-    if (!read_begin(root_.load(std::memory_order_acquire), n)) {
-      throw CorruptionError("forein: root page outside the tree's pages");
-    }
-    ++c.nodes_visited;
+    OptNode n = read_root(c);
     if (walk_down(n, 0, go_right, last_child, nullptr, c) == Walk::kOk) return n;
     count_restart(c, saved);
   }
@@ -273,11 +269,7 @@ OptNode Tree::Impl::find_leaf_before(const std::string& boundary, PageId left_hi
   };
   for (;;) {
     const OpCounters saved = c;
-    OptNode n;
-    if (!read_begin(root_.load(std::memory_order_acquire), n)) {
-      throw CorruptionError("forein: root page outside the tree's pages");
-    }
-    ++c.nodes_visited;
+    OptNode n = read_root(c);
     if (walk_down(n, 0, go_right, child_before, nullptr, c) == Walk::kOk) return n;
     count_restart(c, saved);
   }
