@@ -246,8 +246,10 @@ class Node {
   std::string layout_error() const;
 
  private:
-  static constexpr std::size_t kInterpolateMin = 16;  // below this, binary search
-  static constexpr std::size_t kSearchWindow = 12;    // slots each side of a guess
+  // Slots counted around the interpolation guess (a node with fewer is
+  // binary-searched). A leaf of ~300 random keys misses its guess by ~9
+  // slots (sigma ~ sqrt(n/4)), so 24 keep the answer inside nearly always.
+  static constexpr std::size_t kSearchWindow = 24;
   static std::size_t stride_of(std::uint16_t flags) {
     return (flags & kFlagInlineValues) ? kLeafSlotSize : kSlotSize;
   }
@@ -256,6 +258,10 @@ class Node {
   }
   template <bool kStrict>
   std::size_t search(const SearchKey& k) const;
+  // The first slot in [0, n) whose word is >= kw (n if none), for slots of
+  // kStride bytes.
+  template <std::size_t kStride>
+  std::size_t word_search(Word kw, std::size_t n) const;
   StoredKey long_key_at(std::size_t slot_at, std::uint16_t len) const;
   std::size_t slot(std::size_t i) const { return kHeaderSize + i * stride_; }
   std::size_t max_slots() const { return (size_ - kHeaderSize) / stride_; }
@@ -309,55 +315,22 @@ class Node {
 // compares whole keys only among slots whose word equals k's (none or one
 // for keys of up to 8 bytes). Keys spread evenly enough inside a node that
 // interpolating on the header's lo and hi words lands within a few slots of
-// the answer: the slots around the guess are prefetched together (one
-// round trip to memory instead of one per binary-search step), two probes
-// confirm that the answer lies in that window, and a branch-free binary
-// search finishes inside it. A guess that misses the window costs one
-// binary search over the rest: the worst case stays logarithmic.
+// the answer: word_search() looks in a window of kSearchWindow slots around
+// the guess (below), and only when the answer lies outside it searches the
+// rest, so the worst case stays logarithmic.
 template <bool kStrict>
 std::size_t Node::search(const SearchKey& k) const {
   const std::size_t n = count();
+  const Word kw = k.word;
+  std::size_t i;
+  if (stride_ == kLeafSlotSize) {
+    i = word_search<kLeafSlotSize>(kw, n);
+  } else {
+    i = word_search<kSlotSize>(kw, n);
+  }
   const std::byte* base = p_ + kHeaderSize;
   const std::size_t stride = stride_;
-  const Word kw = k.word;
-  auto word_at = [&](std::size_t i) { return load<Word>(base, i * stride); };
-  // The first slot in [from, to) whose word is >= kw, or `to`.
-  auto word_lower_bound = [&](std::size_t from, std::size_t to) {
-    std::size_t len = to - from;
-    if (len == 0) return from;
-    while (len > 1) {
-      const std::size_t half = len / 2;
-      from = word_at(from + half - 1) < kw ? from + half : from;
-      len -= half;
-    }
-    return from + (word_at(from) < kw ? 1 : 0);
-  };
-
-  std::size_t i;
-  const Word lo_word = load<Word>(p_, off::kLoWord);
-  const Word hi_word = hi_inf() ? ~Word{0} : load<Word>(p_, off::kHiWord);
-  if (n < kInterpolateMin || kw <= lo_word || kw >= hi_word) {
-    i = word_lower_bound(0, n);
-  } else {
-    // Floating point: a 128-bit integer divide costs more than the search.
-    std::size_t guess = static_cast<std::size_t>(static_cast<double>(kw - lo_word) /
-                                                 static_cast<double>(hi_word - lo_word) *
-                                                 static_cast<double>(n));
-    if (guess > n - 1) guess = n - 1;
-    const std::size_t from = guess > kSearchWindow ? guess - kSearchWindow : 0;
-    const std::size_t to = guess + kSearchWindow < n ? guess + kSearchWindow : n;
-    // Leaves only: inner levels are few and stay in cache.
-    if (stride == kLeafSlotSize) {
-      for (std::size_t at = from * stride; at < to * stride; at += 64) __builtin_prefetch(base + at);
-    }
-    if (from > 0 && word_at(from - 1) >= kw) {
-      i = word_lower_bound(0, from - 1);
-    } else if (to < n && word_at(to) < kw) {
-      i = word_lower_bound(to + 1, n);
-    } else {
-      i = word_lower_bound(from, to);
-    }
-  }
+  auto word_at = [&](std::size_t s) { return load<Word>(base, s * stride); };
   // Slots [i, j) share k's word: order them by the whole key.
   if (i == n || word_at(i) != kw) return i;
   auto before = [&](std::size_t s) {
@@ -378,6 +351,56 @@ std::size_t Node::search(const SearchKey& k) const {
     }
   }
   return lo;
+}
+
+template <std::size_t kStride>
+std::size_t Node::word_search(Word kw, std::size_t n) const {
+  const std::byte* base = p_ + kHeaderSize;
+  auto word_at = [&](std::size_t s) { return load<Word>(base, s * kStride); };
+  // The first slot in [from, to) whose word is >= kw, or `to`.
+  auto lower_bound = [&](std::size_t from, std::size_t to) {
+    std::size_t len = to - from;
+    if (len == 0) return from;
+    while (len > 1) {
+      const std::size_t half = len / 2;
+      from = word_at(from + half - 1) < kw ? from + half : from;
+      len -= half;
+    }
+    return from + (word_at(from) < kw ? 1 : 0);
+  };
+  const Word lo_word = load<Word>(p_, off::kLoWord);
+  const Word hi_word = hi_inf() ? ~Word{0} : load<Word>(p_, off::kHiWord);
+  if (n < kSearchWindow || kw <= lo_word || kw >= hi_word) return lower_bound(0, n);
+  // Floating point: a 128-bit integer divide costs more than the search.
+  // Shifting first keeps both operands below 2^53, where the conversion to
+  // double is one instruction.
+  const double span = static_cast<double>(static_cast<std::int64_t>((hi_word - lo_word) >> 11));
+  const double dist = static_cast<double>(static_cast<std::int64_t>((kw - lo_word) >> 11));
+  const std::size_t guess =
+      static_cast<std::size_t>(dist / (span + 1.0) * static_cast<double>(n));
+  std::size_t from = guess > kSearchWindow / 2 ? guess - kSearchWindow / 2 : 0;
+  if (from > n - kSearchWindow) from = n - kSearchWindow;
+  const std::size_t to = from + kSearchWindow;
+  if constexpr (kStride == kLeafSlotSize) {
+    // A leaf's window is usually out of cache: its lines are fetched
+    // together, and a binary search inside it waits only for the few lines
+    // it touches (counting would wait for all of them, measured slower).
+    const auto line = reinterpret_cast<std::uintptr_t>(base + from * kStride) & ~std::uintptr_t{63};
+    for (std::size_t l = 0; l <= kSearchWindow * kStride / 64; ++l) {
+      __builtin_prefetch(reinterpret_cast<const void*>(line + 64 * l));
+    }
+    if (from > 0 && word_at(from - 1) >= kw) return lower_bound(0, from - 1);
+    if (to < n && word_at(to) < kw) return lower_bound(to + 1, n);
+    return lower_bound(from, to);
+  } else {
+    // An inner node's window is in cache: counting the words below kw is
+    // independent loads and compares, no chain of dependent steps.
+    std::size_t below = 0;
+    for (std::size_t j = 0; j < kSearchWindow; ++j) below += word_at(from + j) < kw ? 1 : 0;
+    if (below == 0 && from > 0) return lower_bound(0, from);
+    if (below == kSearchWindow && to < n) return lower_bound(to, n);
+    return from + below;
+  }
 }
 
 }  // namespace forein::detail
