@@ -26,3 +26,14 @@ Backend::Backend(const BackendInfo& info, BackendConfig config) : info_(info), c
 }
 
 }  // namespace forein::offload
+
+namespace forein::offload {
+
+std::vector<UsageRow> image_usage(const BackendInfo& info, std::span<const std::byte> image,
+                                  std::uint64_t capacity) {
+  if (capacity == 0) capacity = info.default_capacity;
+  if (info.image_usage != nullptr) return info.image_usage(image, capacity);
+  return {UsageRow{"device", info.unit, info.unit, info.records(image).size(), capacity}};
+}
+
+}  // namespace forein::offload

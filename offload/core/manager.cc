@@ -145,7 +145,8 @@ void OffloadManager::refresh() {
 
   // Phase II: queue the difference, installs first unless both sets
   // together would not fit the device.
-  const bool remove_first = capacity != 0 && before + diff.new_records > capacity;
+  const bool remove_first =
+      diff.remove_first || (capacity != 0 && before + diff.new_records > capacity);
   const ManagerDuration now = clock_.now();
   const std::size_t installs = diff.install.records, removes = diff.remove.records;
   auto queue_installs = [&] {

@@ -54,6 +54,7 @@ const BackendInfo kNoneBackend = {
     [](const BackendConfig&) -> std::unique_ptr<Device> { return std::make_unique<NoneDevice>(); },
     none_max_image_bytes,
     none_records,
+    nullptr,
 };
 
 }  // namespace forein::offload

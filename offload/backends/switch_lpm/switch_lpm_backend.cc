@@ -42,6 +42,7 @@ const BackendInfo kSwitchLpmBackend = {
     make_device,
     lpm_image_max_bytes,
     records,
+    nullptr,
 };
 
 }  // namespace forein::offload

@@ -102,6 +102,10 @@ struct PlanDiff {
   ChangeBatch remove;            // records no longer wanted
   std::size_t new_records = 0;   // installs that take new device room (not replacements)
   std::size_t target_records = 0;  // the device's records once both are applied
+  // Set by a planner whose device has limits per table that one capacity
+  // figure cannot show (fattree's node sets): the old and new records would
+  // not fit together, so the manager queues the removals first.
+  bool remove_first = false;
   std::vector<PlanMetric> metrics;
 };
 
@@ -166,6 +170,22 @@ struct BackendConfig {
   std::uint64_t budget = 0;
   std::uint16_t bottom_line_level = 1;  // switch_lpm: FOREIN's bottom-line layer
   std::size_t hot_leaves = 64;          // switch_lpm: heaviest leaves pinned
+  // fattree: the fat root's ranges (0: the paper's 600), nodes per cached
+  // layer (0: the paper's 3,600) and cached layers below the fat root
+  // (-1: the five node sets of a k=4 FatTree path).
+  std::uint32_t fat_root_ranges = 0;
+  std::uint32_t layer_nodes = 0;
+  std::int32_t cached_layers = -1;
+};
+
+// One line of a device's usage broken down by part (fattree: per switch and
+// table), in the hardware's units, read off an image.
+struct UsageRow {
+  std::string device;    // "switch", "core switch", "edge switch 1" ...
+  std::string resource;  // "LPM entries", "fat-root ranges", "node set 2" ...
+  std::string unit;      // "entries", "ranges", "nodes", "stages" ...
+  std::uint64_t used = 0;
+  std::uint64_t capacity = 0;
 };
 
 // One record of an image, for diagnostics (PostgreSQL's
@@ -196,7 +216,15 @@ struct BackendInfo {
   std::size_t (*max_image_bytes)(std::uint64_t capacity);
   // The image's records (empty for bytes that are not a valid image).
   std::vector<ImageRecord> (*records)(std::span<const std::byte> image);
+  // The image's usage by part, for a device of `capacity` (0: the
+  // default); null: one row, the record count against the capacity.
+  std::vector<UsageRow> (*image_usage)(std::span<const std::byte> image,
+                                       std::uint64_t capacity) = nullptr;
 };
+
+// info.image_usage, or its one-row default.
+std::vector<UsageRow> image_usage(const BackendInfo& info, std::span<const std::byte> image,
+                                  std::uint64_t capacity);
 
 // One backend instance (for one index): planner and device together.
 class Backend {
