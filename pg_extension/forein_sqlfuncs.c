@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * forein_sqlfuncs.c
- *	  SQL functions of the offload side: forein_stats, forein_refresh and
- *	  forein_offload_entries; and the debug functions forein_debug_word and
+ *	  SQL functions of the offload side: forein_stats, forein_refresh,
+ *	  forein_offload_entries and forein_offload_usage; and the debug
+ *	  functions forein_debug_word and
  *	  forein_debug_page_intervals (words and page intervals, compared with
  *	  the engine's by regress/t/010_words.pl).
  *
@@ -36,6 +37,7 @@
 PG_FUNCTION_INFO_V1(forein_stats);
 PG_FUNCTION_INFO_V1(forein_refresh);
 PG_FUNCTION_INFO_V1(forein_offload_entries);
+PG_FUNCTION_INFO_V1(forein_offload_usage);
 PG_FUNCTION_INFO_V1(forein_debug_word);
 PG_FUNCTION_INFO_V1(forein_debug_page_intervals);
 
@@ -283,6 +285,70 @@ forein_offload_entries(PG_FUNCTION_ARGS)
 		values[1] = Int32GetDatum((int32) recs[i].key_bits);
 		values[2] = Int64GetDatum((int64) recs[i].node);
 		values[3] = Int32GetDatum((int32) recs[i].level);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	relation_close(index, AccessShareLock);
+	return (Datum) 0;
+}
+
+/*
+ * forein_offload_usage(index regclass) returns setof (device text, resource
+ * text, unit text, used bigint, capacity bigint): the published image's
+ * usage by part as its backend reads it off the bytes (switch_lpm: one row,
+ * its LPM entries), against the capacity the image was computed for.
+ *
+ * The same image forein_offload_entries lists, found the same way, so the
+ * same privileges and errors; no rows where that image is not of a device:
+ * no slot or no image yet, or a refresh that offloaded nothing (backend
+ * none, keys without words; it records capacity 0).
+ */
+Datum
+forein_offload_usage(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid = PG_GETARG_OID(0);
+	/* reads the same image as forein_offload_entries: SELECT on the table */
+	Relation	index = open_forein_index(relid, true, FOREIN_PRIV_SELECT);
+	forein_offload_usage_row *rows = NULL;
+	size_t		n = 0;
+	size_t		i;
+	int			slotno;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	slotno = forein_off_find_slot(index, false);
+	if (slotno >= 0)
+	{
+		ForeinOffTableInfo info;
+		char	   *image = forein_off_copy_image(slotno, index, &info);
+
+		if (image != NULL && info.capacity > 0)
+		{
+			size_t		got;
+
+			n = forein_offload_image_usage(info.backend_id, image, info.image_len,
+										   info.capacity, NULL, 0);
+			rows = palloc(Max(n, 1) * sizeof(forein_offload_usage_row));
+			got = forein_offload_image_usage(info.backend_id, image, info.image_len,
+											 info.capacity, rows, n);
+			n = Min(n, got);
+		}
+		if (image != NULL)
+			pfree(image);
+	}
+
+	for (i = 0; i < n; i++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {0};
+
+		/* the C ABI NUL-terminates within the arrays */
+		values[0] = CStringGetTextDatum(rows[i].device);
+		values[1] = CStringGetTextDatum(rows[i].resource);
+		values[2] = CStringGetTextDatum(rows[i].unit);
+		values[3] = Int64GetDatum((int64) Min(rows[i].used, (uint64) PG_INT64_MAX));
+		values[4] = Int64GetDatum((int64) Min(rows[i].capacity, (uint64) PG_INT64_MAX));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 

@@ -37,6 +37,19 @@ std::span<const std::byte> bytes_of(const void* image, std::size_t len) {
   return {static_cast<const std::byte*>(image), len};
 }
 
+// Copies src into dst, NUL-terminated, cutting it short if need be
+// before a UTF-8 lead byte, so a host never sees half a character.
+template <std::size_t N>
+void copy_name(char (&dst)[N], const std::string& src) {
+  static_assert(N > 0);
+  std::size_t n = std::min(src.size(), N - 1);
+  if (n < src.size()) {
+    while (n > 0 && (static_cast<unsigned char>(src[n]) & 0xC0) == 0x80) --n;
+  }
+  std::memcpy(dst, src.data(), n);
+  std::memset(dst + n, 0, N - n);
+}
+
 void to_c(const StartHints& h, forein_offload_hints* out) {
   *out = forein_offload_hints{};
   out->primary.node = h.primary.node;
@@ -147,6 +160,27 @@ size_t forein_offload_image_records(int id, const void* image, size_t len,
                                      records[i].key_bits, records[i].kind};
     }
     return records.size();
+  } catch (...) {
+    return 0;
+  }
+}
+
+size_t forein_offload_image_usage(int id, const void* image, size_t len, uint64_t capacity,
+                                  forein_offload_usage_row* out, size_t max) {
+  const off::BackendInfo* info = info_of(id);
+  if (info == nullptr) return 0;
+  try {
+    const std::vector<off::UsageRow> rows = off::image_usage(*info, bytes_of(image, len), capacity);
+    const std::size_t n = out == nullptr ? 0 : std::min(max, rows.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      forein_offload_usage_row& c = out[i];
+      copy_name(c.device, rows[i].device);
+      copy_name(c.resource, rows[i].resource);
+      copy_name(c.unit, rows[i].unit);
+      c.used = rows[i].used;
+      c.capacity = rows[i].capacity;
+    }
+    return rows.size();
   } catch (...) {
     return 0;
   }

@@ -88,6 +88,34 @@ typedef struct forein_offload_record
 extern size_t forein_offload_image_records(int id, const void *image, size_t len,
 										   forein_offload_record *out, size_t max);
 
+/* One line of a device's usage by part (fattree: per switch and table):
+ * used of capacity, in unit.  Strings are NUL-terminated, truncated to fit
+ * (never inside a UTF-8 character). */
+#define FOREIN_OFFLOAD_USAGE_NAME_LEN	64
+#define FOREIN_OFFLOAD_USAGE_UNIT_LEN	32
+
+typedef struct forein_offload_usage_row
+{
+	char		device[FOREIN_OFFLOAD_USAGE_NAME_LEN];	/* "switch", "core switch", ... */
+	char		resource[FOREIN_OFFLOAD_USAGE_NAME_LEN];	/* "LPM entries", "node set 2", ... */
+	char		unit[FOREIN_OFFLOAD_USAGE_UNIT_LEN];	/* "entries", "nodes", ... */
+	uint64_t	used;
+	uint64_t	capacity;
+} forein_offload_usage_row;
+
+/*
+ * The usage of an image of backend id, read off its bytes alone, for a
+ * device of that capacity (0: the backend's default): copies up to max rows
+ * into out (out may be NULL when max is 0) and returns how many there are.
+ * A backend without a breakdown gives one row: device "device", resource
+ * and unit its unit, used its record count.  Pure and safe on any bytes
+ * (garbage reads as an empty or partial device).  0 for a bad id, or on an
+ * internal error.
+ */
+extern size_t forein_offload_image_usage(int id, const void *image, size_t len,
+										 uint64_t capacity, forein_offload_usage_row *out,
+										 size_t max);
+
 /* ---- manager ----------------------------------------------------------- */
 
 typedef struct forein_offload_manager forein_offload_manager;

@@ -11,6 +11,14 @@ FOREIN_CAPI_SOURCES = \
 	offload/core/manager.cc \
 	offload/core/node_table.cc \
 	offload/core/registry.cc \
+	offload/backends/fattree/compare64.cc \
+	offload/backends/fattree/fattree_backend.cc \
+	offload/backends/fattree/fattree_batch.cc \
+	offload/backends/fattree/fattree_device.cc \
+	offload/backends/fattree/fattree_image.cc \
+	offload/backends/fattree/fattree_plan.cc \
+	offload/backends/fattree/fattree_planner.cc \
+	offload/backends/fattree/range_tables.cc \
 	offload/backends/none/none_backend.cc \
 	offload/backends/switch_lpm/entry_diff.cc \
 	offload/backends/switch_lpm/layers.cc \

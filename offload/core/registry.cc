@@ -3,6 +3,7 @@
 #include <array>
 
 #include "forein/error.h"
+#include "fattree/fattree_backend.h"
 #include "none/none_backend.h"
 #include "switch_lpm/switch_lpm_backend.h"
 
@@ -12,9 +13,10 @@ namespace {
 
 // One line per backend, as DPDK's l3fwd lists its lookup methods. A backend
 // joins this list only once it passes tests/offload/conformance.
-const std::array<const BackendInfo*, 2> kBackends = {
+const std::array<const BackendInfo*, 3> kBackends = {
     &kNoneBackend,
     &kSwitchLpmBackend,
+    &kFattreeBackend,
 };
 
 }  // namespace

@@ -1,15 +1,17 @@
 # 008_privileges.pl: forein's SQL functions follow contrib/amcheck's
 # privilege model.
 #
-#  - forein_check, forein_refresh and forein_offload_entries are not
-#    executable by PUBLIC; forein_stats is.
+#  - forein_check, forein_refresh, forein_offload_entries and
+#    forein_offload_usage are not executable by PUBLIC; forein_stats is.
 #  - A role granted EXECUTE still needs SELECT on the index's table to read
-#    (forein_check, forein_offload_entries) and ownership to change
+#    (forein_check, forein_offload_entries, forein_offload_usage) and
+#    ownership to change
 #    (forein_refresh), and is refused before any lock is taken: a call by
 #    such a role returns "permission denied" at once even while another
 #    session holds ACCESS EXCLUSIVE on the table, where a privileged call
 #    waits (shown with lock_timeout).
-#  - ALTER EXTENSION forein UPDATE applies the revokes to a 0.1 installation.
+#  - ALTER EXTENSION forein UPDATE applies the revokes to a 0.1 installation
+#    and adds forein_offload_usage, revoked, to a 0.2 one.
 use strict;
 use warnings;
 
@@ -33,7 +35,8 @@ CREATE ROLE forein_granted LOGIN;
 CREATE ROLE forein_reader LOGIN;
 CREATE ROLE forein_owner LOGIN;
 GRANT EXECUTE ON FUNCTION forein_check(regclass, boolean),
-	forein_refresh(regclass), forein_offload_entries(regclass)
+	forein_refresh(regclass), forein_offload_entries(regclass),
+	forein_offload_usage(regclass)
 	TO forein_granted, forein_reader, forein_owner;
 GRANT SELECT ON priv_t TO forein_reader;
 CREATE TABLE own_t (a int4);
@@ -42,7 +45,7 @@ CREATE INDEX own_i ON own_t USING forein (a);
 ALTER TABLE own_t OWNER TO forein_owner;
 });
 
-# PUBLIC's EXECUTE, per function, in the fresh 0.2 installation
+# PUBLIC's EXECUTE, per function, in the fresh 0.3 installation
 my $public_exec = q{
 SELECT string_agg(p.proname || '=' || has_function_privilege('forein_nobody', p.oid, 'EXECUTE'),
                   ',' ORDER BY p.proname)
@@ -52,7 +55,8 @@ JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'forein'
 WHERE p.proname <> 'forein_handler'};
 my $want_revoked =
   'forein_check=false,forein_debug_page_intervals=false,forein_debug_word=false,'
-  . 'forein_offload_entries=false,forein_refresh=false,forein_stats=true';
+  . 'forein_offload_entries=false,forein_offload_usage=false,forein_refresh=false,'
+  . 'forein_stats=true';
 is($node->safe_psql('postgres', $public_exec),
 	$want_revoked, 'install script: only forein_stats is executable by PUBLIC');
 
@@ -73,6 +77,7 @@ my @calls = (
 	[ 'forein_check', q{SELECT forein_check('priv_i', true)} ],
 	[ 'forein_refresh', q{SELECT forein_refresh('priv_i')} ],
 	[ 'forein_offload_entries', q{SELECT count(*) FROM forein_offload_entries('priv_i')} ],
+	[ 'forein_offload_usage', q{SELECT count(*) FROM forein_offload_usage('priv_i')} ],
 );
 
 # While another session holds ACCESS EXCLUSIVE on the table, a refused call
@@ -125,6 +130,10 @@ $locker->quit;
 	  as_role('forein_reader', q{SELECT count(*) >= 0 FROM forein_offload_entries('priv_i')});
 	is($rc, 0, 'forein_offload_entries works with EXECUTE and SELECT') or diag $err;
 	is($out, 't', 'forein_offload_entries returned its rows');
+	($rc, $out, $err) =
+	  as_role('forein_reader', q{SELECT count(*) >= 0 FROM forein_offload_usage('priv_i')});
+	is($rc, 0, 'forein_offload_usage works with EXECUTE and SELECT') or diag $err;
+	is($out, 't', 'forein_offload_usage returned its rows');
 	($rc, $out, $err) = as_role('forein_owner', q{SELECT forein_refresh('own_i') > 0});
 	is($rc, 0, 'forein_refresh works for the owner') or diag $err;
 	is($out, 't', 'the owner\'s refresh installed entries');
@@ -140,9 +149,24 @@ is( $node->safe_psql('upgrade_db', $public_exec),
 	'0.1 left every function to PUBLIC');
 $node->safe_psql('upgrade_db', 'ALTER EXTENSION forein UPDATE');
 is($node->safe_psql('upgrade_db', q{SELECT extversion FROM pg_extension WHERE extname = 'forein'}),
-	'0.2', 'updated to 0.2');
+	'0.3', 'updated to 0.3');
 is($node->safe_psql('upgrade_db', $public_exec),
 	$want_revoked, 'the update revoked PUBLIC\'s EXECUTE');
+
+# ... and adds forein_offload_usage, revoked, to a 0.2 installation.
+$node->safe_psql('postgres', 'CREATE DATABASE upgrade_02_db');
+$node->safe_psql('upgrade_02_db', q{CREATE EXTENSION forein VERSION '0.2'});
+$node->safe_psql('upgrade_02_db', 'ALTER EXTENSION forein UPDATE');
+is( $node->safe_psql(
+		'upgrade_02_db', q{SELECT extversion FROM pg_extension WHERE extname = 'forein'}),
+	'0.3',
+	'updated 0.2 to 0.3');
+is($node->safe_psql('upgrade_02_db', $public_exec),
+	$want_revoked, 'the 0.2 -> 0.3 update added forein_offload_usage, not for PUBLIC');
+is( $node->safe_psql(
+		'upgrade_02_db', q{SELECT pg_get_function_result('forein_offload_usage(regclass)'::regprocedure)}),
+	'TABLE(device text, resource text, unit text, used bigint, capacity bigint)',
+	'forein_offload_usage\'s columns after the update');
 
 $node->stop;
 done_testing();

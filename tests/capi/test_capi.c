@@ -7,6 +7,7 @@
  * word space: after a refresh, every key word's primary hint is its leaf;
  * after a sync without leaf 3 (merged away), no hint names it; the image
  * survives any truncation and random bytes; bad arguments give errors.
+ * The image's usage is one row of its records, in the backend's unit.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -173,6 +174,49 @@ main(void)
 	for (i = 0; i < n; i++)
 		CHECK(records[i].node == 1 || (records[i].node >= 10 && records[i].node < 10 + NLEAVES));
 	free(records);
+
+	/* usage by part: switch_lpm has one table, its records in its unit */
+	{
+		forein_offload_usage_row rows[4];
+
+		memset(rows, 0x7f, sizeof(rows));
+		CHECK(forein_offload_image_usage(lpm, image, len, 0, NULL, 0) == 1);
+		CHECK(forein_offload_image_usage(lpm, image, len, 0, rows, 4) == 1);
+		CHECK(strcmp(rows[0].unit, forein_offload_backend_unit(lpm)) == 0);
+		CHECK(strcmp(rows[0].resource, "LPM entries") == 0);
+		CHECK(strlen(rows[0].device) > 0 && strlen(rows[0].device) < sizeof(rows[0].device));
+		CHECK(rows[0].used == n && rows[0].used == st.used);
+		CHECK(rows[0].capacity == forein_offload_default_capacity(lpm));
+		CHECK(rows[1].used == UINT64_C(0x7f7f7f7f7f7f7f7f));	/* only max rows written */
+		CHECK(forein_offload_image_usage(lpm, image, len, 1000, rows, 1) == 1);
+		CHECK(rows[0].capacity == 1000 && rows[0].used == n);
+		/* not an image: an empty device; bad ids: nothing */
+		CHECK(forein_offload_image_usage(lpm, image, 3, 0, rows, 4) == 1);
+		CHECK(rows[0].used == 0 && rows[0].capacity == 73000);
+		CHECK(forein_offload_image_usage(lpm, NULL, 100, 0, rows, 4) == 1);
+		CHECK(rows[0].used == 0);
+		CHECK(forein_offload_image_usage(none, image, len, 0, rows, 4) == 1);
+		CHECK(rows[0].used == 0 && rows[0].capacity == 0);
+		/* every registered backend: NUL-terminated strings on any bytes */
+		for (k = 0; k < forein_offload_backend_count(); k++)
+		{
+			size_t		r,
+						got;
+
+			memset(rows, 0x7f, sizeof(rows));
+			got = forein_offload_image_usage(k, image, len, 0, rows, 4);
+			for (r = 0; r < got && r < 4; r++)
+			{
+				CHECK(memchr(rows[r].device, 0, sizeof(rows[r].device)) != NULL);
+				CHECK(memchr(rows[r].resource, 0, sizeof(rows[r].resource)) != NULL);
+				CHECK(memchr(rows[r].unit, 0, sizeof(rows[r].unit)) != NULL);
+			}
+			(void) forein_offload_image_usage(k, NULL, 0, 0, rows, 4);
+		}
+		CHECK(forein_offload_image_usage(-1, image, len, 0, rows, 4) == 0);
+		CHECK(forein_offload_image_usage(forein_offload_backend_count(), image, len, 0,
+										 rows, 4) == 0);
+	}
 
 	/* torn and garbage images: any answer, no crash */
 	for (i = 0; i <= len; i += (len > 4096 ? 7 : 1))
