@@ -295,7 +295,7 @@ std::vector<Word> probe_keys(const std::vector<KeyRange>& ranges, unsigned key_b
     Word k = rng() & top;
     if (!ranges.empty() && i % 2 == 0) {
       const KeyRange& r = ranges[rng() % ranges.size()];
-      k = (rng() % 2 ? r.lo : r.hi) + (rng() >> (rng() % 64 + 1)) * (rng() % 2 ? 1 : kMax);
+      k = (rng() % 2 ? r.lo : r.hi) + (rng() >> (rng() % 64)) * (rng() % 2 ? 1 : kMax);
       k &= top;
     }
     keys.push_back(k);

@@ -218,10 +218,11 @@ StartHints fattree_image_hint(std::span<const std::byte> image, Word w) noexcept
 std::size_t fattree_image_max_bytes(std::uint64_t capacity) {
   const std::uint64_t ranges = std::min<std::uint64_t>(capacity, kFatRootRangeLimit);
   const std::uint64_t nodes = std::min<std::uint64_t>(capacity, kNodeSets * kNodeSetLimit);
-  // Algorithm 1 makes at most 2n entries a stage for ranges without gaps;
-  // 3n + 2 also covers gaps left while a plan is replaced.
+  // Algorithm 1 makes at most 3n entries a stage for n ranges without gaps
+  // (the paper's 2n holds for the first stage only: range_tables.h) and at
+  // most 6n with gaps, which a plan replaced removals first can leave.
   return static_cast<std::size_t>(kImageHeaderBytes + ranges * kImageRangeBytes +
-                                  kRangeStages * (3 * ranges + 2) * kImageStageEntryBytes +
+                                  kRangeStages * (6 * ranges + 2) * kImageStageEntryBytes +
                                   nodes * kImageNodeBytes);
 }
 
@@ -266,7 +267,7 @@ std::vector<UsageRow> fattree_image_usage(std::span<const std::byte> image, std:
   for (std::size_t s = 0; s < kRangeStages; ++s) {
     rows.push_back({core, "fat root range table, key[" + std::to_string(63 - 16 * s) + ":" +
                               std::to_string(48 - 16 * s) + "]",
-                    "TCAM entries", v.ok ? v.stage_entries[s] : 0, 2 * kFatRootRangeLimit});
+                    "TCAM entries", v.ok ? v.stage_entries[s] : 0, 3 * kFatRootRangeLimit});
   }
   if (ranges > 0) stages[0] += kStagesPerPart;
   for (std::size_t s = 0; s < kNodeSets; ++s) {
