@@ -203,9 +203,34 @@ forein_offload_init(void)
 }
 
 /*
+ * Is backend id's capacity counted in LPM entries?  Only those backends
+ * take their capacity from forein.lpm_entries and the reloption
+ * lpm_entries; every other backend gets its paper's figure (its default
+ * capacity), in its own unit.
+ */
+bool
+forein_backend_uses_lpm_entries(int id)
+{
+	const char *unit = forein_offload_backend_unit(id);
+
+	return unit != NULL && strcmp(unit, "LPM entries") == 0;
+}
+
+/*
+ * The server-wide capacity of backend id in its unit: forein.lpm_entries
+ * for LPM tables, the paper's figure for others.
+ */
+static uint64
+backend_server_capacity(int id)
+{
+	if (forein_backend_uses_lpm_entries(id))
+		return (uint64) forein_lpm_entries;
+	return forein_offload_default_capacity(id);
+}
+
+/*
  * The image room of a table buffer: the largest image any registered
- * backend publishes at the server's capacity (forein.lpm_entries for LPM
- * tables, the paper's figure for others).
+ * backend publishes at the server's capacity (backend_server_capacity).
  */
 static Size
 image_room(void)
@@ -214,13 +239,7 @@ image_room(void)
 	int			id;
 
 	for (id = 0; id < forein_offload_backend_count(); id++)
-	{
-		uint64		capacity = forein_offload_default_capacity(id);
-
-		if (strcmp(forein_offload_backend_unit(id), "LPM entries") == 0)
-			capacity = (uint64) forein_lpm_entries;
-		room = Max(room, forein_offload_max_image_bytes(id, capacity));
-	}
+		room = Max(room, forein_offload_max_image_bytes(id, backend_server_capacity(id)));
 	return MAXALIGN(room);
 }
 
@@ -642,15 +661,23 @@ forein_is_forein_index(Relation rel)
 }
 
 /*
- * The device capacity of an index: its reloption lpm_entries, else
+ * The device capacity of an index, in its backend's unit.  For a backend
+ * counted in LPM entries: its reloption lpm_entries, else
  * forein.lpm_entries, at most what a slot holds (a reloption above the
  * server's setting is refused when set; this covers a setting lowered
- * since).
+ * since).  For any other backend (fattree: in-switch nodes) the backend's
+ * default capacity, which image_room() reserved room for; lpm_entries does
+ * not apply.  The one figure forein_stats reports, the manager is created
+ * with, and forein_offload_usage reads back from the published table.
  */
 uint32
 forein_index_budget(Relation index)
 {
+	int			id = forein_index_backend(index);
 	uint32		budget = (uint32) forein_lpm_entries;
+
+	if (!forein_backend_uses_lpm_entries(id))
+		return (uint32) Min(forein_offload_default_capacity(id), (uint64) PG_UINT32_MAX);
 
 	if (index->rd_options != NULL &&
 		((ForeinOptions *) index->rd_options)->lpm_entries > 0)

@@ -194,6 +194,7 @@ extern void forein_off_forget_slot(Relation index);
 extern void forein_off_free_slot(int slotno, Oid dboid, Oid relid);
 extern void forein_off_clear_tables(ForeinOffSlot *slot);
 extern uint32 forein_index_budget(Relation index);
+extern bool forein_backend_uses_lpm_entries(int id);
 extern bool forein_off_is_invalid(ForeinOffSlot *slot, BlockNumber blkno);
 extern void forein_off_set_invalid(ForeinOffSlot *slot, const BlockNumber *blocks,
 								   uint32 n);

@@ -30,7 +30,7 @@ SELECT status FROM forein_stats('off_a');
 -- an index cannot ask for more entries than the server reserved per slot
 CREATE INDEX off_big ON off USING forein (a) WITH (lpm_entries = 100000);
 ALTER INDEX off_a SET (lpm_entries = 100000);
-ALTER INDEX off_a SET (offload = 'fattree');
+ALTER INDEX off_a SET (offload = 'honeycomb');
 SELECT forein_refresh('off_none');
 
 -- lookups are counted

@@ -2,7 +2,8 @@
 # a query returns.  With forein.debug_random_hints = on (every descent gets
 # random blocks and levels as hints) the answers equal those without hints
 # and those of a btree index, and the bad hints are counted as fallbacks.
-# With real offload tables installed (forein_refresh) hints are used
+# With real offload tables installed (forein_refresh) by every registered
+# backend that gives hints (switch_lpm, fattree, ...) hints are used
 # (hint_hits > 0), and stay safe when page splits make them stale.
 use strict;
 use warnings;
@@ -180,64 +181,83 @@ cmp_ok($d->{fallbacks}, '>', 0, "random hints: fallbacks counted ($d->{fallbacks
 		'h and hb hold the original rows again');
 }
 
-# Real offload tables, on a fresh copy of the rows (hs, built in one go so
-# its leaves are full: later inserts split them and make hints stale).
-$node->safe_psql(
-	'postgres', q{
-	CREATE TABLE hs AS SELECT * FROM hb;
-	CREATE INDEX hs_k ON hs USING forein (k) WITH (offload = 'switch_lpm');
-	CREATE INDEX hs_t ON hs USING forein (t) WITH (offload = 'switch_lpm');
-	VACUUM ANALYZE hs;
-});
-my @hs = map { (my $q = $_) =~ s/%T/hs/g; $q } @templates;
-my $stats_hs = "SELECT lookups, hint_hits, move_rights, fallbacks FROM forein_stats('hs_k')";
-my $backend = $node->safe_psql('postgres', "SELECT backend FROM forein_stats('hs_k')");
-note "forein_stats backend: $backend";
-SKIP:
+# Real offload tables, for every registered backend that gives hints
+# (FOREIN_HINT_BACKENDS, a space-separated list, chooses), each on a fresh
+# copy of the rows: hs (forein, built in one go so its leaves are full:
+# later inserts split them and make hints stale) and hbs (btree).
+my @backends = offload_backends($node, 'FOREIN_HINT_BACKENDS');
+note 'offload backends: ' . join(', ', @backends);
+$node->safe_psql('postgres', 'CREATE TABLE hb0 AS SELECT * FROM hb');
+for my $backend (@backends)
 {
-	skip "offload is inactive (forein not preloaded): no installed hints to test", 8
-	  if $backend eq 'inactive';
-	is($backend, 'switch_lpm', 'hs_k offloads to the switch_lpm backend');
-
-	my $installed = $node->safe_psql('postgres',
-		"SET forein.install_delay_ms = 0; SELECT forein_refresh('hs_k')");
-	cmp_ok($installed, '>', 0, "forein_refresh installed $installed entries");
-	my $listed = $node->safe_psql('postgres', "SELECT count(*) FROM forein_offload_entries('hs_k')");
-	is($listed, $installed, "forein_offload_entries lists the $installed entries");
-
-	my ($w0) = run($force, \@btree);
-	my ($hinted, $dh) = run("$force SET forein.offload = on;", \@hs, $stats_hs);
-	compare_outputs('installed hints: forein answers equal btree', \@templates, $hinted,
-		$w0, 'forein hinted', 'btree');
-	cmp_ok($dh->{hint_hits}, '>', 0, "installed hints: hint_hits > 0 ($dh->{hint_hits})");
-
-	# Stale hints: split the leaves (in both tables) without refreshing;
-	# the worker's install delay is an hour.
 	$node->safe_psql(
-		'postgres', q{
-		INSERT INTO hs SELECT -1000002, g * 3 + 1, 's' || g FROM generate_series(0, 149999, 2) g;
-		INSERT INTO hb SELECT -1000002, g * 3 + 1, 's' || g FROM generate_series(0, 149999, 2) g;
+		'postgres', qq{
+		DROP TABLE IF EXISTS hs, hbs;
+		CREATE TABLE hs AS SELECT * FROM hb0;
+		CREATE INDEX hs_k ON hs USING forein (k) WITH (offload = '$backend');
+		CREATE INDEX hs_t ON hs USING forein (t) WITH (offload = '$backend');
+		CREATE TABLE hbs AS SELECT * FROM hb0;
+		CREATE INDEX hbs_k ON hbs USING btree (k);
+		CREATE INDEX hbs_t ON hbs USING btree (t);
+		VACUUM ANALYZE hs;
+		VACUUM ANALYZE hbs;
 	});
-	my ($w1) = run($force, \@btree);
-	my ($stale, $ds) = run("$force SET forein.offload = on;", \@hs, $stats_hs);
-	compare_outputs('stale hints after splits: answers equal btree',
-		\@templates, $stale, $w1, 'forein stale hints', 'btree');
-	cmp_ok($ds->{move_rights}, '>', 0,
-		"stale hints were met: the descents moved right $ds->{move_rights} times");
-	$node->safe_psql(
-		'postgres', q{
-		DELETE FROM hs WHERE k % 9 = 0;
-		DELETE FROM hb WHERE k % 9 = 0;
-		VACUUM hs;
-		VACUUM hb;
-	});
-	my ($w2) = run($force, \@btree);
-	my ($stale2) = run("$force SET forein.offload = on;", \@hs, $stats_hs);
-	compare_outputs('stale hints after deletes and VACUUM: answers equal btree',
-		\@templates, $stale2, $w2, 'forein stale hints', 'btree');
+	my @hs = map { (my $q = $_) =~ s/%T/hs/g; $q } @templates;
+	my @hbs = map { (my $q = $_) =~ s/%T/hbs/g; $q } @templates;
+	my $stats_hs = "SELECT lookups, hint_hits, move_rights, fallbacks FROM forein_stats('hs_k')";
+	my $got_backend = $node->safe_psql('postgres', "SELECT backend FROM forein_stats('hs_k')");
+	note "forein_stats backend: $got_backend";
+  SKIP:
+	{
+		skip "offload is inactive (forein not preloaded): no installed hints to test", 8
+		  if $got_backend eq 'inactive';
+		is($got_backend, $backend, "hs_k offloads to the $backend backend");
+
+		my $installed = $node->safe_psql('postgres',
+			"SET forein.install_delay_ms = 0; SELECT forein_refresh('hs_k')");
+		cmp_ok($installed, '>', 0, "$backend: forein_refresh installed $installed entries");
+		my $listed = $node->safe_psql('postgres', "SELECT count(*) FROM forein_offload_entries('hs_k')");
+		is($listed, $installed, "$backend: forein_offload_entries lists the $installed entries");
+
+		my ($w0) = run($force, \@hbs);
+		my ($hinted, $dh) = run("$force SET forein.offload = on;", \@hs, $stats_hs);
+		compare_outputs("$backend: installed hints: forein answers equal btree", \@templates, $hinted,
+			$w0, 'forein hinted', 'btree');
+		cmp_ok($dh->{hint_hits}, '>', 0, "$backend: installed hints: hint_hits > 0 ($dh->{hint_hits})");
+
+		# Stale hints: split the leaves (in both tables) without refreshing;
+		# the worker's install delay is an hour.
+		$node->safe_psql(
+			'postgres', q{
+			INSERT INTO hs SELECT -1000002, g * 3 + 1, 's' || g FROM generate_series(0, 149999, 2) g;
+			INSERT INTO hbs SELECT -1000002, g * 3 + 1, 's' || g FROM generate_series(0, 149999, 2) g;
+		});
+		my ($w1) = run($force, \@hbs);
+		my ($stale, $ds) = run("$force SET forein.offload = on;", \@hs, $stats_hs);
+		compare_outputs("$backend: stale hints after splits: answers equal btree",
+			\@templates, $stale, $w1, 'forein stale hints', 'btree');
+		cmp_ok($ds->{move_rights}, '>', 0,
+			"$backend: stale hints were met: the descents moved right $ds->{move_rights} times");
+		$node->safe_psql(
+			'postgres', q{
+			DELETE FROM hs WHERE k % 9 = 0;
+			DELETE FROM hbs WHERE k % 9 = 0;
+			VACUUM hs;
+			VACUUM hbs;
+		});
+		my ($w2) = run($force, \@hbs);
+		my ($stale2) = run("$force SET forein.offload = on;", \@hs, $stats_hs);
+		compare_outputs("$backend: stale hints after deletes and VACUUM: answers equal btree",
+			\@templates, $stale2, $w2, 'forein stale hints', 'btree');
+	}
+	for my $idx (qw(hs_k hs_t))
+	{
+		my ($ret, $out, $err) = $node->psql('postgres', "SELECT forein_check('$idx', true)");
+		is($ret, 0, "$backend: forein_check('$idx', heapallindexed)") or diag $err;
+	}
 }
 
-for my $idx (qw(h_k h_t hs_k hs_t))
+for my $idx (qw(h_k h_t))
 {
 	my ($ret, $out, $err) = $node->psql('postgres', "SELECT forein_check('$idx', true)");
 	is($ret, 0, "forein_check('$idx', heapallindexed)") or diag $err;

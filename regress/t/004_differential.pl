@@ -3,7 +3,11 @@
 # random queries (point, range, IN, ORDER BY ... LIMIT both directions,
 # joins, bitmap scans, scrollable cursors) must give identical answers,
 # with index scans forced.  Rounds of identical inserts, deletes, updates
-# and VACUUM come in between.  Seeded: FOREIN_SEED=<n> replays a run.
+# and VACUUM come in between.  The whole run is repeated for every
+# registered offload backend that gives hints (FOREIN_DIFF_BACKENDS, a
+# space-separated list, chooses): the forein indexes name it, and each
+# round installs its images synchronously (forein_refresh) before the
+# queries.  Seeded: FOREIN_SEED=<n> replays a run.
 use strict;
 use warnings;
 
@@ -32,31 +36,6 @@ my $next_id = $NROWS + 1;
 note "rows $NROWS, k in [0, $KMAX), t among $TMAX values";
 sub rk { return r($KMAX + 40) - 20; }    # a little outside the key range too
 sub rt { return sprintf("'w%05d'", r($TMAX + 20) - 10); }
-
-# Both tables get identical rows: random() under the same setseed.
-my $setseed = sprintf('%.6f', rand() * 2 - 1);
-$node->safe_psql(
-	'postgres', qq{
-	CREATE TABLE df (id int4, k int4, t text, pad text);
-	CREATE TABLE db (id int4, k int4, t text, pad text);
-	SELECT setseed($setseed);
-	INSERT INTO df SELECT g,
-	  CASE WHEN random() < 0.05 THEN NULL ELSE (random() * $KMAX)::int4 END,
-	  CASE WHEN random() < 0.05 THEN NULL ELSE 'w' || lpad((random() * $TMAX)::int4::text, 5, '0') END,
-	  repeat('p', (random() * 30)::int4)
-	  FROM generate_series(1, $NROWS) g;
-	INSERT INTO db SELECT * FROM df;
-	CREATE INDEX df_k ON df USING forein (k);
-	CREATE INDEX df_t ON df USING forein (t);
-	CREATE UNIQUE INDEX df_id ON df USING forein (id);
-	-- deduplication off: PostgreSQL 15's btree returns wrong rows when a
-	-- scrollable cursor turns back inside a posting list
-	CREATE INDEX db_k ON db USING btree (k) WITH (deduplicate_items = off);
-	CREATE INDEX db_t ON db USING btree (t) WITH (deduplicate_items = off);
-	CREATE UNIQUE INDEX db_id ON db USING btree (id);
-	VACUUM ANALYZE df;
-	VACUUM ANALYZE db;
-});
 
 my @ops = ('=', '<', '<=', '>', '>=');
 
@@ -185,52 +164,100 @@ sub random_mutations
 my $force = 'SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_hashjoin = off;';
 my $failures = 0;
 
-for my $round (1 .. $rounds)
+my @backends = offload_backends($node, 'FOREIN_DIFF_BACKENDS');
+note 'offload backends: ' . join(', ', @backends);
+for my $backend (@backends)
 {
-	if ($round > 1)
+	$next_id = $NROWS + 1;
+	# Both tables get identical rows: random() under the same setseed.
+	my $setseed = sprintf('%.6f', rand() * 2 - 1);
+	$node->safe_psql(
+		'postgres', qq{
+		DROP TABLE IF EXISTS df, db;
+		CREATE TABLE df (id int4, k int4, t text, pad text);
+		CREATE TABLE db (id int4, k int4, t text, pad text);
+		SELECT setseed($setseed);
+		INSERT INTO df SELECT g,
+		  CASE WHEN random() < 0.05 THEN NULL ELSE (random() * $KMAX)::int4 END,
+		  CASE WHEN random() < 0.05 THEN NULL ELSE 'w' || lpad((random() * $TMAX)::int4::text, 5, '0') END,
+		  repeat('p', (random() * 30)::int4)
+		  FROM generate_series(1, $NROWS) g;
+		INSERT INTO db SELECT * FROM df;
+		CREATE INDEX df_k ON df USING forein (k) WITH (offload = '$backend');
+		CREATE INDEX df_t ON df USING forein (t) WITH (offload = '$backend');
+		CREATE UNIQUE INDEX df_id ON df USING forein (id) WITH (offload = '$backend');
+		-- deduplication off: PostgreSQL 15's btree returns wrong rows when a
+		-- scrollable cursor turns back inside a posting list
+		CREATE INDEX db_k ON db USING btree (k) WITH (deduplicate_items = off);
+		CREATE INDEX db_t ON db USING btree (t) WITH (deduplicate_items = off);
+		CREATE UNIQUE INDEX db_id ON db USING btree (id);
+		VACUUM ANALYZE df;
+		VACUUM ANALYZE db;
+	});
+
+	for my $round (1 .. $rounds)
 	{
-		my @m = random_mutations();
-		for my $stmt (@m)
+		if ($round > 1)
 		{
-			(my $f = $stmt) =~ s/%T/df/g;
-			(my $bt = $stmt) =~ s/%T/db/g;
-			$node->safe_psql('postgres', $f);
-			$node->safe_psql('postgres', $bt);
+			my @m = random_mutations();
+			for my $stmt (@m)
+			{
+				(my $f = $stmt) =~ s/%T/df/g;
+				(my $bt = $stmt) =~ s/%T/db/g;
+				$node->safe_psql('postgres', $f);
+				$node->safe_psql('postgres', $bt);
+			}
+			if ($round % 2 == 0)
+			{
+				$node->safe_psql('postgres', 'VACUUM df; VACUUM db;');
+				note "$backend round $round: VACUUM";
+			}
+			note "$backend round $round: " . scalar(@m) . ' mutations';
+			is( $node->safe_psql('postgres', 'SELECT count(*), sum(id), sum(k), count(t) FROM df'),
+				$node->safe_psql('postgres', 'SELECT count(*), sum(id), sum(k), count(t) FROM db'),
+				"$backend round $round: both tables hold the same rows");
 		}
-		if ($round % 2 == 0)
+
+		# this backend's images, installed now (the worker refreshes too)
+		$node->safe_psql('postgres',
+			"SELECT forein_refresh('df_k'), forein_refresh('df_t'), forein_refresh('df_id')");
+
+		my @spec = map { random_query() } 1 .. $per_round;
+		my @tpl = map { $_->[0] } @spec;
+		my @qf = map { (my $q = $_) =~ s/%T/df/g; $q } @tpl;
+		my @qb = map { (my $q = $_) =~ s/%T/db/g; $q } @tpl;
+
+		# every plain query's plan scans a forein index
+		my @explainable = grep { $spec[$_][1] } 0 .. $#spec;
+		my @plans = run_marked_script($node, 'postgres', $force,
+			[ map { "EXPLAIN (COSTS OFF) $qf[$_]" } @explainable ]);
+		my @noindex = grep { $plans[$_] !~ /\b(?:df_k|df_t|df_id)\b/ } 0 .. $#plans;
+		is(scalar(@noindex), 0, "$backend round $round: every query scans a forein index")
+		  or diag "no forein index in the plan of: $qf[$explainable[$noindex[0]]]\n$plans[$noindex[0]]";
+
+		my @got = run_marked_script($node, 'postgres', $force, \@qf);
+		my @want = run_marked_script($node, 'postgres', $force, \@qb);
+		compare_outputs("$backend round $round: $per_round random queries, forein equals btree",
+			\@qf, \@got, \@want, "forein ($backend)", 'btree')
+		  or $failures++;
+
+		for my $idx (qw(df_k df_t df_id))
 		{
-			$node->safe_psql('postgres', 'VACUUM df; VACUUM db;');
-			note "round $round: VACUUM";
+			my ($ret, $out, $err) = $node->psql('postgres', "SELECT forein_check('$idx', true)");
+			is($ret, 0, "$backend round $round: forein_check('$idx', heapallindexed)") or diag $err;
 		}
-		note "round $round: " . scalar(@m) . ' mutations';
-		is( $node->safe_psql('postgres', 'SELECT count(*), sum(id), sum(k), count(t) FROM df'),
-			$node->safe_psql('postgres', 'SELECT count(*), sum(id), sum(k), count(t) FROM db'),
-			"round $round: both tables hold the same rows");
 	}
 
-	my @spec = map { random_query() } 1 .. $per_round;
-	my @tpl = map { $_->[0] } @spec;
-	my @qf = map { (my $q = $_) =~ s/%T/df/g; $q } @tpl;
-	my @qb = map { (my $q = $_) =~ s/%T/db/g; $q } @tpl;
-
-	# every plain query's plan scans a forein index
-	my @explainable = grep { $spec[$_][1] } 0 .. $#spec;
-	my @plans = run_marked_script($node, 'postgres', $force,
-		[ map { "EXPLAIN (COSTS OFF) $qf[$_]" } @explainable ]);
-	my @noindex = grep { $plans[$_] !~ /\b(?:df_k|df_t|df_id)\b/ } 0 .. $#plans;
-	is(scalar(@noindex), 0, "round $round: every query scans a forein index")
-	  or diag "no forein index in the plan of: $qf[$explainable[$noindex[0]]]\n$plans[$noindex[0]]";
-
-	my @got = run_marked_script($node, 'postgres', $force, \@qf);
-	my @want = run_marked_script($node, 'postgres', $force, \@qb);
-	compare_outputs("round $round: $per_round random queries, forein equals btree",
-		\@qf, \@got, \@want, 'forein', 'btree')
-	  or $failures++;
-
-	for my $idx (qw(df_k df_t df_id))
+	# the backend's hints were in use: its name in forein_stats, and hinted
+	# descents in the indexes (unless forein is not preloaded)
+	my $got_backend = $node->safe_psql('postgres', "SELECT backend FROM forein_stats('df_k')");
+	SKIP:
 	{
-		my ($ret, $out, $err) = $node->psql('postgres', "SELECT forein_check('$idx', true)");
-		is($ret, 0, "round $round: forein_check('$idx', heapallindexed)") or diag $err;
+		skip 'offload is inactive (forein not preloaded)', 2 if $got_backend eq 'inactive';
+		is($got_backend, $backend, "forein_stats names the backend $backend");
+		my $hits = $node->safe_psql('postgres',
+			"SELECT sum(hint_hits) FROM (SELECT (forein_stats(i)).hint_hits FROM unnest('{df_k,df_t,df_id}'::regclass[]) i) s");
+		cmp_ok($hits, '>', 0, "$backend: installed hints were used ($hits hint hits)");
 	}
 }
 

@@ -14,7 +14,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(forein_node crash_postmaster wait_pids_gone index_plan_ok
-  test_seed compare_outputs run_marked_script poll_while_running);
+  test_seed compare_outputs run_marked_script poll_while_running offload_backends);
 
 # forein_node(name, preload => 1, allows_streaming => 0, conf => '...')
 # A node with the forein library preloaded (unless preload => 0), quiet
@@ -120,6 +120,22 @@ sub index_plan_ok
 		"plan uses $index: $query")
 	  or diag $plan;
 	return;
+}
+
+# offload_backends(node[, env]): the offload backends that give hints, in
+# registry order: the registered ones the server names when a reloption
+# offload is unknown, less "none".  $ENV{env} (a space-separated list), if
+# set, chooses instead.
+sub offload_backends
+{
+	my ($node, $env) = @_;
+	return split(' ', $ENV{$env}) if defined $env && defined $ENV{$env};
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"CREATE TEMP TABLE forein_backends_probe (a int4);\n"
+		  . "CREATE INDEX ON forein_backends_probe USING forein (a) WITH (offload = '-');");
+	die "no list of registered offload backends in: $err"
+	  unless $err =~ /Registered offload backends: ([^.\n]+)\./;
+	return grep { $_ ne 'none' } split(/,\s*/, $1);
 }
 
 # test_seed(): the seed of a randomized test: $ENV{FOREIN_SEED} if set,
