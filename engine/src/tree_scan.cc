@@ -141,8 +141,15 @@ OptNode Cursor::State::next_leaf(OpCounters& c) {
   if (spec.direction == Direction::kForward) {
     // The old right link is only a hint: that page may have been merged
     // away or even reused since the previous batch.
+    // The sibling is the scan's own link, not offload advice: it must not
+    // count as a hinted operation or a hint hit.
     const StartHints via_sibling{Hint{next_sibling, 0, 0}, Hint{}};
-    return tree->locate(SearchKey(next_boundary), &via_sibling, 0, nullptr, c);
+    OpCounters step;
+    const OptNode n = tree->locate(SearchKey(next_boundary), &via_sibling, 0, nullptr, step);
+    c.move_rights += step.move_rights;
+    c.nodes_visited += step.nodes_visited;
+    c.restarts += step.restarts;
+    return n;
   }
   return tree->find_leaf_before(next_boundary, next_sibling, c);
 }

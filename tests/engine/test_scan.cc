@@ -512,3 +512,23 @@ TEST_CASE("scan: a hint for the starting key does not change results", "[tree][s
     }
   }
 }
+
+TEST_CASE("scan: stepping to the next leaf is not counted as a hint", "[scan][stats]") {
+  auto tree = make_tree(4096);
+  for (int i = 0; i < 5000; ++i) tree->put(forein::encode_int64(i), std::string(40, 'v'));
+  REQUIRE(tree->height() >= 2);
+  tree->reset_stats();
+  for (const Direction d : {Direction::kForward, Direction::kBackward}) {
+    ScanSpec spec;
+    spec.direction = d;
+    auto cursor = tree->scan(spec);
+    std::size_t n = 0;
+    while (cursor.next()) ++n;
+    CHECK(n == 5000);
+  }
+  const forein::TreeStats s = tree->stats();
+  CHECK(s.hinted == 0);
+  CHECK(s.hint_hits == 0);
+  CHECK(s.fallbacks == 0);
+  CHECK(s.nodes_visited > 2 * 5000 * 48 / 4096);  // every leaf, both ways
+}
