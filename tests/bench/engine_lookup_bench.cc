@@ -66,6 +66,7 @@
 #include "forein/node_interval.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
+#include "bench_common.h"
 #include "support/seed.h"
 #include "support/zipf.h"
 
@@ -426,14 +427,7 @@ struct Result {
 
 // Random distinct uint64 keys, sorted.
 std::vector<std::uint64_t> make_keys(std::uint64_t n, std::mt19937_64& rng) {
-  std::vector<std::uint64_t> keys;
-  keys.reserve(n);
-  while (keys.size() < n) {
-    while (keys.size() < n) keys.push_back(rng());
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  }
-  return keys;
+  return forein::bench::distinct_sorted_random(n, rng);
 }
 
 std::string fmt(double v, int precision) {

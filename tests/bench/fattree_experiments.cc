@@ -13,6 +13,7 @@
 //   eth-scale     Ethernet throughput ratio vs scale (Fig 10a)
 //   eth-rw        Ethernet throughput ratio vs read/write ratio (Fig 10c)
 //   eth-skew      Ethernet throughput ratio vs skew (Fig 10d)
+//   eth-clients   Ethernet throughput vs number of clients (Fig 10b)
 //   engine        measured, not modelled: the engine's tree (8 KiB pages,
 //                 bulk load) behind an OffloadManager over the registered
 //                 fattree backend: nodes visited per lookup and lookup
@@ -41,11 +42,20 @@
 //     throughput ratio = (k + H) / (k + mean visits); columns for k in
 //     --fixed-visits. Writes go to the server from the root (H visits).
 //     implied_k is the k at which the model gives the paper's ratio.
+//   Ethernet, clients (closed loop): each of c clients has one request
+//     outstanding; a request takes Z (network and client) + S (server:
+//     (k + visits) * v). --eth-servers m single-threaded servers serve
+//     at most m / S requests per unit time, so throughput(c) =
+//     min(c / (Z + S), m / S) (the asymptotic bounds of a closed queueing
+//     network). v and Z come from the paper's one-client throughputs
+//     (52.0 and 47.7 KTPS): 1/47.7k - 1/52.0k = (base visits - visits) * v,
+//     Z = 1/52.0k - (k + visits) * v; so one client matches the paper by
+//     construction and the knee and the 16-client numbers are the model's.
 //
 // Usage: fattree_experiments CMD [--seed S] [--out DIR] [--probes P] [--train T]
 //          [--scales N,..] [--eth-scales N,..] [--eth-keys N] [--keys N]
 //          [--rtt-us X] [--fixed-visits K,..] [--engine-keys N] [--engine-ops N]
-//          [--reps R]
+//          [--reps R] [--clients N,..] [--eth-servers M]
 // --seed defaults to FOREIN_SEED, else 42; the seed is printed.
 
 #include <algorithm>
@@ -77,18 +87,28 @@
 #include "forein/offload/registry.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
+#include "bench_common.h"
 #include "offload/synthetic_tree.h"
 #include "support/zipf.h"
 
 namespace {
 
 using forein::Word;
-using Clock = std::chrono::steady_clock;
+using forein::bench::Clock;
+using forein::bench::median;
+using forein::bench::open_csv;
+using forein::bench::random_words;
+using forein::bench::seconds_since;
+using forein::bench::value_bytes;
+namespace bench = forein::bench;
 namespace off = forein::offload;
 namespace ft = forein::offload::fattree;
 
 // The paper's figures the model is calibrated on or compared with.
 constexpr double kPaperBaselineUs2M = 112.6;  // RDMA baseline, 2M keys (section V-B)
+// Ethernet, Fig 10b: throughput with 1 and 16 clients (section V-C).
+constexpr double kPaperEth1Ktps = 52.0, kPaperEth1BaseKtps = 47.7;
+constexpr double kPaperEth16Ktps = 583.1, kPaperEth16BaseKtps = 442.8;
 
 struct Options {
   std::string command;
@@ -106,33 +126,19 @@ struct Options {
   std::uint64_t engine_keys = 2'000'000;
   std::uint64_t engine_ops = 1'000'000;
   int reps = 5;
+  std::vector<std::uint64_t> clients = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  std::uint64_t eth_servers = 4;  // section V-C: four memory servers
 };
 
 [[noreturn]] void usage(const std::string& error) {
   if (!error.empty()) std::cerr << "fattree_experiments: " << error << "\n";
   std::cerr << "usage: fattree_experiments rdma-scale|rdma-drift|rdma-nodes|rdma-layers|eth-scale|"
-               "eth-rw|eth-skew|engine|all\n"
+               "eth-rw|eth-skew|eth-clients|engine|all\n"
                "         [--seed S] [--out DIR] [--probes P] [--train T] [--scales N,..]\n"
                "         [--eth-scales N,..] [--eth-keys N] [--keys N] [--rtt-us X]\n"
-               "         [--fixed-visits K,..] [--engine-keys N] [--engine-ops N] [--reps R]\n";
+               "         [--fixed-visits K,..] [--engine-keys N] [--engine-ops N] [--reps R]\n"
+               "         [--clients N,..] [--eth-servers M]\n";
   std::exit(2);
-}
-
-template <typename T>
-std::vector<T> parse_list(const std::string& s, const std::string& flag) {
-  std::vector<T> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    std::istringstream is(item);
-    T x{};
-    is >> x;
-    if (!is || !is.eof()) usage("bad value '" + item + "' for " + flag);
-    v.push_back(x);
-  }
-  if (v.empty()) usage(flag + " needs at least one value");
-  return v;
 }
 
 Options parse(int argc, char** argv) {
@@ -140,7 +146,8 @@ Options parse(int argc, char** argv) {
   Options o;
   o.command = argv[1];
   const std::vector<std::string> cmds = {"rdma-scale", "rdma-drift", "rdma-nodes", "rdma-layers",
-                                         "eth-scale",  "eth-rw",     "eth-skew",   "engine", "all"};
+                                         "eth-scale",  "eth-rw",     "eth-skew",   "eth-clients",
+                                         "engine",     "all"};
   if (std::find(cmds.begin(), cmds.end(), o.command) == cmds.end()) {
     usage("unknown subcommand '" + o.command + "'");
   }
@@ -152,7 +159,7 @@ Options parse(int argc, char** argv) {
     if (i + 1 >= argc) usage(arg + " needs a value");
     const std::string value = argv[++i];
     auto one = [&](auto tag) {
-      const auto v = parse_list<decltype(tag)>(value, arg);
+      const auto v = bench::parse_list<decltype(tag)>(value, arg, usage);
       if (v.size() != 1) usage(arg + " takes one value");
       return v[0];
     };
@@ -160,51 +167,28 @@ Options parse(int argc, char** argv) {
     else if (arg == "--out") o.out = value;
     else if (arg == "--probes") o.probes = one(std::uint64_t{});
     else if (arg == "--train") o.train = one(std::uint64_t{});
-    else if (arg == "--scales") o.scales = parse_list<std::uint64_t>(value, arg);
-    else if (arg == "--eth-scales") o.eth_scales = parse_list<std::uint64_t>(value, arg);
+    else if (arg == "--scales") o.scales = bench::parse_list<std::uint64_t>(value, arg, usage);
+    else if (arg == "--eth-scales") o.eth_scales = bench::parse_list<std::uint64_t>(value, arg, usage);
     else if (arg == "--eth-keys") o.eth_keys = one(std::uint64_t{});
     else if (arg == "--keys") o.keys = one(std::uint64_t{});
     else if (arg == "--rtt-us") o.rtt_us = one(double{});
-    else if (arg == "--fixed-visits") o.fixed_visits = parse_list<double>(value, arg);
+    else if (arg == "--fixed-visits") o.fixed_visits = bench::parse_list<double>(value, arg, usage);
     else if (arg == "--engine-keys") o.engine_keys = one(std::uint64_t{});
     else if (arg == "--engine-ops") o.engine_ops = one(std::uint64_t{});
     else if (arg == "--reps") o.reps = static_cast<int>(one(std::uint64_t{}));
+    else if (arg == "--clients") o.clients = bench::parse_list<std::uint64_t>(value, arg, usage);
+    else if (arg == "--eth-servers") o.eth_servers = one(std::uint64_t{});
     else usage("unknown flag " + arg);
   }
-  if (o.probes == 0 || o.train == 0 || o.reps < 1) usage("--probes, --train, --reps must be > 0");
-  return o;
-}
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::ofstream open_csv(const std::string& path) {
-  std::ofstream f(path);
-  if (!f) throw std::runtime_error("cannot write " + path);
-  f << std::setprecision(6);
-  return f;
-}
-
-std::vector<Word> random_words(std::uint64_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + n);
-  std::vector<Word> w;
-  w.reserve(n);
-  while (w.size() < n) {
-    while (w.size() < n) w.push_back(rng());
-    std::sort(w.begin(), w.end());
-    w.erase(std::unique(w.begin(), w.end()), w.end());
+  if (o.probes == 0 || o.train == 0 || o.reps < 1 || o.eth_servers == 0) {
+    usage("--probes, --train, --reps, --eth-servers must be > 0");
   }
-  return w;
+  return o;
 }
 
 // Rank -> key index: a fixed random permutation.
 std::vector<std::uint32_t> rank_permutation(std::uint64_t n, std::uint64_t seed) {
-  std::vector<std::uint32_t> perm(n);
-  std::iota(perm.begin(), perm.end(), 0u);
-  std::mt19937_64 rng(seed ^ 0x5DEECE66Dull);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  return perm;
+  return bench::shuffled_indices(n, seed ^ 0x5DEECE66Dull);
 }
 
 // A ranking that differs from `perm` in a fraction f of its ranks: those
@@ -442,6 +426,52 @@ std::string eth_header(const Options& opt) {
   return h.str();
 }
 
+// Fig 10b: closed-loop throughput vs clients (see the header comment).
+void eth_clients(std::ostream& out, const World& w, const Eval& e, double theta, double reads,
+                 const Options& opt) {
+  const double H = w.height;
+  const double visits = reads * e.mean_visits() + (1 - reads) * H, base_visits = H;
+  const double m = static_cast<double>(opt.eth_servers);
+  // Microseconds per request with one client (1e3 / KTPS).
+  const double t1 = 1e3 / kPaperEth1Ktps, t1_base = 1e3 / kPaperEth1BaseKtps;
+  const double v = (t1_base - t1) / (base_visits - visits);
+  out << "keys,height,zipf,read_fraction,servers,k,visit_us,network_us,visits,base_visits,"
+         "service_us,base_service_us,knee_clients,base_knee_clients,clients,ktps,base_ktps,ratio,"
+         "paper_ktps,paper_base_ktps\n";
+  std::cout << std::fixed << std::setprecision(3) << "  n=" << w.n << " H=" << H << " reads="
+            << reads << " server visits " << base_visits << " -> " << visits << "; v = (" << t1_base
+            << " - " << t1 << " us) / " << base_visits - visits << " visits = " << v
+            << " us per visit, " << m << " servers\n";
+  for (double k : opt.fixed_visits) {
+    const double s = (k + visits) * v, s_base = (k + base_visits) * v, z = t1 - s;
+    if (z < 0) {
+      std::cout << "  k=" << k << ": skipped (the service time alone exceeds one client's "
+                << t1 << " us per request)\n";
+      continue;
+    }
+    const double knee = m * (z + s) / s, knee_base = m * (z + s_base) / s_base;
+    std::cout << "  k=" << k << ": Z=" << z << " us, S=" << s << " / " << s_base
+              << " us, knee at " << knee << " / " << knee_base << " clients; KTPS";
+    for (std::uint64_t c : opt.clients) {
+      const double cc = static_cast<double>(c);
+      const double x = 1e3 * std::min(cc / (z + s), m / s);
+      const double xb = 1e3 * std::min(cc / (z + s_base), m / s_base);
+      out << w.n << ',' << w.height << ',' << theta << ',' << reads << ',' << opt.eth_servers << ','
+          << k << ',' << v << ',' << z << ',' << visits << ',' << base_visits << ',' << s << ','
+          << s_base << ',' << knee << ',' << knee_base << ',' << c << ',' << x << ',' << xb << ','
+          << x / xb << ',';
+      if (c == 1) out << kPaperEth1Ktps << ',' << kPaperEth1BaseKtps;
+      if (c == 16) out << kPaperEth16Ktps << ',' << kPaperEth16BaseKtps;
+      if (c != 1 && c != 16) out << ',';
+      out << '\n';
+      std::cout << std::setprecision(1) << " c" << c << "=" << x << "/" << xb << std::setprecision(3);
+    }
+    std::cout << "\n";
+  }
+  out.flush();
+  std::cout << std::defaultfloat << std::setprecision(6);
+}
+
 std::string path(const Options& opt, const std::string& base) { return opt.out + "/" + base + ".csv"; }
 
 void print_world(const World& w) {
@@ -457,18 +487,6 @@ void print_world(const World& w) {
 
 // ---------------------------------------------------------------------------
 // Measured on the engine: OffloadManager over the registered fattree backend.
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::string value_bytes(std::uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; ++i) s[static_cast<std::size_t>(i)] = static_cast<char>(v >> (8 * i));
-  return s;
-}
 
 int engine(const Options& opt, const Rtt& rtt) {
   const auto t0 = Clock::now();
@@ -534,24 +552,9 @@ int engine(const Options& opt, const Rtt& rtt) {
   for (int rep = 0; rep < opt.reps; ++rep) {
     for (int j = 0; j < kModes; ++j) {
       const int mode = (rep + j) % kModes;
-      tree->reset_stats();
       std::uint64_t found = 0;
-      const auto ts = Clock::now();
-      switch (mode) {
-        case kRoot:
-          for (const auto& k : keys) found += tree->get(k, &value);
-          break;
-        case kHost:
-          for (std::size_t i = 0; i < keys.size(); ++i) found += tree->get(keys[i], &value, &hints[i]);
-          break;
-        case kInproc:
-          for (const auto& k : keys) {
-            const forein::StartHints h = manager.hint(k);
-            found += tree->get(k, &value, &h);
-          }
-          break;
-      }
-      const double s = seconds_since(ts);
+      const double s = bench::timed_pass(*tree, keys, mode == kHost ? &hints : nullptr,
+                                         mode == kInproc ? &manager : nullptr, &value, &found);
       if (found != keys.size()) throw std::runtime_error(std::string("engine: lookups missed keys in mode ") + names[mode]);
       mops[mode].push_back(static_cast<double>(keys.size()) / s / 1e6);
       stats[mode] = tree->stats();
@@ -641,27 +644,27 @@ int run(const Options& opt) {
         rdma_row(csv, w, evaluate(w, w.perm, q, 0.99, s, opt, 2), 0.99, f, s, rtt, label.str());
       }
     }
-    if (want("rdma-nodes")) {
-      std::cout << "== rdma-nodes (paper Fig 8: 45.6 -> 32.7 us for 300 -> 3,900 nodes)\n";
-      auto csv = open_csv(path(opt, "rdma_nodes"));
+    // One RDMA plan setting varied over `values` (Fig 8: nodes per layer;
+    // Fig 9: cached layers), everything else at the defaults.
+    auto sweep = [&](const char* banner, const char* csv_name, std::uint32_t ft::PlanSettings::*field,
+                     const std::vector<std::uint32_t>& values, std::uint64_t salt, const char* label) {
+      std::cout << banner << '\n';
+      auto csv = open_csv(path(opt, csv_name));
       csv << kRdmaHeader << '\n';
-      for (std::uint32_t k = 300; k <= 3900; k += 600) {
+      for (std::uint32_t v : values) {
         auto s = rdma_settings();
-        s.layer_nodes = k;
-        rdma_row(csv, w, evaluate(w, w.perm, w.perm, 0.99, s, opt, 3), 0.99, 0, s, rtt,
-                 "nodes " + std::to_string(k));
+        s.*field = v;
+        rdma_row(csv, w, evaluate(w, w.perm, w.perm, 0.99, s, opt, salt), 0.99, 0, s, rtt,
+                 label + std::to_string(v));
       }
+    };
+    if (want("rdma-nodes")) {
+      sweep("== rdma-nodes (paper Fig 8: 45.6 -> 32.7 us for 300 -> 3,900 nodes)", "rdma_nodes",
+            &ft::PlanSettings::layer_nodes, {300, 900, 1500, 2100, 2700, 3300, 3900}, 3, "nodes ");
     }
     if (want("rdma-layers")) {
-      std::cout << "== rdma-layers (paper Fig 9: 74.1 -> 32.8 us for 0 -> 3 layers)\n";
-      auto csv = open_csv(path(opt, "rdma_layers"));
-      csv << kRdmaHeader << '\n';
-      for (std::uint32_t l = 0; l <= 3; ++l) {
-        auto s = rdma_settings();
-        s.layers = l;
-        rdma_row(csv, w, evaluate(w, w.perm, w.perm, 0.99, s, opt, 4), 0.99, 0, s, rtt,
-                 "layers " + std::to_string(l));
-      }
+      sweep("== rdma-layers (paper Fig 9: 74.1 -> 32.8 us for 0 -> 3 layers)", "rdma_layers",
+            &ft::PlanSettings::layers, {0, 1, 2, 3}, 4, "layers ");
     }
   }
   if (want("eth-scale")) {
@@ -675,7 +678,7 @@ int run(const Options& opt) {
       eth_row(csv, w, evaluate(w, w.perm, w.perm, 0.99, s, opt, 5), 0.99, 0.9, s, opt, 1.35, "scale");
     }
   }
-  if (want("eth-rw") || want("eth-skew")) {
+  if (want("eth-rw") || want("eth-skew") || want("eth-clients")) {
     World w = make_world(opt.eth_keys, opt);
     print_world(w);
     const auto s = eth_settings();
@@ -701,6 +704,12 @@ int run(const Options& opt) {
                 paper[i++], "skew");
       }
     }
+    if (want("eth-clients")) {
+      std::cout << "== eth-clients (paper Fig 10b: 52.0 -> 583.1 vs 47.7 -> 442.8 KTPS for 1 -> 16 "
+                   "clients)\n";
+      auto csv = open_csv(path(opt, "eth_clients"));
+      eth_clients(csv, w, evaluate(w, w.perm, w.perm, 0.99, s, opt, 8), 0.99, 0.9, opt);
+    }
   }
   if (want("engine")) {
     std::cout << "== engine (measured: OffloadManager over backend fattree)\n";
@@ -713,11 +722,5 @@ int run(const Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options opt = parse(argc, argv);
-  try {
-    return run(opt);
-  } catch (const std::exception& e) {
-    std::cerr << "fattree_experiments: " << e.what() << "\n";
-    return 1;
-  }
+  return forein::bench::guarded_main("fattree_experiments", argc, argv, parse, run);
 }

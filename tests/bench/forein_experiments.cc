@@ -76,12 +76,17 @@
 #include "forein/page_store.h"
 #include "forein/tree.h"
 #include "support/zipf.h"
+#include "bench_common.h"
 
 namespace {
 
 using forein::NodeInterval;
 using forein::Word;
-using Clock = std::chrono::steady_clock;
+using forein::bench::Clock;
+using forein::bench::open_csv;
+using forein::bench::random_words;
+using forein::bench::seconds_since;
+using forein::bench::value_bytes;
 namespace off = forein::offload;
 
 struct Options {
@@ -112,23 +117,6 @@ struct Options {
   std::exit(2);
 }
 
-template <typename T>
-std::vector<T> parse_list(const std::string& s, const std::string& flag) {
-  std::vector<T> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    std::istringstream is(item);
-    T x{};
-    is >> x;
-    if (!is || !is.eof()) usage("bad value '" + item + "' for " + flag);
-    v.push_back(x);
-  }
-  if (v.empty()) usage(flag + " needs at least one value");
-  return v;
-}
-
 Options parse(int argc, char** argv) {
   if (argc < 2) usage("");
   Options o;
@@ -148,20 +136,20 @@ Options parse(int argc, char** argv) {
     }
     auto one = [&](auto tag) {
       using T = decltype(tag);
-      const auto v = parse_list<T>(value, arg);
+      const auto v = forein::bench::parse_list<T>(value, arg, usage);
       if (v.size() != 1) usage(arg + " takes one value");
       return v[0];
     };
     if (arg == "--sizes") {
-      o.sizes = parse_list<std::uint64_t>(value, arg);
+      o.sizes = forein::bench::parse_list<std::uint64_t>(value, arg, usage);
     } else if (arg == "--size") {
       o.size = one(std::uint64_t{});
     } else if (arg == "--zipf") {
-      o.zipf = parse_list<double>(value, arg);
+      o.zipf = forein::bench::parse_list<double>(value, arg, usage);
     } else if (arg == "--nodes") {
       o.nodes = one(std::uint64_t{});
     } else if (arg == "--node-counts") {
-      o.node_counts = parse_list<std::uint64_t>(value, arg);
+      o.node_counts = forein::bench::parse_list<std::uint64_t>(value, arg, usage);
     } else if (arg == "--budget") {
       o.budget = one(std::uint64_t{});
     } else if (arg == "--page-size") {
@@ -193,10 +181,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // ---------------------------------------------------------------------------
 // The tree and its node table.
 
@@ -219,24 +203,6 @@ struct Dataset {
   std::size_t empty_intervals = 0;
   double build_s = 0, table_s = 0;
 };
-
-std::vector<Word> random_words(std::uint64_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + n);
-  std::vector<Word> w;
-  w.reserve(n);
-  while (w.size() < n) {
-    while (w.size() < n) w.push_back(rng());
-    std::sort(w.begin(), w.end());
-    w.erase(std::unique(w.begin(), w.end()), w.end());
-  }
-  return w;
-}
-
-std::string value_bytes(std::uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; ++i) s[static_cast<std::size_t>(i)] = static_cast<char>(v >> (8 * i));
-  return s;
-}
 
 Dataset build_dataset(std::uint64_t n, const Options& opt) {
   Dataset d;
@@ -368,13 +334,6 @@ std::string file_name(const Options& opt, const std::string& base) {
   return opt.out + "/" + base + (opt.tag.empty() ? "" : "_" + opt.tag) + ".csv";
 }
 
-std::ofstream open_csv(const std::string& path) {
-  std::ofstream f(path);
-  if (!f) throw std::runtime_error("cannot write " + path);
-  f << std::setprecision(6);
-  return f;
-}
-
 // ---------------------------------------------------------------------------
 // Fig 7.
 
@@ -468,10 +427,7 @@ std::vector<double> zipf_weights(const Dataset& d, double theta, const Options& 
     }
   }
   // Rank -> key index: a fixed random permutation (same for every theta).
-  std::vector<std::uint32_t> perm(n);
-  std::iota(perm.begin(), perm.end(), 0u);
-  std::mt19937_64 rng(opt.seed ^ 0x5DEECE66Dull);
-  std::shuffle(perm.begin(), perm.end(), rng);
+  const std::vector<std::uint32_t> perm = forein::bench::shuffled_indices(n, opt.seed ^ 0x5DEECE66Dull);
 
   std::vector<double> w(d.nodes.size(), 0.0);
   if (opt.samples == 0) {
@@ -660,11 +616,5 @@ int run(const Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options opt = parse(argc, argv);
-  try {
-    return run(opt);
-  } catch (const std::exception& e) {
-    std::cerr << "forein_experiments: " << e.what() << "\n";
-    return 1;
-  }
+  return forein::bench::guarded_main("forein_experiments", argc, argv, parse, run);
 }

@@ -82,12 +82,18 @@
 #include "forein/tree.h"
 #include "support/zipf.h"
 #include "forein/offload/registry.h"
+#include "bench_common.h"
 
 namespace {
 
 using forein::StartHints;
 using forein::Word;
-using Clock = std::chrono::steady_clock;
+using forein::bench::Clock;
+using forein::bench::median;
+using forein::bench::random_words;
+using forein::bench::seconds;
+using forein::bench::value_bytes;
+namespace bench = forein::bench;
 namespace off = forein::offload;
 
 struct Options {
@@ -191,24 +197,6 @@ Options parse(int argc, char** argv) {
 // ---------------------------------------------------------------------------
 // Shared pieces.
 
-std::vector<Word> random_words(std::uint64_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + n);
-  std::vector<Word> w;
-  w.reserve(n);
-  while (w.size() < n) {
-    while (w.size() < n) w.push_back(rng());
-    std::sort(w.begin(), w.end());
-    w.erase(std::unique(w.begin(), w.end()), w.end());
-  }
-  return w;
-}
-
-std::string value_bytes(std::uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; ++i) s[static_cast<std::size_t>(i)] = static_cast<char>(v >> (8 * i));
-  return s;
-}
-
 // The tree's observer, re-pointed at each run's manager (null: nobody).
 class Relay final : public forein::NodeObserver {
  public:
@@ -260,20 +248,7 @@ class KeyPicker {
 };
 
 std::vector<std::uint32_t> random_perm(std::uint64_t n, std::uint64_t seed) {
-  std::vector<std::uint32_t> p(n);
-  std::iota(p.begin(), p.end(), 0u);
-  std::mt19937_64 rng(seed);
-  std::shuffle(p.begin(), p.end(), rng);
-  return p;
-}
-
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  return bench::shuffled_indices(n, seed);
 }
 
 struct ModeResult {
@@ -396,27 +371,10 @@ int fig9(const Options& opt) {
     for (int rep = 0; rep < opt.reps; ++rep) {
       for (int j = 0; j < kModes; ++j) {
         const int mode = (rep + j) % kModes;
-        tree->reset_stats();
+        const std::vector<StartHints>* given = mode == kHost ? &host : mode == kOracle ? &oracle : nullptr;
         std::uint64_t found = 0;
-        const auto ts = Clock::now();
-        switch (mode) {
-          case kRoot:
-            for (const auto& k : keys) found += tree->get(k, &value);
-            break;
-          case kHost:
-            for (std::size_t i = 0; i < keys.size(); ++i) found += tree->get(keys[i], &value, &host[i]);
-            break;
-          case kInproc:
-            for (const auto& k : keys) {
-              const StartHints h = manager.hint(k);
-              found += tree->get(k, &value, &h);
-            }
-            break;
-          case kOracle:
-            for (std::size_t i = 0; i < keys.size(); ++i) found += tree->get(keys[i], &value, &oracle[i]);
-            break;
-        }
-        const double s = seconds(Clock::now() - ts);
+        const double s = bench::timed_pass(*tree, keys, given, mode == kInproc ? &manager : nullptr,
+                                           &value, &found);
         res[mode].mops.push_back(static_cast<double>(opt.ops) / s / 1e6);
         res[mode].stats = tree->stats();
         res[mode].found = found;
@@ -697,11 +655,7 @@ int fig10(const Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options opt = parse(argc, argv);
-  try {
+  return forein::bench::guarded_main("forein_throughput", argc, argv, parse, [](const Options& opt) {
     return opt.command == "fig9" ? fig9(opt) : fig10(opt);
-  } catch (const std::exception& e) {
-    std::cerr << "forein_throughput: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

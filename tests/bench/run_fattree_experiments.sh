@@ -3,7 +3,8 @@
 # (docs/fattree-experiments.md): RDMA latency vs scale / drift / nodes per
 # layer / layers (modelled from packet walks over the real planner, device
 # and image), Ethernet throughput ratio vs scale / read-write ratio / skew
-# (modelled the same way), and the engine's tree behind an OffloadManager
+# (modelled the same way), Ethernet throughput vs clients (the walks'
+# server visits in a closed-loop model), and the engine's tree behind an OffloadManager
 # over the fattree backend (measured). Writes CSVs to docs/bench/fattree/
 # and renders PNGs there with gnuplot.
 #
@@ -109,6 +110,7 @@ run "$exp" rdma-layers --out "$out" "${extra[@]}"
 run "$exp" eth-scale --eth-scales "$eth_scales" --out "$out" "${extra[@]}"
 run "$exp" eth-rw --eth-keys "$eth_keys" --out "$out" "${extra[@]}"
 run "$exp" eth-skew --eth-keys "$eth_keys" --out "$out" "${extra[@]}"
+run "$exp" eth-clients --eth-keys "$eth_keys" --out "$out" "${extra[@]}"
 echo "load before the timed run: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 run "$exp" engine --out "$out" "${extra[@]}"
 echo "load after the timed run: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
@@ -191,5 +193,30 @@ plot_rdma rdma_layers layers 'cached layers below the fat root' 'RDMA latency vs
 plot_eth eth_scale keys 'database scale (keys)' 'Ethernet throughput ratio vs scale (paper Fig 10a), 90% reads' 'set logscale x'
 plot_eth eth_rw read_fraction 'read fraction (writes start at the root)' 'Ethernet throughput ratio vs read/write ratio (paper Fig 10c)'
 plot_eth eth_skew zipf 'Zipf exponent' 'Ethernet throughput ratio vs skew (paper Fig 10d), 90% reads'
+# Ethernet throughput vs clients: KTPS at the largest fixed cost k the CSV
+# has (the one whose servers saturate within 16 clients), with the paper's
+# 1- and 16-client points.
+csv="$out/eth_clients.csv"
+if [ -f "$csv" ]; then
+  kmax=$(cols "$csv" k | sort -g | tail -1)
+  cols "$csv" k clients ktps base_ktps paper_ktps paper_base_ktps |
+    awk -v k="$kmax" '$1 == k {print $2, $3, $4, ($5 == "" ? "NaN" : $5), ($6 == "" ? "NaN" : $6)}' > "$tmp/eth_clients.dat"
+  knee=$(cols "$csv" k knee_clients base_knee_clients | awk -v k="$kmax" '$1 == k {printf "knee %.1f vs %.1f clients", $2, $3; exit}')
+  gnuplot <<EOF
+$term
+set output '$out/eth_clients.png'
+set title "Ethernet throughput vs clients (paper Fig 10b), 90% reads, 4 servers\\nclosed loop, fixed cost k = $kmax node visits ($knee)"
+set xlabel 'computing clients (one request outstanding each)'
+set ylabel 'throughput (KTPS, modelled)'
+set xrange [0:17]
+set yrange [0:*]
+set key left top
+set grid
+plot '$tmp/eth_clients.dat' using 1:2 with linespoints lw 2 pt 7 lc rgb '#0072b2' title 'Fat-B+Tree (model)', \\
+     '' using 1:3 with linespoints lw 2 pt 9 lc rgb '#555555' title 'baseline (model)', \\
+     '' using 1:4 with points pt 6 ps 2 lw 2 lc rgb '#0072b2' title 'Fat-B+Tree (paper)', \\
+     '' using 1:5 with points pt 8 ps 2 lw 2 lc rgb '#555555' title 'baseline (paper)'
+EOF
+fi
 echo "wrote:"
 ls -1 "$out" | sed "s|^|  $out/|"
