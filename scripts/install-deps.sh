@@ -13,6 +13,7 @@ packages=(
   postgresql-15 postgresql-server-dev-15 postgresql-contrib  # the access method (pg_extension/)
   libicu-dev        # its text words under ICU collations (pg_locale.h, ucol_*)
   libipc-run-perl   # its TAP tests (regress/t/)
+  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev  # the control plane (proto/, net/)
 )
 
 missing=()

@@ -21,6 +21,7 @@ PumpResult DelayedControlPlane::apply_head(bool only_due, ManagerDuration now) {
   while (!queue_.empty() && (!only_due || queue_.front().due <= now)) {
     Batch& batch = queue_.front();
     const BackendStatus status = device_.apply(batch.batch);
+    if (listener_ != nullptr) listener_->on_applied(batch.batch, status);
     if (batch.batch.kind == BatchKind::kInstall) {
       if (status == BackendStatus::kOk) {
         result.installed += batch.batch.records;
@@ -36,6 +37,12 @@ PumpResult DelayedControlPlane::apply_head(bool only_due, ManagerDuration now) {
   }
   result.applied_seq = applied_seq_;
   return result;
+}
+
+std::shared_ptr<const BackendImage> DelayedControlPlane::set_listener(ApplyListener* listener) {
+  std::lock_guard lock(mu_);
+  listener_ = listener;
+  return device_.load_image();
 }
 
 std::size_t DelayedControlPlane::pending() const {

@@ -12,10 +12,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include "forein/offload/backend.h"
+#include "forein/offload/manager.h"
 #include "forein/offload/manager_clock.h"
 
 namespace forein::offload {
@@ -32,6 +34,12 @@ struct PumpResult {
 class DelayedControlPlane {
  public:
   explicit DelayedControlPlane(Device& device) : device_(device) {}
+
+  // Sets (null: clears) the listener told of every batch applied from now
+  // on; returns the device's image at that moment, so the listener knows
+  // exactly which batches the image already holds. Once this returns, the
+  // previous listener is not called again.
+  std::shared_ptr<const BackendImage> set_listener(ApplyListener* listener);
 
   // Queues a batch due at `due`; returns its sequence number (1, 2, ...).
   std::uint64_t enqueue(ChangeBatch batch, ManagerDuration due);
@@ -59,6 +67,7 @@ class DelayedControlPlane {
   std::deque<Batch> queue_;
   std::uint64_t next_seq_ = 1;
   std::uint64_t applied_seq_ = 0;
+  ApplyListener* listener_ = nullptr;  // guarded by mu_
 };
 
 }  // namespace forein::offload

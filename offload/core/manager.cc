@@ -251,6 +251,10 @@ StartHints OffloadManager::hint(std::string_view key) const { return filter(back
 
 StartHints OffloadManager::hint_for_word(Word w) const { return filter(backend_.hint_for_word(w)); }
 
+std::shared_ptr<const BackendImage> OffloadManager::set_apply_listener(ApplyListener* listener) {
+  return control_->set_listener(listener);
+}
+
 bool OffloadManager::is_invalid(PageId node) const { return invalid_->contains(node); }
 
 ManagerStats OffloadManager::stats() const {

@@ -53,6 +53,20 @@ class DelayedControlPlane;
 class InvalidNodes;
 class NodeTable;
 
+// Told of every batch the manager's control plane applies to the device,
+// in the order applied (installs before removals, as queued), right after
+// Device::apply returned, so after the install delay. Called on the thread
+// that pumps (a host's, or the manager's own), under the control plane's
+// lock: it must be short and must not call back into the manager (queue
+// the work; AgentMirror in net/agent forwards batches to a switch agent).
+// Refused batches are reported too, with their status; they changed
+// nothing on the device.
+class ApplyListener {
+ public:
+  virtual ~ApplyListener() = default;
+  virtual void on_applied(const ChangeBatch& batch, BackendStatus status) = 0;
+};
+
 struct ManagerOptions {
   std::uint64_t index_id = 0;  // TreeOptions::index_id of the tree; other events are ignored
   // sample_access() passes 1 in sample_rate calls to record_access()
@@ -156,6 +170,12 @@ class OffloadManager final : public NodeObserver {
 
   ManagerStats stats() const;
   const ManagerOptions& options() const { return options_; }
+
+  // Sets the one apply listener (null: none) and returns the device's image
+  // at that moment: the listener hears of every batch applied after it.
+  // Once this returns, the previous listener is no longer called (so clear
+  // it before destroying the listener).
+  std::shared_ptr<const BackendImage> set_apply_listener(ApplyListener* listener);
   Backend& backend() const { return backend_; }
 
  private:

@@ -1,0 +1,127 @@
+#include "kv_server/handler.h"
+
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "forein/error.h"
+#include "forein/offload/manager.h"
+
+namespace forein::net::kv {
+
+namespace {
+
+constexpr std::size_t kScanEntryOverhead = 6;  // u16 key length, u32 value length
+
+}  // namespace
+
+RequestHandler::RequestHandler(Tree& tree, offload::OffloadManager* manager, ServerStats& stats,
+                               std::function<std::string()> stats_json)
+    : tree_(tree), manager_(manager), stats_(stats), stats_json_(std::move(stats_json)) {}
+
+Packet RequestHandler::reply_to(const Packet& request, Op op, Status status) const {
+  Packet reply;
+  reply.op = op;
+  reply.status = status;
+  reply.seq = request.seq;
+  reply.key = request.key;
+  return reply;
+}
+
+Packet RequestHandler::handle(const Packet& request) {
+  stats_.count_request(request.op);
+  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  const auto fail = [&](Status status, std::string message) {
+    reply = reply_to(request, Op::kError, status);
+    reply.value = std::move(message);
+  };
+  StartHints hints;
+  const StartHints* hint_ptr = nullptr;
+  if (request.hints && request.op != Op::kStats) {
+    stats_.count_hinted();
+    hints = manager_ != nullptr ? manager_->filter(*request.hints) : *request.hints;
+    hint_ptr = &hints;
+  }
+  try {
+    if (request.op != Op::kStats && request.key.size() > tree_.max_key_size()) {
+      fail(Status::kBadRequest, "key longer than " + std::to_string(tree_.max_key_size()) + " bytes");
+    } else {
+      if (manager_ != nullptr && request.op != Op::kStats) manager_->sample_access(word_of(request.key));
+      switch (request.op) {
+        case Op::kGet:
+          if (!tree_.get(request.key, &reply.value, hint_ptr)) {
+            reply.status = Status::kNotFound;
+            reply.value.clear();
+          }
+          break;
+        case Op::kPut:
+          if (request.value.size() > tree_.max_value_size()) {
+            fail(Status::kBadRequest,
+                 "value longer than " + std::to_string(tree_.max_value_size()) + " bytes");
+          } else {
+            tree_.put(request.key, request.value, hint_ptr);
+          }
+          break;
+        case Op::kDelete:
+          if (!tree_.erase(request.key, hint_ptr)) reply.status = Status::kNotFound;
+          break;
+        case Op::kScan:
+          reply = scan(request, hint_ptr);
+          break;
+        case Op::kStats:
+          reply.value = stats_json_ ? stats_json_() : std::string("{}");
+          if (encoded_size(reply) > kMaxDatagram) fail(Status::kTooLarge, "stats too large");
+          break;
+        default:
+          fail(Status::kBadRequest, "not a request");
+          break;
+      }
+    }
+  } catch (const InvalidArgument& e) {
+    fail(Status::kBadRequest, e.what());
+  } catch (const std::exception& e) {
+    fail(Status::kServerError, e.what());
+  }
+  stats_.count_reply(reply.op, reply.status);
+  return reply;
+}
+
+// Entries from the request's key (inclusive) in key order, at most count
+// of them (0: no limit but the datagram), as many as fit one datagram;
+// kFlagMore when the datagram filled up before count was reached and
+// entries remained.
+Packet RequestHandler::scan(const Packet& request, const StartHints* hints) {
+  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  const std::size_t budget = kMaxDatagram - kHeaderBytes - reply.key.size();
+  std::vector<ScanEntry> entries;
+  std::size_t used = 0;
+  bool more = false;
+  ScanSpec spec;
+  spec.lower = KeyBound{request.key, true};
+  tree_.scan(
+      spec,
+      [&](std::string_view key, std::string_view value) {
+        if (request.count != 0 && entries.size() >= request.count) return false;
+        const std::size_t need = kScanEntryOverhead + key.size() + value.size();
+        if (used + need > budget) {
+          more = true;
+          return false;
+        }
+        used += need;
+        entries.push_back({std::string(key), std::string(value)});
+        return true;
+      },
+      hints);
+  if (entries.empty() && more) {
+    reply.op = Op::kError;
+    reply.status = Status::kTooLarge;
+    reply.value = "entry larger than a datagram";
+    return reply;
+  }
+  reply.count = static_cast<std::uint32_t>(entries.size());
+  reply.more = more;
+  reply.value = encode_scan_entries(entries);
+  return reply;
+}
+
+}  // namespace forein::net::kv

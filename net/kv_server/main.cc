@@ -1,0 +1,73 @@
+// forein-kv-server: the papers' server (docs/network.md, "forein-kv-server").
+// Prints `ready <port>` once it serves; on SIGINT or SIGTERM stops cleanly
+// and prints its counters as one JSON line. Bad flags, an unknown backend or
+// an address in use: a message on stderr and exit code 2.
+#include <signal.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "forein/offload/registry.h"
+#include "kv_server/data.h"
+#include "kv_server/options.h"
+#include "kv_server/server.h"
+
+namespace {
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "forein-kv-server: %s\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace forein::net::kv;
+  ServerOptions options;
+  std::string error;
+  bool help = false;
+  if (!parse_options(argc, argv, &options, &error, &help)) {
+    std::fprintf(stderr, "forein-kv-server: %s\n%s", error.c_str(), usage_text(argv[0]).c_str());
+    return 2;
+  }
+  if (help) {
+    std::fputs(usage_text(argv[0]).c_str(), stdout);
+    return 0;
+  }
+  if (forein::offload::find_backend(options.backend) == nullptr) {
+    return fail("unknown offload backend '" + options.backend +
+                "'; registered backends: " + forein::offload::registered_backend_names());
+  }
+  if (!options.agent.empty() && !have_agent_client()) {
+    return fail("--agent: this build has no gRPC agent client (net/agent)");
+  }
+
+  // Every thread started from here on inherits the blocked set; the main
+  // thread takes the signals with sigwait().
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  try {
+    const Rows rows =
+        options.data_file.empty() ? generated_rows(options.keys) : load_data_file(options.data_file);
+    Server server(options, rows);
+    const std::uint16_t port = server.bind();
+    server.start();
+    std::printf("ready %u\n", static_cast<unsigned>(port));
+    std::fflush(stdout);
+    int sig = 0;
+    while (sigwait(&signals, &sig) != 0) {
+    }
+    server.stop();
+    std::printf("%s\n", server.stats_json().c_str());
+    std::fflush(stdout);
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}

@@ -1,0 +1,132 @@
+#include "kv_server/options.h"
+
+#include <charconv>
+#include <cstring>
+#include <string_view>
+
+#include "forein/offload/registry.h"
+
+namespace forein::net::kv {
+
+namespace {
+
+template <typename T>
+bool parse_number(std::string_view text, T min, T max, T* out) {
+  T v{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+// HOST:PORT; the port may be 0 when allow_zero.
+bool parse_host_port(std::string_view text, bool allow_zero, std::string* host,
+                     std::uint16_t* port) {
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  std::uint32_t p = 0;
+  if (!parse_number<std::uint32_t>(text.substr(colon + 1), allow_zero ? 0 : 1, 65535, &p)) {
+    return false;
+  }
+  *host = std::string(text.substr(0, colon));
+  *port = static_cast<std::uint16_t>(p);
+  return true;
+}
+
+}  // namespace
+
+std::string usage_text(const char* argv0) {
+  return std::string("usage: ") + argv0 +
+         " --listen HOST:PORT (--keys N | --data FILE) [--backend NAME]\n"
+         "       [--agent HOST:PORT] [--agent-token T] [--threads T] [--refresh-ms MS]\n"
+         "       [--sample-rate N]\n"
+         "  backends: " + offload::registered_backend_names() + "\n";
+}
+
+bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error, bool* help) {
+  *help = false;
+  bool listen_given = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    std::string_view value;
+    bool has_inline = false;
+    if (arg.starts_with("--")) {
+      const std::size_t eq = arg.find('=');
+      if (eq != std::string_view::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        has_inline = true;
+      }
+    }
+    if (arg == "--help" || arg == "-h") {
+      *help = true;
+      return true;
+    }
+    const bool known = arg == "--listen" || arg == "--keys" || arg == "--data" ||
+                       arg == "--backend" || arg == "--agent" || arg == "--agent-token" ||
+                       arg == "--threads" || arg == "--refresh-ms" || arg == "--sample-rate";
+    if (!known) {
+      *error = "unknown argument '" + std::string(arg) + "'";
+      return false;
+    }
+    if (!has_inline) {
+      if (i + 1 >= argc) {
+        *error = std::string(arg) + " needs a value";
+        return false;
+      }
+      value = argv[++i];
+    }
+    const auto bad = [&](const char* what) {
+      *error = "bad value '" + std::string(value) + "' for " + std::string(arg) + ": " + what;
+      return false;
+    };
+    if (arg == "--listen") {
+      if (!parse_host_port(value, true, &out->listen_host, &out->listen_port)) {
+        return bad("expected HOST:PORT (PORT 0 picks a free port)");
+      }
+      listen_given = true;
+    } else if (arg == "--keys") {
+      if (!parse_number<std::uint64_t>(value, 0, std::uint64_t{1} << 40, &out->keys)) {
+        return bad("expected a number of keys");
+      }
+      out->keys_given = true;
+    } else if (arg == "--data") {
+      if (value.empty()) return bad("expected a file name");
+      out->data_file = std::string(value);
+    } else if (arg == "--backend") {
+      out->backend = std::string(value);
+    } else if (arg == "--agent") {
+      std::string host;
+      std::uint16_t port = 0;
+      if (!parse_host_port(value, false, &host, &port)) return bad("expected HOST:PORT");
+      out->agent = std::string(value);
+    } else if (arg == "--agent-token") {
+      out->agent_token = std::string(value);
+    } else if (arg == "--threads") {
+      if (!parse_number<unsigned>(value, 1, 64, &out->threads)) return bad("expected 1..64");
+    } else if (arg == "--refresh-ms") {
+      if (!parse_number<std::uint32_t>(value, 1, 3'600'000, &out->refresh_ms)) {
+        return bad("expected milliseconds, 1..3600000");
+      }
+    } else if (arg == "--sample-rate") {
+      if (!parse_number<std::uint32_t>(value, 0, 1'000'000, &out->sample_rate)) {
+        return bad("expected 0 (no sampling) .. 1000000");
+      }
+    }
+  }
+  if (!listen_given) {
+    *error = "--listen HOST:PORT is required";
+    return false;
+  }
+  if (out->keys_given == !out->data_file.empty()) {
+    *error = "give exactly one of --keys N and --data FILE";
+    return false;
+  }
+  if (!out->agent_token.empty() && out->agent.empty()) {
+    *error = "--agent-token needs --agent";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace forein::net::kv

@@ -1,0 +1,30 @@
+// forein-kv-server's command line (docs/network.md, "forein-kv-server").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace forein::net::kv {
+
+struct ServerOptions {
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 0;       // 0: the kernel picks a free port
+  bool keys_given = false;
+  std::uint64_t keys = 0;              // dataset_key(0 .. keys-1)
+  std::string data_file;               // instead of --keys: lines hexkey<TAB>value
+  std::string backend = "switch_lpm";  // offload backend ("none" allowed)
+  std::string agent;                   // HOST:PORT of forein-agent; empty: none
+  std::string agent_token;
+  unsigned threads = 2;                // UDP worker threads, 1..64
+  std::uint32_t refresh_ms = 100;      // offload refresh period
+  std::uint32_t sample_rate = 16;      // 1 in N accesses sampled for the offload planner
+};
+
+// Parses argv. On a bad command line returns false with a message in
+// *error (the caller prints it with the usage and exits 2). --help sets
+// *help and returns true.
+bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error, bool* help);
+
+std::string usage_text(const char* argv0);
+
+}  // namespace forein::net::kv

@@ -1,0 +1,238 @@
+#include "kv_server/server.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "forein/offload/registry.h"
+
+#ifdef FOREIN_KV_WITH_AGENT
+#include "agent_client.h"
+#endif
+
+namespace forein::net::kv {
+
+namespace {
+
+constexpr std::size_t kReceiveBuffer = 65536;
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+}  // namespace
+
+#ifdef FOREIN_KV_WITH_AGENT
+bool have_agent_client() { return true; }
+#else
+bool have_agent_client() { return false; }
+// Complete type for unique_ptr's deleter; never constructed.
+}  // namespace forein::net::kv
+namespace forein::net {
+class AgentMirror {};
+}  // namespace forein::net
+namespace forein::net::kv {
+#endif
+
+Server::Server(const ServerOptions& options, const Rows& rows) : options_(options) {
+  backend_ = std::make_unique<offload::Backend>(offload::backend_by_name(options_.backend));
+  offload::ManagerOptions mo;
+  mo.sample_rate = options_.sample_rate;
+  mo.refresh_period = std::chrono::milliseconds(options_.refresh_ms);
+  // The background thread wakes (a timed condition-variable wait) once per
+  // period: batches carry no install delay here, so refresh() applies them.
+  mo.pump_period = mo.refresh_period;
+  manager_ = std::make_unique<offload::OffloadManager>(*backend_, mo);
+  TreeOptions to;
+  to.observer = manager_.get();
+  tree_ = Tree::create(std::make_unique<MemoryPageStore>(), to);
+  tree_->bulk_load(rows);
+  handler_ = std::make_unique<RequestHandler>(*tree_, manager_.get(), stats_,
+                                              [this] { return stats_json(); });
+}
+
+Server::~Server() {
+  stop();
+  for (int fd : sockets_) ::close(fd);
+  for (int fd : stop_pipe_) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+std::uint16_t Server::bind() {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+  addrinfo* res = nullptr;
+  const std::string port_text = std::to_string(options_.listen_port);
+  if (const int rc = ::getaddrinfo(options_.listen_host.c_str(), port_text.c_str(), &hints, &res);
+      rc != 0 || res == nullptr) {
+    throw std::runtime_error("cannot resolve listen host '" + options_.listen_host +
+                             "': " + ::gai_strerror(rc));
+  }
+  sockaddr_storage addr{};
+  std::memcpy(&addr, res->ai_addr, res->ai_addrlen);
+  const socklen_t addr_len = res->ai_addrlen;
+  const int family = res->ai_family;
+  ::freeaddrinfo(res);
+
+  const auto set_port = [&](std::uint16_t port) {
+    if (family == AF_INET) {
+      reinterpret_cast<sockaddr_in*>(&addr)->sin_port = htons(port);
+    } else {
+      reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port = htons(port);
+    }
+  };
+  const std::string where = options_.listen_host + ":" + port_text;
+  for (unsigned i = 0; i < options_.threads; ++i) {
+    const int fd = ::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw std::runtime_error("socket: " + errno_text(errno));
+    sockets_.push_back(fd);
+    const int one = 1;
+    if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+      throw std::runtime_error("SO_REUSEPORT: " + errno_text(errno));
+    }
+    const int rcvbuf = 4 << 20;
+    (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);  // best effort
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), addr_len) != 0) {
+      throw std::runtime_error("cannot listen on " + where + ": " + errno_text(errno));
+    }
+    if (i == 0) {
+      sockaddr_storage bound{};
+      socklen_t len = sizeof bound;
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
+        throw std::runtime_error("getsockname: " + errno_text(errno));
+      }
+      port_ = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
+                                      : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
+      set_port(port_);  // the others join the port the first one got
+    }
+  }
+  if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + errno_text(errno));
+  return port_;
+}
+
+void Server::start() {
+  if (started_) return;
+  started_ = true;
+#ifdef FOREIN_KV_WITH_AGENT
+  if (!options_.agent.empty()) {
+    // Before attach: the mirror publishes the whole image first, then
+    // forwards every batch the manager applies, healing agent restarts.
+    mirror_ = std::make_unique<AgentMirror>(*manager_, manager_->options().index_id,
+                                            backend_->name(),
+                                            AgentClient(options_.agent, options_.agent_token));
+  }
+#endif
+  manager_->attach(*tree_);
+  for (int fd : sockets_) workers_.emplace_back([this, fd] { worker(fd); });
+}
+
+void Server::stop() {
+  if (!started_ || stopping_.exchange(true)) return;
+  const char byte = 's';
+  // The pipe stays readable: every worker's poll() sees it.
+  while (::write(stop_pipe_[1], &byte, 1) < 0 && errno == EINTR) {
+  }
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+  manager_->detach();
+  // The mirror stays (its counters go into the exit line) until the
+  // destructor, which destroys it before the manager.
+}
+
+std::string Server::stats_json() {
+  const offload::ManagerStats ms = manager_->stats();
+  const offload::BackendUsage usage = backend_->usage();
+  std::string extra;
+  extra += "\"keys\":" + std::to_string(tree_->size());
+  extra += ",\"height\":" + std::to_string(tree_->height());
+  extra += ",\"threads\":" + std::to_string(options_.threads);
+  extra += ",\"port\":" + std::to_string(port_);
+  extra += ",\"offload\":{\"backend\":" + json_string(backend_->name());
+  extra += ",\"refreshes\":" + std::to_string(ms.refreshes);
+  extra += ",\"sampled_accesses\":" + std::to_string(ms.sampled_accesses);
+  extra += ",\"entries_installed\":" + std::to_string(ms.entries_installed);
+  extra += ",\"entries_removed\":" + std::to_string(ms.entries_removed);
+  extra += ",\"failed_installs\":" + std::to_string(ms.failed_installs);
+  extra += ",\"used\":" + std::to_string(usage.used);
+  extra += ",\"capacity\":" + std::to_string(usage.capacity);
+  extra += ",\"unit\":" + json_string(usage.unit);
+  extra += "}";
+  extra += ",\"agent\":{\"target\":" + json_string(options_.agent);
+#ifdef FOREIN_KV_WITH_AGENT
+  if (mirror_) {
+    const AgentMirrorStats as = mirror_->stats();
+    extra += ",\"batches_forwarded\":" + std::to_string(as.batches_forwarded);
+    extra += ",\"publishes\":" + std::to_string(as.publishes);
+    extra += ",\"heals\":" + std::to_string(as.heals);
+    extra += ",\"retries\":" + std::to_string(as.retries);
+    extra += ",\"pending\":" + std::to_string(as.pending);
+    extra += ",\"published\":" + std::string(as.published ? "true" : "false");
+    extra += ",\"last_error\":" + json_string(as.last_error);
+  }
+#endif
+  extra += "}";
+  return stats_.json(tree_->stats(), extra);
+}
+
+void Server::worker(int fd) {
+  std::vector<std::byte> buf(kReceiveBuffer);
+  pollfd fds[2] = {{fd, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+  Packet request;
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    const int r = ::poll(fds, 2, -1);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[1].revents != 0) break;
+    // Drain what is queued, then block again.
+    while (!stopping_.load(std::memory_order_relaxed)) {
+      sockaddr_storage from{};
+      socklen_t from_len = sizeof from;
+      const ssize_t n = ::recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC,
+                                   reinterpret_cast<sockaddr*>(&from), &from_len);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        break;  // EAGAIN: drained (or a transient error: poll again)
+      }
+      stats_.count_datagram();
+      if (static_cast<std::size_t>(n) > buf.size()) {
+        stats_.count_drop(DropReason::kOversized);
+        continue;
+      }
+      const ParseError e =
+          parse_packet(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)), &request);
+      if (e != ParseError::kNone) {
+        stats_.count_parse_error(e);
+        continue;
+      }
+      if (request.op == Op::kReply || request.op == Op::kError) {
+        stats_.count_drop(DropReason::kNotRequest);
+        continue;
+      }
+      const Packet reply = handler_->handle(request);
+      std::vector<std::byte> out;
+      try {
+        out = encode_packet(reply);
+      } catch (const std::exception&) {
+        stats_.count_drop(DropReason::kSendFailed);
+        continue;
+      }
+      if (::sendto(fd, out.data(), out.size(), 0, reinterpret_cast<const sockaddr*>(&from),
+                   from_len) < 0) {
+        stats_.count_drop(DropReason::kSendFailed);
+      }
+    }
+  }
+}
+
+}  // namespace forein::net::kv

@@ -1,0 +1,73 @@
+// forein-kv-server's server: the engine tree, the offload manager attached
+// to it, and the UDP workers. Each worker owns a kernel UDP socket bound to
+// the same address with SO_REUSEPORT and blocks in poll() on it and on a
+// stop pipe (no busy polling); it drains its socket, answers every valid
+// request to its sender and drops (and counts) everything else.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "forein/offload/backend.h"
+#include "forein/offload/manager.h"
+#include "forein/tree.h"
+#include "kv_server/data.h"
+#include "kv_server/handler.h"
+#include "kv_server/options.h"
+#include "kv_server/stats.h"
+
+namespace forein::net {
+class AgentMirror;
+}
+
+namespace forein::net::kv {
+
+// Whether this build has the gRPC agent client (net/agent): --agent works.
+bool have_agent_client();
+
+class Server {
+ public:
+  // Builds the tree from rows (sorted, unique) with the backend named in
+  // options (which must be registered). Throws forein::InvalidArgument
+  // for rows the tree cannot hold.
+  Server(const ServerOptions& options, const Rows& rows);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds options.threads sockets to the listen address; returns the port
+  // (the kernel's pick for port 0). Throws std::runtime_error with the
+  // reason (address in use, bad host ...).
+  std::uint16_t bind();
+  // Starts the agent mirror (--agent), the manager's refresh thread and
+  // the workers.
+  void start();
+  // Stops the workers and the refresh thread; idempotent.
+  void stop();
+
+  std::string stats_json();
+  Tree& tree() { return *tree_; }
+
+ private:
+  void worker(int fd);
+
+  ServerOptions options_;
+  std::unique_ptr<offload::Backend> backend_;
+  std::unique_ptr<offload::OffloadManager> manager_;
+  std::unique_ptr<Tree> tree_;
+  ServerStats stats_;
+  std::unique_ptr<RequestHandler> handler_;
+  std::unique_ptr<AgentMirror> mirror_;  // --agent: the manager's device, mirrored
+  std::vector<int> sockets_;
+  int stop_pipe_[2] = {-1, -1};
+  std::atomic<bool> stopping_{false};
+  std::vector<std::thread> workers_;
+  std::uint16_t port_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace forein::net::kv

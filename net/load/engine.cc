@@ -1,0 +1,316 @@
+#include "load/engine.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "load/verify.h"
+#include "load/workload.h"
+#include "protocol/dataset.h"
+#include "protocol/packet.h"
+
+namespace forein::net::load {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class Socket {
+ public:
+  Socket(const std::string& host, std::uint16_t port) {
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_DGRAM;
+    addrinfo* res = nullptr;
+    const std::string service = std::to_string(port);
+    if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0) {
+      throw std::runtime_error("cannot resolve " + host + ": " + gai_strerror(rc));
+    }
+    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) {
+      freeaddrinfo(res);
+      throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+    }
+    const int rc = ::connect(fd_, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    if (rc != 0) throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
+    int buf = 4 << 20;
+    (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    (void)::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+  }
+  ~Socket() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Slot {
+  bool active = false;
+  Operation op;
+  bool rmw_write = false;  // kRmw: the PUT step
+  std::uint64_t seq = 0;
+  std::vector<std::byte> datagram;
+  Clock::time_point started;   // the operation's start (latency)
+  Clock::time_point deadline;  // the current attempt's
+  std::uint32_t attempts = 0;
+  bool is_read = false;
+  Verifier::Ticket read_ticket = 0;
+  bool is_write = false;
+  Verifier::WriteId write_id = 0;
+};
+
+class Engine {
+ public:
+  explicit Engine(const LoadOptions& o)
+      : o_(o),
+        socket_(o.target_host, o.target_port),
+        gen_(o.workload, o.dist, o.keys, o.theta, o.seed),
+        verifier_(o.keys),
+        slots_(o.outstanding),
+        timeout_(std::chrono::milliseconds(o.timeout_ms)) {
+    report_.options = o;
+  }
+
+  RunReport run() {
+    const Clock::time_point start = Clock::now();
+    end_ = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o_.seconds));
+    Clock::time_point last_answer = start;
+    for (std::size_t i = 0; i < slots_.size(); ++i) start_operation(i, start);
+    std::vector<std::byte> buf(kMaxDatagram + 1);
+    while (active_ > 0) {
+      Clock::time_point now = Clock::now();
+      // Sleep until a reply or the earliest deadline.
+      Clock::time_point wake = Clock::time_point::max();
+      for (const Slot& s : slots_) {
+        if (s.active && s.deadline < wake) wake = s.deadline;
+      }
+      if (wake > now) {
+        const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(wake - now);
+        timespec ts{};
+        ts.tv_sec = static_cast<time_t>(wait.count() / 1'000'000'000);
+        ts.tv_nsec = static_cast<long>(wait.count() % 1'000'000'000);
+        pollfd p{socket_.fd(), POLLIN, 0};
+        const int rc = ::ppoll(&p, 1, &ts, nullptr);
+        if (rc < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+      }
+      for (;;) {
+        const ssize_t n = ::recv(socket_.fd(), buf.data(), buf.size(), 0);
+        if (n < 0) {
+          if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+          if (errno == EINTR) continue;
+          if (errno == ECONNREFUSED) continue;  // nobody listening yet: the timeout resends
+          throw std::runtime_error(std::string("recv: ") + std::strerror(errno));
+        }
+        now = Clock::now();
+        if (handle_reply(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)), now)) {
+          last_answer = now;
+        }
+      }
+      now = Clock::now();
+      for (std::size_t i = 0; i < slots_.size(); ++i) {
+        Slot& s = slots_[i];
+        if (!s.active || s.deadline > now) continue;
+        if (s.attempts <= o_.retries) {
+          ++report_.retries;
+          if (s.is_write) verifier_.write_resent(s.write_id);
+          send_attempt(s, now);
+        } else {
+          ++report_.timeouts;
+          if (s.is_read) verifier_.end_read(s.read_ticket);
+          if (s.is_write) verifier_.write_failed(s.write_id);
+          finish(i, now, /*completed=*/false);
+        }
+      }
+    }
+    report_.elapsed_s = std::chrono::duration<double>(last_answer - start).count();
+    return report_;
+  }
+
+ private:
+  void start_operation(std::size_t i, Clock::time_point now) {
+    Slot& s = slots_[i];
+    if (now >= end_) return;
+    s = Slot{};
+    s.active = true;
+    s.op = gen_.next();
+    s.started = now;
+    ++active_;
+    issue(s, now);
+  }
+
+  // Builds and sends the slot's current request.
+  void issue(Slot& s, Clock::time_point now) {
+    Packet p;
+    p.seq = next_seq_++;
+    p.key = dataset_key(s.op.key);
+    s.is_read = s.is_write = false;
+    switch (s.op.kind) {
+      case OpKind::kRead:
+        p.op = Op::kGet;
+        break;
+      case OpKind::kScan:
+        p.op = Op::kScan;
+        p.count = s.op.scan_len;
+        break;
+      case OpKind::kRmw:
+        p.op = s.rmw_write ? Op::kPut : Op::kGet;
+        break;
+      case OpKind::kUpdate:
+      case OpKind::kInsert:
+        p.op = Op::kPut;
+        break;
+      case OpKind::kDelete:
+        p.op = Op::kDelete;
+        break;
+    }
+    if (p.op == Op::kPut) {
+      const std::uint32_t version = next_version_++;
+      p.value = dataset_value(s.op.key, version);
+      if (o_.verify) {
+        s.is_write = true;
+        s.write_id = verifier_.begin_write(s.op.key, version);
+      }
+    } else if (p.op == Op::kDelete) {
+      if (o_.verify) {
+        s.is_write = true;
+        s.write_id = verifier_.begin_write(s.op.key, Verifier::kAbsent);
+      }
+    } else if (o_.verify) {
+      s.is_read = true;
+      s.read_ticket = verifier_.begin_read();
+    }
+    s.seq = p.seq;
+    s.datagram = encode_packet(p);
+    s.attempts = 0;
+    by_seq_[s.seq] = static_cast<std::size_t>(&s - slots_.data());
+    ++report_.requests;
+    send_attempt(s, now);
+  }
+
+  void send_attempt(Slot& s, Clock::time_point now) {
+    ++s.attempts;
+    s.deadline = now + timeout_;
+    const ssize_t n = ::send(socket_.fd(), s.datagram.data(), s.datagram.size(), 0);
+    if (n < 0) ++report_.send_failures;  // EAGAIN, ECONNREFUSED ...: the timeout resends
+  }
+
+  void finish(std::size_t i, Clock::time_point now, bool completed) {
+    Slot& s = slots_[i];
+    by_seq_.erase(s.seq);
+    if (completed) {
+      ++report_.ops;
+      ++report_.per_op[static_cast<std::size_t>(s.op.kind)];
+      report_.latency.record(static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now - s.started).count()));
+    }
+    s.active = false;
+    --active_;
+    start_operation(i, now);
+  }
+
+  // True if the datagram answered a request this client waits for.
+  bool handle_reply(std::span<const std::byte> d, Clock::time_point now) {
+    Packet r;
+    if (parse_packet(d, &r) != ParseError::kNone) {
+      ++report_.errors;
+      return false;
+    }
+    const auto it = by_seq_.find(r.seq);
+    if (it == by_seq_.end()) {
+      ++report_.late_replies;
+      return false;
+    }
+    const std::size_t i = it->second;
+    Slot& s = slots_[i];
+    bool ok = r.op == Op::kReply && (r.status == Status::kOk || r.status == Status::kNotFound);
+    const Op sent = static_cast<Op>(static_cast<std::uint8_t>(s.datagram[3]));
+    if (ok && r.status == Status::kNotFound && sent == Op::kPut) ok = false;
+    std::vector<ScanEntry> entries;
+    if (ok && sent == Op::kScan && r.status == Status::kOk) {
+      auto decoded = decode_scan_entries(r.value);
+      if (!decoded || decoded->size() != r.count) {
+        ok = false;
+      } else {
+        entries = std::move(*decoded);
+      }
+    }
+    if (!ok) ++report_.errors;
+    if (s.is_write) {
+      // Whatever the answer, the write may have landed: an ack is only an
+      // ack when it says so.
+      if (ok) {
+        verifier_.write_acked(s.write_id);
+      } else {
+        verifier_.write_failed(s.write_id);
+      }
+    }
+    if (s.is_read) {
+      if (ok) {
+        ++report_.verified;
+        bool right = true;
+        std::string why;
+        if (sent == Op::kGet) {
+          std::optional<std::string> value;
+          if (r.status == Status::kOk) value = r.value;
+          right = verifier_.check_get(s.op.key, s.read_ticket, value);
+          if (!right) why = "GET key " + std::to_string(s.op.key) + (value ? " value " + *value : " not found");
+        } else {
+          // SCAN answered not found: no entries at all.
+          right = verifier_.check_scan(s.op.key, s.op.scan_len, s.read_ticket, entries, r.more, &why);
+          if (!right) why = "SCAN from " + std::to_string(s.op.key) + ": " + why;
+        }
+        if (!right) {
+          ++report_.wrong;
+          if (report_.wrong <= 10) std::fprintf(stderr, "forein-load: wrong answer: %s\n", why.c_str());
+        }
+      }
+      verifier_.end_read(s.read_ticket);
+    }
+    if (sent == Op::kGet && r.status == Status::kNotFound) ++report_.not_found;
+    if (ok && s.op.kind == OpKind::kRmw && !s.rmw_write) {
+      by_seq_.erase(s.seq);
+      s.rmw_write = true;
+      issue(s, now);
+      return true;
+    }
+    finish(i, now, /*completed=*/true);
+    return true;
+  }
+
+  const LoadOptions& o_;
+  Socket socket_;
+  WorkloadGenerator gen_;
+  Verifier verifier_;
+  std::vector<Slot> slots_;
+  std::unordered_map<std::uint64_t, std::size_t> by_seq_;
+  Clock::duration timeout_;
+  Clock::time_point end_;
+  std::size_t active_ = 0;
+  std::uint64_t next_seq_ = 1;
+  std::uint32_t next_version_ = 1;
+  RunReport report_;
+};
+
+}  // namespace
+
+RunReport run_load(const LoadOptions& options) {
+  Engine engine(options);
+  return engine.run();
+}
+
+}  // namespace forein::net::load

@@ -1,0 +1,21 @@
+// The request engine: a closed loop of K operations in flight over one
+// non-blocking UDP socket. Each slot runs one operation (a read-modify-
+// write is a GET then a PUT); a request waits for the reply with its SEQ
+// up to --timeout-ms, is resent with the same SEQ up to --retries times,
+// then given up (a timeout). Replies to SEQs no longer waited for (late
+// duplicates) are ignored. The thread sleeps in poll() until a reply or
+// the next deadline: no busy spinning.
+#pragma once
+
+#include <string>
+
+#include "load/options.h"
+#include "load/report.h"
+
+namespace forein::net::load {
+
+// Runs the load; throws std::runtime_error if it cannot start (address
+// not resolvable, socket errors).
+RunReport run_load(const LoadOptions& options);
+
+}  // namespace forein::net::load

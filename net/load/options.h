@@ -1,0 +1,41 @@
+// forein-load's command line (docs/network.md, "forein-load").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace forein::net::load {
+
+enum class Workload : std::uint8_t { kA, kB, kC, kD, kE, kF, kGetPutDel };
+enum class Distribution : std::uint8_t { kUniform, kZipf, kLatest };
+
+const char* to_string(Workload w);
+const char* to_string(Distribution d);
+
+struct LoadOptions {
+  std::string target_host;
+  std::uint16_t target_port = 0;
+  std::uint64_t keys = 0;                  // the server's data set: dataset_key(0 .. keys-1)
+  Workload workload = Workload::kC;
+  Distribution dist = Distribution::kUniform;
+  double theta = 0.99;                     // Zipf exponent (--zipf), 0 < theta < 1
+  double seconds = 10;
+  unsigned outstanding = 16;               // requests in flight, 1..4096
+  bool verify = false;
+  std::uint32_t timeout_ms = 200;          // per attempt
+  std::uint32_t retries = 3;               // extra attempts after a timeout
+  std::uint64_t seed = 0;
+  bool seed_given = false;                 // else drawn from random_device
+};
+
+// Parses argv. On a bad command line returns false with a message in
+// *error (the caller prints it with the usage and exits 2). --help sets
+// *help and returns true.
+bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, bool* help);
+
+std::string usage_text(const char* argv0);
+
+// "HOST:PORT" -> host and port (1..65535); false if malformed.
+bool split_host_port(const std::string& s, std::string* host, std::uint16_t* port);
+
+}  // namespace forein::net::load

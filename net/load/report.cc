@@ -1,0 +1,70 @@
+#include "load/report.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace forein::net::load {
+
+namespace {
+
+double us(std::uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+std::string report_json(const RunReport& r) {
+  std::ostringstream o;
+  const LoadOptions& opt = r.options;
+  o << "{\"ops\":" << r.ops << ",\"ops_per_s\":" << fmt("%.1f", r.ops_per_s())
+    << ",\"seconds\":" << fmt("%.3f", r.elapsed_s)
+    << ",\"p50_us\":" << fmt("%.1f", us(r.latency.percentile(0.50)))
+    << ",\"p90_us\":" << fmt("%.1f", us(r.latency.percentile(0.90)))
+    << ",\"p99_us\":" << fmt("%.1f", us(r.latency.percentile(0.99)))
+    << ",\"p999_us\":" << fmt("%.1f", us(r.latency.percentile(0.999)))
+    << ",\"max_us\":" << fmt("%.1f", us(r.latency.max()))
+    << ",\"mean_us\":" << fmt("%.1f", r.latency.mean() / 1000.0) << ",\"errors\":" << r.errors
+    << ",\"timeouts\":" << r.timeouts << ",\"retries\":" << r.retries << ",\"wrong\":" << r.wrong
+    << ",\"verified\":" << r.verified << ",\"not_found\":" << r.not_found
+    << ",\"late_replies\":" << r.late_replies << ",\"send_failures\":" << r.send_failures;
+  for (std::size_t k = 0; k < kOpKinds; ++k) {
+    o << ",\"" << to_string(static_cast<OpKind>(k)) << "s\":" << r.per_op[k];
+  }
+  o << ",\"workload\":\"" << to_string(opt.workload) << "\",\"dist\":\"" << to_string(opt.dist)
+    << "\",\"zipf\":" << fmt("%.3f", opt.theta) << ",\"keys\":" << opt.keys
+    << ",\"outstanding\":" << opt.outstanding << ",\"verify\":" << (opt.verify ? "true" : "false")
+    << ",\"seed\":" << opt.seed << "}";
+  return o.str();
+}
+
+std::string format_report(const RunReport& r) {
+  std::ostringstream o;
+  o << "forein-load: workload " << to_string(r.options.workload) << ", " << to_string(r.options.dist)
+    << ", " << r.options.keys << " keys, " << r.options.outstanding << " outstanding, seed "
+    << r.options.seed << "\n";
+  o << "ops " << r.ops << " in " << fmt("%.3f", r.elapsed_s) << " s: " << fmt("%.0f", r.ops_per_s())
+    << " ops/s; errors " << r.errors << ", timeouts " << r.timeouts << ", retries " << r.retries;
+  if (r.options.verify) o << ", verified " << r.verified << ", wrong " << r.wrong;
+  o << "\n";
+  o << "latency us: min " << fmt("%.1f", us(r.latency.min())) << "  p50 "
+    << fmt("%.1f", us(r.latency.percentile(0.5))) << "  p90 " << fmt("%.1f", us(r.latency.percentile(0.9)))
+    << "  p99 " << fmt("%.1f", us(r.latency.percentile(0.99))) << "  p999 "
+    << fmt("%.1f", us(r.latency.percentile(0.999))) << "  max " << fmt("%.1f", us(r.latency.max()))
+    << "\n";
+  // The histogram as cumulative shares.
+  if (r.latency.count() > 0) {
+    o << "histogram (percent of ops <= latency us):\n";
+    static constexpr double kQs[] = {0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 1.0};
+    for (double q : kQs) {
+      o << "  " << fmt("%8.4f", q * 100) << "%  <= " << fmt("%.1f", us(r.latency.percentile(q))) << "\n";
+    }
+  }
+  o << report_json(r) << "\n";
+  return o.str();
+}
+
+}  // namespace forein::net::load

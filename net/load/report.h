@@ -1,0 +1,38 @@
+// What a run measured, and its JSON line (docs/network.md, "forein-load").
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "load/histogram.h"
+#include "load/options.h"
+#include "load/workload.h"
+
+namespace forein::net::load {
+
+struct RunReport {
+  LoadOptions options;
+  double elapsed_s = 0;                        // first send to last answer
+  std::uint64_t ops = 0;                       // operations completed (answered, any status)
+  std::array<std::uint64_t, kOpKinds> per_op{};  // completed, by OpKind
+  std::uint64_t requests = 0;                  // datagrams sent (first attempts)
+  std::uint64_t retries = 0;                   // resends after a timeout
+  std::uint64_t timeouts = 0;                  // operations given up after all retries
+  std::uint64_t errors = 0;                    // ERROR replies, bad status, unparsable or mismatched replies
+  std::uint64_t not_found = 0;                 // GET answered not found
+  std::uint64_t late_replies = 0;              // replies to a SEQ no longer waited for
+  std::uint64_t send_failures = 0;             // send() refused (counted, then retried on timeout)
+  std::uint64_t wrong = 0;                     // --verify: answers no allowed state explains
+  std::uint64_t verified = 0;                  // --verify: answers checked
+  LatencyHistogram latency;                    // per completed operation
+
+  double ops_per_s() const { return elapsed_s > 0 ? static_cast<double>(ops) / elapsed_s : 0; }
+};
+
+// Human-readable lines (histogram included), ending with the JSON line.
+std::string format_report(const RunReport& r);
+// The one JSON object (no newline).
+std::string report_json(const RunReport& r);
+
+}  // namespace forein::net::load

@@ -1,0 +1,536 @@
+// forein-kv-server end to end: the real program as a child process on a
+// free port, real UDP datagrams on loopback. Thousands of random and
+// truncated datagrams interleaved with valid requests checked against the
+// data set and a std::map model; GETs with correct, stale and garbage hint
+// trailers; STATS counters; SIGTERM and the exit line. Synchronization is
+// by lines and replies with deadlines; requests are retried by seq.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "forein/tree.h"
+#include "protocol/dataset.h"
+#include "protocol/packet.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace forein::net;
+using Clock = std::chrono::steady_clock;
+
+// The server as a child process; killed (SIGKILL) and reaped by the
+// destructor if the test did not end it.
+class Child {
+ public:
+  explicit Child(std::vector<std::string> args) {
+    int out[2], err[2];
+    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    args.insert(args.begin(), FOREIN_KV_SERVER_BIN);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int rc = posix_spawn(&pid_, FOREIN_KV_SERVER_BIN, &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(out[1]);
+    ::close(err[1]);
+    out_ = out[0];
+    err_ = err[0];
+    REQUIRE(rc == 0);
+  }
+  ~Child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    ::close(out_);
+    ::close(err_);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  // The next stdout line, or nullopt at EOF or after the deadline.
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      const std::size_t nl = out_buf_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = out_buf_.substr(0, nl);
+        out_buf_.erase(0, nl + 1);
+        return line;
+      }
+      if (!fill(out_, out_buf_, deadline)) return std::nullopt;
+    }
+  }
+  // All of stderr up to EOF (or the deadline).
+  std::string read_stderr(std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (fill(err_, err_buf_, deadline)) {
+    }
+    return err_buf_;
+  }
+  void signal(int sig) { ::kill(pid_, sig); }
+  // The exit status after its stdout closed (blocking reap), -1 if killed.
+  int wait_exit() {
+    int status = 0;
+    REQUIRE(::waitpid(pid_, &status, 0) == pid_);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  static bool fill(int fd, std::string& buf, Clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    char tmp[4096];
+    const ssize_t n = ::read(fd, tmp, sizeof tmp);
+    if (n <= 0) return false;
+    buf.append(tmp, static_cast<std::size_t>(n));
+    return true;
+  }
+  pid_t pid_ = -1;
+  int out_ = -1, err_ = -1;
+  std::string out_buf_, err_buf_;
+};
+
+std::unique_ptr<Child> start_server(std::vector<std::string> extra, std::uint16_t* port) {
+  extra.insert(extra.begin(), {"--listen", "127.0.0.1:0"});
+  auto child = std::make_unique<Child>(extra);
+  const auto line = child->read_line(std::chrono::seconds(60));
+  REQUIRE(line.has_value());
+  REQUIRE(line->starts_with("ready "));
+  *port = static_cast<std::uint16_t>(std::stoul(line->substr(6)));
+  REQUIRE(*port != 0);
+  return child;
+}
+
+class Udp {
+ public:
+  explicit Udp(std::uint16_t port) {
+    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  }
+  ~Udp() { ::close(fd_); }
+
+  void send_raw(const std::vector<std::byte>& d) {
+    // ECONNREFUSED from an earlier ICMP is harmless; the datagram is resent below.
+    if (::send(fd_, d.data(), d.size(), 0) < 0 && errno == ECONNREFUSED) {
+      (void)::send(fd_, d.data(), d.size(), 0);
+    }
+  }
+
+  // Sends p (with a fresh seq) and returns the reply with that seq,
+  // retrying on timeout.
+  Packet call(Packet p) {
+    p.seq = ++seq_;
+    const std::vector<std::byte> wire = encode_packet(p);
+    std::vector<std::byte> buf(kMaxDatagram + 1);
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      send_raw(wire);
+      const auto deadline = Clock::now() + std::chrono::milliseconds(500);
+      for (;;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) break;
+        pollfd pf{fd_, POLLIN, 0};
+        if (::poll(&pf, 1, static_cast<int>(left.count())) <= 0) break;
+        const ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
+        if (n <= 0) continue;
+        Packet reply;
+        if (parse_packet(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)),
+                         &reply) != ParseError::kNone) {
+          FAIL("the server sent a malformed reply");
+        }
+        if (reply.seq == p.seq) return reply;
+      }
+    }
+    FAIL("no reply to seq " << p.seq);
+    return {};
+  }
+
+ private:
+  int fd_ = -1;
+  std::uint64_t seq_ = 0;
+};
+
+Packet request(Op op, std::string key, std::string value = {}, std::uint32_t count = 0) {
+  Packet p;
+  p.op = op;
+  p.key = std::move(key);
+  p.value = std::move(value);
+  p.count = count;
+  return p;
+}
+
+// The number after "name": in a flat-enough JSON object (-1 if absent).
+long long json_number(const std::string& json, const std::string& name) {
+  const std::string needle = "\"" + name + "\":";
+  const std::size_t at = json.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::stoll(json.substr(at + needle.size()));
+}
+
+std::string stats(Udp& udp) {
+  const Packet r = udp.call(request(Op::kStats, ""));
+  REQUIRE(r.op == Op::kReply);
+  REQUIRE(r.status == Status::kOk);
+  REQUIRE(r.value.starts_with("{"));
+  REQUIRE(r.value.ends_with("}"));
+  return r.value;
+}
+
+void check_get(Udp& udp, const std::string& key, const std::optional<std::string>& want,
+               std::optional<forein::StartHints> hints = std::nullopt) {
+  Packet p = request(Op::kGet, key);
+  p.hints = hints;
+  const Packet r = udp.call(p);
+  REQUIRE(r.op == Op::kReply);
+  if (want) {
+    REQUIRE(r.status == Status::kOk);
+    REQUIRE(r.value == *want);
+  } else {
+    REQUIRE(r.status == Status::kNotFound);
+  }
+}
+
+// The tree the server builds from --keys N (same bulk load, same page ids)
+// gives the correct leaf hints.
+std::unique_ptr<forein::Tree> local_tree(std::uint64_t n) {
+  auto tree = forein::Tree::create(std::make_unique<forein::MemoryPageStore>());
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (std::uint64_t i = 0; i < n; ++i) rows.emplace_back(dataset_key(i), dataset_value(i));
+  tree->bulk_load(rows);
+  return tree;
+}
+
+}  // namespace
+
+TEST_CASE("kv server: hints, fuzzing, model, stats and exit line", "[net][kv_server]") {
+  constexpr std::uint64_t kKeys = 20000;
+  std::uint16_t port = 0;
+  const std::unique_ptr<Child> owner = start_server({"--keys", std::to_string(kKeys), "--threads", "2",
+                               "--refresh-ms", "20", "--backend", "switch_lpm"},
+                              &port);
+  Child& server = *owner;
+  Udp udp(port);
+  std::mt19937_64 rng(7);
+
+  // Hints first, while the server's tree is exactly the bulk-loaded one.
+  {
+    auto tree = local_tree(kKeys);
+    const std::string before = stats(udp);
+    constexpr int kEach = 300;
+    for (int i = 0; i < kEach; ++i) {
+      const std::uint64_t k = rng() % kKeys;
+      check_get(udp, dataset_key(k), dataset_value(k),
+                forein::StartHints{tree->leaf_for(dataset_key(k)), {}});
+    }
+    const std::string correct = stats(udp);
+    CHECK(json_number(correct, "hint_hits") - json_number(before, "hint_hits") >= kEach);
+    // Stale: a live leaf to the right of the key (the key is below its lo).
+    for (int i = 0; i < kEach; ++i) {
+      const std::uint64_t k = rng() % (kKeys / 2);
+      check_get(udp, dataset_key(k), dataset_value(k),
+                forein::StartHints{tree->leaf_for(dataset_key(kKeys - 1)), {}});
+    }
+    // Garbage: random pages and levels; a correct secondary behind garbage.
+    for (int i = 0; i < kEach; ++i) {
+      const std::uint64_t k = rng() % kKeys;
+      const forein::Hint junk{static_cast<forein::PageId>(rng() % 100000 + 1),
+                              static_cast<std::uint16_t>(rng() % 5), 0};
+      check_get(udp, dataset_key(k), dataset_value(k), forein::StartHints{junk, {}});
+      check_get(udp, dataset_key(k), dataset_value(k),
+                forein::StartHints{tree->leaf_for(dataset_key(kKeys - 1)),
+                                   tree->leaf_for(dataset_key(k))});
+    }
+    // A hinted miss is still a miss.
+    check_get(udp, dataset_key(kKeys + 5), std::nullopt,
+              forein::StartHints{tree->leaf_for(dataset_key(kKeys - 1)), {}});
+    const std::string after = stats(udp);
+    CHECK(json_number(after, "hinted") - json_number(before, "hinted") >= 4 * kEach + 1);
+    CHECK(json_number(after, "fallbacks") - json_number(correct, "fallbacks") >= kEach);
+    CHECK(json_number(after, "secondary_hits") - json_number(correct, "secondary_hits") >= kEach / 2);
+  }
+
+  // Fuzzing interleaved with a model. Keys: part of the data set plus
+  // byte-string keys of other lengths.
+  std::map<std::string, std::string> model;
+  for (std::uint64_t i = 0; i < kKeys; ++i) model[dataset_key(i)] = dataset_value(i);
+  const auto random_key = [&] {
+    switch (rng() % 3) {
+      case 0: return dataset_key(rng() % (kKeys + 100));
+      case 1: return std::string("user:") + std::to_string(rng() % 500);
+      default: {
+        std::string k(rng() % 40, '\0');
+        for (auto& c : k) c = static_cast<char>(rng() % 4);  // few distinct bytes: collisions
+        return k;
+      }
+    }
+  };
+  const auto random_valid_wire = [&] {
+    Packet p = request(static_cast<Op>(1 + rng() % 4), random_key(), "x", 5);
+    p.seq = rng();
+    if (rng() % 2) p.hints = forein::StartHints{{static_cast<forein::PageId>(rng()), 0, 0}, {}};
+    return encode_packet(p);
+  };
+  std::uint64_t garbage = 0, not_requests = 0;
+  for (int round = 0; round < 120; ++round) {
+    // 40 datagrams that are certainly invalid.
+    for (int j = 0; j < 40; ++j, ++garbage) {
+      std::vector<std::byte> d;
+      switch (rng() % 6) {
+        case 0: {  // random bytes (0xF0E1 magic + version 1 by chance: 2^-24)
+          d.resize(rng() % 200);
+          for (auto& b : d) b = static_cast<std::byte>(rng());
+          if (d.size() >= 3 && d[0] == std::byte{0xF0} && d[1] == std::byte{0xE1}) d[0] = std::byte{0};
+          break;
+        }
+        case 1: {  // truncated
+          d = random_valid_wire();
+          d.resize(rng() % d.size());
+          break;
+        }
+        case 2: {  // one byte too many
+          d = random_valid_wire();
+          d.push_back(std::byte{0});
+          break;
+        }
+        case 3: {  // bad magic
+          d = random_valid_wire();
+          d[rng() % 2] ^= static_cast<std::byte>(1u << (rng() % 8));
+          break;
+        }
+        case 4: {  // unknown version / unknown flag bit
+          d = random_valid_wire();
+          if (rng() % 2) {
+            d[2] = static_cast<std::byte>(2 + rng() % 200);
+          } else {
+            d[4] |= std::byte{0x80};
+          }
+          break;
+        }
+        default: {  // key length that does not add up
+          d = random_valid_wire();
+          d[7] ^= static_cast<std::byte>(1 + rng() % 255);
+          break;
+        }
+      }
+      udp.send_raw(d);
+    }
+    // A well-formed REPLY sent to the server: dropped, not answered.
+    if (round % 10 == 0) {
+      Packet r = request(Op::kReply, "k");
+      r.seq = rng();
+      udp.send_raw(encode_packet(r));
+      ++not_requests;
+    }
+    // Valid requests, checked against the model.
+    for (int j = 0; j < 10; ++j) {
+      const std::string key = random_key();
+      const auto it = model.find(key);
+      switch (rng() % 4) {
+        case 0: {
+          check_get(udp, key, it == model.end() ? std::nullopt : std::optional(it->second));
+          break;
+        }
+        case 1: {
+          const std::string value = "val-" + std::to_string(rng() % 100000);
+          const Packet r = udp.call(request(Op::kPut, key, value));
+          REQUIRE(r.op == Op::kReply);
+          REQUIRE(r.status == Status::kOk);
+          model[key] = value;
+          break;
+        }
+        case 2: {
+          const Packet r = udp.call(request(Op::kDelete, key));
+          REQUIRE(r.op == Op::kReply);
+          REQUIRE(r.status == (it == model.end() ? Status::kNotFound : Status::kOk));
+          model.erase(key);
+          break;
+        }
+        default: {
+          const std::uint32_t count = 1 + rng() % 30;
+          const Packet r = udp.call(request(Op::kScan, key, "", count));
+          REQUIRE(r.op == Op::kReply);
+          REQUIRE(r.status == Status::kOk);
+          const auto entries = decode_scan_entries(r.value);
+          REQUIRE(entries.has_value());
+          REQUIRE(entries->size() == r.count);
+          REQUIRE_FALSE(r.more);
+          auto m = model.lower_bound(key);
+          for (const auto& e : *entries) {
+            REQUIRE(m != model.end());
+            REQUIRE(e.key == m->first);
+            REQUIRE(e.value == m->second);
+            ++m;
+          }
+          REQUIRE((entries->size() == count || m == model.end()));
+          break;
+        }
+      }
+    }
+  }
+  // Requests it cannot serve: an ERROR with a status, and it keeps serving.
+  {
+    const Packet r = udp.call(request(Op::kPut, std::string(900, 'k'), "v"));
+    CHECK(r.op == Op::kError);
+    CHECK(r.status == Status::kBadRequest);
+    const Packet r2 = udp.call(request(Op::kPut, "k", std::string(5000, 'v')));
+    CHECK(r2.op == Op::kError);
+    CHECK(r2.status == Status::kBadRequest);
+  }
+  // A scan over everything fills one datagram and says there is more.
+  {
+    const Packet r = udp.call(request(Op::kScan, "", "", 0));
+    REQUIRE(r.op == Op::kReply);
+    const auto entries = decode_scan_entries(r.value);
+    REQUIRE(entries.has_value());
+    CHECK(r.more);
+    CHECK(encoded_size(r) <= kMaxDatagram);
+    CHECK(entries->size() > 100);
+    auto m = model.begin();
+    for (const auto& e : *entries) {
+      REQUIRE(e.key == m->first);
+      REQUIRE(e.value == m->second);
+      ++m;
+    }
+  }
+  // The whole model, by GET.
+  for (const auto& [k, v] : model) {
+    if (rng() % 20 == 0) check_get(udp, k, v);
+  }
+
+  const std::string s = stats(udp);
+  INFO(s);
+  // Every invalid datagram counted (loopback may in theory lose a few).
+  const long long drops = json_number(s, "drops");
+  CHECK(drops <= static_cast<long long>(garbage + not_requests));
+  CHECK(drops >= static_cast<long long>((garbage + not_requests) * 95 / 100));
+  for (const char* reason : {"truncated", "bad_magic", "unknown_version", "unknown_flags",
+                             "trailing_bytes", "not_request"}) {
+    INFO(reason);
+    CHECK(json_number(s, reason) > 0);
+  }
+  CHECK(json_number(s, "get") > 0);
+  CHECK(json_number(s, "put") > 0);
+  CHECK(json_number(s, "delete") > 0);
+  CHECK(json_number(s, "scan") > 0);
+  CHECK(json_number(s, "bad_request") >= 2);
+
+  server.signal(SIGTERM);
+  const auto exit_line = server.read_line(std::chrono::seconds(30));
+  REQUIRE(exit_line.has_value());
+  INFO(*exit_line);
+  CHECK(exit_line->starts_with("{"));
+  CHECK(exit_line->ends_with("}"));
+  CHECK(json_number(*exit_line, "drops") >= drops);
+  CHECK(json_number(*exit_line, "hint_hits") >= 300);
+  CHECK(json_number(*exit_line, "keys") == static_cast<long long>(model.size()));
+  CHECK_FALSE(server.read_line(std::chrono::seconds(30)).has_value());  // EOF
+  CHECK(server.wait_exit() == 0);
+}
+
+TEST_CASE("kv server: data file, byte-string keys, backend none, SIGINT", "[net][kv_server]") {
+  char path[] = "/tmp/forein-kv-data-XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  struct Unlink {
+    const char* p;
+    ~Unlink() { ::unlink(p); }
+  } unlink_guard{path};
+  {
+    std::ofstream f(path);
+    f << "# comment\n\n"
+      << "ff00\tlast\n"
+      << "\tempty key\n"
+      << "61\tvalue with\ttab\n"
+      << "0000000000000001\tone\n";
+  }
+  std::uint16_t port = 0;
+  const std::unique_ptr<Child> owner = start_server({"--data", path, "--backend", "none", "--threads", "1"}, &port);
+  Child& server = *owner;
+  Udp udp(port);
+  check_get(udp, std::string("\xff\x00", 2), std::string("last"));
+  check_get(udp, "", std::string("empty key"));
+  check_get(udp, "a", std::string("value with\ttab"));
+  check_get(udp, dataset_key(1), std::string("one"));
+  check_get(udp, "b", std::nullopt);
+  const Packet r = udp.call(request(Op::kScan, "", "", 10));
+  const auto entries = decode_scan_entries(r.value);
+  REQUIRE(entries.has_value());
+  REQUIRE(entries->size() == 4);
+  CHECK((*entries)[0].key.empty());
+  CHECK((*entries)[3].value == "last");
+  CHECK(json_number(stats(udp), "keys") == 4);
+  server.signal(SIGINT);
+  const auto exit_line = server.read_line(std::chrono::seconds(30));
+  REQUIRE(exit_line.has_value());
+  CHECK(exit_line->find("\"backend\":\"none\"") != std::string::npos);
+  CHECK(server.wait_exit() == 0);
+}
+
+TEST_CASE("kv server: bad flags, unknown backend, port in use exit 2", "[net][kv_server]") {
+  {
+    Child c({"--keys", "10"});  // no --listen
+    CHECK(c.read_stderr(std::chrono::seconds(30)).find("--listen") != std::string::npos);
+    CHECK(c.wait_exit() == 2);
+  }
+  {
+    Child c({"--listen", "127.0.0.1:0", "--keys", "10", "--backend", "nosuch"});
+    const std::string err = c.read_stderr(std::chrono::seconds(30));
+    CHECK(err.find("nosuch") != std::string::npos);
+    CHECK(err.find("switch_lpm") != std::string::npos);
+    CHECK(c.wait_exit() == 2);
+  }
+  {
+    Child c({"--listen", "127.0.0.1:0", "--keys", "10", "--threads", "0"});
+    CHECK(c.wait_exit() == 2);
+  }
+  {
+    // A socket without SO_REUSEPORT holds the port.
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    Child c({"--listen", "127.0.0.1:" + std::to_string(ntohs(a.sin_port)), "--keys", "10"});
+    const std::string err = c.read_stderr(std::chrono::seconds(30));
+    ::close(fd);
+    CHECK(err.find("in use") != std::string::npos);
+    CHECK(c.wait_exit() == 2);
+  }
+}
