@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "forein/offload/registry.h"
+#include "protocol/dataset.h"
 
 #ifdef FOREIN_KV_WITH_AGENT
 #include "agent_client.h"
@@ -43,6 +44,9 @@ namespace forein::net::kv {
 Server::Server(const ServerOptions& options, const Rows& rows) : options_(options) {
   backend_ = std::make_unique<offload::Backend>(offload::backend_by_name(options_.backend));
   offload::ManagerOptions mo;
+  // The index the agent mirror publishes under (forein-load --agent's
+  // default --index).
+  mo.index_id = kDatasetIndexId;
   mo.sample_rate = options_.sample_rate;
   mo.refresh_period = std::chrono::milliseconds(options_.refresh_ms);
   // The background thread wakes (a timed condition-variable wait) once per
@@ -50,6 +54,7 @@ Server::Server(const ServerOptions& options, const Rows& rows) : options_(option
   mo.pump_period = mo.refresh_period;
   manager_ = std::make_unique<offload::OffloadManager>(*backend_, mo);
   TreeOptions to;
+  to.index_id = kDatasetIndexId;
   to.observer = manager_.get();
   tree_ = Tree::create(std::make_unique<MemoryPageStore>(), to);
   tree_->bulk_load(rows);

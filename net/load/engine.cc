@@ -76,8 +76,9 @@ struct Slot {
 
 class Engine {
  public:
-  explicit Engine(const LoadOptions& o)
+  Engine(const LoadOptions& o, const HintSource* hints)
       : o_(o),
+        hints_(hints),
         socket_(o.target_host, o.target_port),
         gen_(o.workload, o.dist, o.keys, o.theta, o.seed),
         verifier_(o.keys),
@@ -138,6 +139,10 @@ class Engine {
       }
     }
     report_.elapsed_s = std::chrono::duration<double>(last_answer - start).count();
+    if (hints_ != nullptr) {
+      report_.agent_fetches = hints_->fetches();
+      report_.agent_errors = hints_->errors();
+    }
     return report_;
   }
 
@@ -193,6 +198,10 @@ class Engine {
     } else if (o_.verify) {
       s.is_read = true;
       s.read_ticket = verifier_.begin_read();
+    }
+    if (hints_ != nullptr) {
+      p.hints = hints_->hint(p.key);
+      if (p.hints) ++report_.hinted;
     }
     s.seq = p.seq;
     s.datagram = encode_packet(p);
@@ -293,6 +302,7 @@ class Engine {
   }
 
   const LoadOptions& o_;
+  const HintSource* hints_;
   Socket socket_;
   WorkloadGenerator gen_;
   Verifier verifier_;
@@ -308,8 +318,8 @@ class Engine {
 
 }  // namespace
 
-RunReport run_load(const LoadOptions& options) {
-  Engine engine(options);
+RunReport run_load(const LoadOptions& options, const HintSource* hints) {
+  Engine engine(options, hints);
   return engine.run();
 }
 

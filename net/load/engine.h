@@ -9,13 +9,16 @@
 
 #include <string>
 
+#include "load/hints.h"
 #include "load/options.h"
 #include "load/report.h"
 
 namespace forein::net::load {
 
 // Runs the load; throws std::runtime_error if it cannot start (address
-// not resolvable, socket errors).
-RunReport run_load(const LoadOptions& options);
+// not resolvable, socket errors). With hints, every request (first
+// attempt; resends repeat it) carries the trailer hints->hint(key) names,
+// if any; the report counts them and the source's fetches and errors.
+RunReport run_load(const LoadOptions& options, const HintSource* hints = nullptr);
 
 }  // namespace forein::net::load

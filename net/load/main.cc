@@ -4,11 +4,15 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <random>
 
 #include "load/engine.h"
 #include "load/options.h"
 #include "load/report.h"
+#ifdef FOREIN_LOAD_WITH_AGENT
+#include "load/agent_hints.h"
+#endif
 
 int main(int argc, char** argv) {
   using namespace forein::net::load;
@@ -28,7 +32,18 @@ int main(int argc, char** argv) {
   }
   RunReport report;
   try {
-    report = run_load(options);
+    // --agent: the client plays the switch's part, hinting from the image
+    // the agent holds (an unreachable agent only means no hints).
+    std::unique_ptr<HintSource> hints;
+    if (!options.agent.empty()) {
+#ifdef FOREIN_LOAD_WITH_AGENT
+      hints = std::make_unique<AgentHints>(options.agent, options.agent_token, options.index_id);
+#else
+      std::cerr << "forein-load: --agent: built without the gRPC control plane (net/agent)\n";
+      return 2;
+#endif
+    }
+    report = run_load(options, hints.get());
   } catch (const std::exception& e) {
     std::cerr << "forein-load: " << e.what() << "\n";
     return 2;

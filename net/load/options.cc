@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "protocol/dataset.h"
+
 namespace forein::net::load {
 
 const char* to_string(Workload w) {
@@ -67,6 +69,7 @@ std::string usage_text(const char* argv0) {
          " --target HOST:PORT --keys N --workload a|b|c|d|e|f|getputdel\n"
          "         [--dist uniform|zipf|latest] [--zipf THETA] [--seconds S]\n"
          "         [--outstanding K] [--verify] [--timeout-ms T] [--retries R] [--seed S]\n"
+         "         [--agent HOST:PORT [--agent-token T] [--index ID]]\n"
          "  --target HOST:PORT   forein-kv-server's UDP address (IPv4 or a host name)\n"
          "  --keys N             keys 0..N-1 the server was loaded with (N >= 1)\n"
          "  --workload W         YCSB a (50% read/50% update), b (95/5), c (100% read),\n"
@@ -80,12 +83,18 @@ std::string usage_text(const char* argv0) {
          "  --verify             check every GET/SCAN answer; exit 1 if any is wrong\n"
          "  --timeout-ms T       per-attempt timeout, 1..60000 (default 200)\n"
          "  --retries R          resends after a timeout, 0..100 (default 3)\n"
-         "  --seed S             random seed (default: drawn; printed in the JSON)\n";
+         "  --seed S             random seed (default: drawn; printed in the JSON)\n"
+         "  --agent HOST:PORT    forein-agent to fetch the index's offload image from\n"
+         "                       (a few times a second); requests carry its hints\n"
+         "  --agent-token T      bearer token for the agent's calls (needs --agent)\n"
+         "  --index ID           the agent's index id (default 0, the one\n"
+         "                       forein-kv-server publishes under; needs --agent)\n";
 }
 
 bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, bool* help) {
   LoadOptions o;
-  bool target = false, workload = false, dist_given = false;
+  o.index_id = kDatasetIndexId;
+  bool target = false, workload = false, dist_given = false, index_given = false;
   *help = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -153,6 +162,17 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
     } else if (arg == "--seed") {
       if (!parse_uint(val, &o.seed)) return bad("an unsigned integer");
       o.seed_given = true;
+    } else if (arg == "--agent") {
+      std::string host;
+      std::uint16_t port = 0;
+      if (!split_host_port(val, &host, &port)) return bad("HOST:PORT");
+      o.agent = val;
+    } else if (arg == "--agent-token") {
+      if (val.empty()) return bad("a non-empty token");
+      o.agent_token = val;
+    } else if (arg == "--index") {
+      if (!parse_uint(val, &o.index_id)) return bad("an unsigned integer");
+      index_given = true;
     } else {
       *error = "unknown flag '" + arg + "'";
       return false;
@@ -168,6 +188,10 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
   }
   if (!workload) {
     *error = "--workload is required";
+    return false;
+  }
+  if (o.agent.empty() && (!o.agent_token.empty() || index_given)) {
+    *error = std::string(o.agent_token.empty() ? "--index" : "--agent-token") + " needs --agent";
     return false;
   }
   // YCSB D reads the latest keys unless told otherwise.

@@ -26,6 +26,11 @@ struct LoadOptions {
   std::uint32_t retries = 3;               // extra attempts after a timeout
   std::uint64_t seed = 0;
   bool seed_given = false;                 // else drawn from random_device
+  // --agent: hints from the image forein-agent holds for index_id (the
+  // client plays the switch's part); empty: requests carry no hints.
+  std::string agent;                       // HOST:PORT
+  std::string agent_token;                 // bearer token for the agent's calls
+  std::uint64_t index_id = 0;              // --index; kDatasetIndexId unless given
 };
 
 // Parses argv. On a bad command line returns false with a message in

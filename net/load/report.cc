@@ -30,14 +30,17 @@ std::string report_json(const RunReport& r) {
     << ",\"mean_us\":" << fmt("%.1f", r.latency.mean() / 1000.0) << ",\"errors\":" << r.errors
     << ",\"timeouts\":" << r.timeouts << ",\"retries\":" << r.retries << ",\"wrong\":" << r.wrong
     << ",\"verified\":" << r.verified << ",\"not_found\":" << r.not_found
-    << ",\"late_replies\":" << r.late_replies << ",\"send_failures\":" << r.send_failures;
+    << ",\"late_replies\":" << r.late_replies << ",\"send_failures\":" << r.send_failures
+    << ",\"hinted\":" << r.hinted << ",\"agent_fetches\":" << r.agent_fetches
+    << ",\"agent_errors\":" << r.agent_errors;
   for (std::size_t k = 0; k < kOpKinds; ++k) {
     o << ",\"" << to_string(static_cast<OpKind>(k)) << "s\":" << r.per_op[k];
   }
   o << ",\"workload\":\"" << to_string(opt.workload) << "\",\"dist\":\"" << to_string(opt.dist)
     << "\",\"zipf\":" << fmt("%.3f", opt.theta) << ",\"keys\":" << opt.keys
     << ",\"outstanding\":" << opt.outstanding << ",\"verify\":" << (opt.verify ? "true" : "false")
-    << ",\"seed\":" << opt.seed << "}";
+    << ",\"seed\":" << opt.seed << ",\"agent\":\"" << opt.agent << "\",\"index\":" << opt.index_id
+    << "}";
   return o.str();
 }
 
@@ -50,6 +53,10 @@ std::string format_report(const RunReport& r) {
     << " ops/s; errors " << r.errors << ", timeouts " << r.timeouts << ", retries " << r.retries;
   if (r.options.verify) o << ", verified " << r.verified << ", wrong " << r.wrong;
   o << "\n";
+  if (!r.options.agent.empty()) {
+    o << "agent " << r.options.agent << " index " << r.options.index_id << ": " << r.hinted
+      << " requests hinted; image fetches " << r.agent_fetches << ", failed " << r.agent_errors << "\n";
+  }
   o << "latency us: min " << fmt("%.1f", us(r.latency.min())) << "  p50 "
     << fmt("%.1f", us(r.latency.percentile(0.5))) << "  p90 " << fmt("%.1f", us(r.latency.percentile(0.9)))
     << "  p99 " << fmt("%.1f", us(r.latency.percentile(0.99))) << "  p999 "

@@ -25,6 +25,9 @@ struct RunReport {
   std::uint64_t send_failures = 0;             // send() refused (counted, then retried on timeout)
   std::uint64_t wrong = 0;                     // --verify: answers no allowed state explains
   std::uint64_t verified = 0;                  // --verify: answers checked
+  std::uint64_t hinted = 0;                    // requests sent with a hint trailer (--agent)
+  std::uint64_t agent_fetches = 0;             // --agent: image fetches that succeeded
+  std::uint64_t agent_errors = 0;              // --agent: fetches that failed
   LatencyHistogram latency;                    // per completed operation
 
   double ops_per_s() const { return elapsed_s > 0 ? static_cast<double>(ops) / elapsed_s : 0; }

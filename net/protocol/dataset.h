@@ -10,6 +10,11 @@
 
 namespace forein::net {
 
+// The index id of forein-kv-server's tree and offload manager, so the image
+// its agent mirror publishes is found there; forein-load --agent fetches
+// this index unless --index says otherwise.
+inline constexpr std::uint64_t kDatasetIndexId = 0;
+
 inline std::string dataset_key(std::uint64_t i) {
   std::string k(8, '\0');
   for (int b = 0; b < 8; ++b) k[static_cast<std::size_t>(b)] = static_cast<char>(i >> (56 - 8 * b));

@@ -23,6 +23,7 @@
 
 #include "agent_client.h"
 #include "agent_service.h"
+#include "child_process.h"
 #include "forein/key.h"
 #include "forein/offload/manager.h"
 #include "forein/offload/registry.h"
@@ -39,16 +40,7 @@ namespace offload = forein::offload;
 
 std::string loopback(int port) { return "127.0.0.1:" + std::to_string(port); }
 
-// Polls pred until it holds or the deadline passes.
-bool eventually(const std::function<bool()>& pred,
-                std::chrono::milliseconds limit = std::chrono::seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // poll interval, not a sync
-  }
-  return pred();
-}
+using forein::testing::eventually;
 
 // Records every batch the manager applies, for forwarding by hand.
 class BatchLog final : public offload::ApplyListener {
@@ -248,81 +240,40 @@ TEST_CASE("agent: a token is required off loopback and checked when set", "[agen
 namespace {
 
 // forein-agent as a child process; its first stdout line is `ready <port>`.
-struct ChildAgent {
-  explicit ChildAgent(std::vector<std::string> args) {
-    int out[2];
-    REQUIRE(pipe(out) == 0);
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      dup2(out[1], 1);
-      close(out[0]);
-      close(out[1]);
-      std::vector<char*> argv;
-      std::string bin = FOREIN_AGENT_BIN;
-      argv.push_back(bin.data());
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(bin.c_str(), argv.data());
-      _exit(127);
-    }
-    close(out[1]);
-    stdout_ = fdopen(out[0], "r");
-  }
-  ~ChildAgent() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-    if (stdout_ != nullptr) std::fclose(stdout_);
-  }
-  std::string line() {
-    char buf[256] = {};
-    if (std::fgets(buf, sizeof buf, stdout_) == nullptr) return {};
-    return buf;
-  }
-  int wait_exit() {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  pid_t pid = -1;
-  std::FILE* stdout_ = nullptr;
-};
+forein::testing::ChildProcess spawn_agent(std::vector<std::string> args) {
+  return forein::testing::ChildProcess(FOREIN_AGENT_BIN, std::move(args));
+}
 
 }  // namespace
 
 TEST_CASE("forein-agent: ready <port>, serves, SIGTERM stops it cleanly", "[agent][program]") {
+  using forein::testing::ready_port;
   {
-    ChildAgent agent({"--listen", "127.0.0.1:0"});
-    const std::string ready = agent.line();
-    REQUIRE(ready.rfind("ready ", 0) == 0);
-    const int port = std::stoi(ready.substr(6));
+    auto agent = spawn_agent({"--listen", "127.0.0.1:0"});
+    const int port = ready_port(agent.read_line());
     REQUIRE(port > 0);
     const AgentClient client(loopback(port));
     forein::net::AgentHealth health;
     REQUIRE(client.health(&health).ok());
     CHECK(health.instance_id != 0);
-    REQUIRE(kill(agent.pid, SIGTERM) == 0);
+    agent.signal(SIGTERM);
     CHECK(agent.wait_exit() == 0);
   }
   {
     // Not loopback and no token: refused.
-    ChildAgent agent({"--listen", "0.0.0.0:0"});
-    CHECK(agent.line().empty());
+    auto agent = spawn_agent({"--listen", "0.0.0.0:0"});
+    CHECK_FALSE(agent.read_line().has_value());
     CHECK(agent.wait_exit() == 1);
   }
   {
-    ChildAgent agent({"--listen", "0.0.0.0:0", "--token", "t0k"});
-    const std::string ready = agent.line();
-    REQUIRE(ready.rfind("ready ", 0) == 0);
-    const int port = std::stoi(ready.substr(6));
+    auto agent = spawn_agent({"--listen", "0.0.0.0:0", "--token", "t0k"});
+    const int port = ready_port(agent.read_line());
+    REQUIRE(port > 0);
     forein::net::AgentHealth health;
     CHECK(AgentClient(loopback(port)).health(&health).error_code() ==
           grpc::StatusCode::UNAUTHENTICATED);
     CHECK(AgentClient(loopback(port), "t0k").health(&health).ok());
-    REQUIRE(kill(agent.pid, SIGINT) == 0);
+    agent.signal(SIGINT);
     CHECK(agent.wait_exit() == 0);
   }
 }

@@ -4,13 +4,10 @@
 // data set and a std::map model; GETs with correct, stale and garbage hint
 // trailers; STATS counters; SIGTERM and the exit line. Synchronization is
 // by lines and replies with deadlines; requests are retried by seq.
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -27,187 +24,34 @@
 
 #include "forein/tree.h"
 #include "protocol/dataset.h"
+#include "child_process.h"
 #include "protocol/packet.h"
-
-extern char** environ;
+#include "udp_client.h"
 
 namespace {
 
 using namespace forein::net;
 using Clock = std::chrono::steady_clock;
 
-// The server as a child process; killed (SIGKILL) and reaped by the
-// destructor if the test did not end it.
-class Child {
- public:
-  explicit Child(std::vector<std::string> args) {
-    int out[2], err[2];
-    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
-    REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-    args.insert(args.begin(), FOREIN_KV_SERVER_BIN);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, FOREIN_KV_SERVER_BIN, &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(out[1]);
-    ::close(err[1]);
-    out_ = out[0];
-    err_ = err[0];
-    REQUIRE(rc == 0);
-  }
-  ~Child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-    ::close(out_);
-    ::close(err_);
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
+using forein::testing::ChildProcess;
+using forein::testing::json_number;
+using Udp = forein::testing::UdpClient;
+using forein::testing::request;
 
-  // The next stdout line, or nullopt at EOF or after the deadline.
-  std::optional<std::string> read_line(std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    for (;;) {
-      const std::size_t nl = out_buf_.find('\n');
-      if (nl != std::string::npos) {
-        std::string line = out_buf_.substr(0, nl);
-        out_buf_.erase(0, nl + 1);
-        return line;
-      }
-      if (!fill(out_, out_buf_, deadline)) return std::nullopt;
-    }
-  }
-  // All of stderr up to EOF (or the deadline).
-  std::string read_stderr(std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (fill(err_, err_buf_, deadline)) {
-    }
-    return err_buf_;
-  }
-  void signal(int sig) { ::kill(pid_, sig); }
-  // The exit status after its stdout closed (blocking reap), -1 if killed.
-  int wait_exit() {
-    int status = 0;
-    REQUIRE(::waitpid(pid_, &status, 0) == pid_);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
+// forein-kv-server as a child process, stderr captured.
+std::unique_ptr<ChildProcess> spawn_server(std::vector<std::string> args) {
+  return std::make_unique<ChildProcess>(FOREIN_KV_SERVER_BIN, std::move(args), /*capture_stderr=*/true);
+}
 
- private:
-  static bool fill(int fd, std::string& buf, Clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
-    char tmp[4096];
-    const ssize_t n = ::read(fd, tmp, sizeof tmp);
-    if (n <= 0) return false;
-    buf.append(tmp, static_cast<std::size_t>(n));
-    return true;
-  }
-  pid_t pid_ = -1;
-  int out_ = -1, err_ = -1;
-  std::string out_buf_, err_buf_;
-};
-
-std::unique_ptr<Child> start_server(std::vector<std::string> extra, std::uint16_t* port) {
+std::unique_ptr<ChildProcess> start_server(std::vector<std::string> extra, std::uint16_t* port) {
   extra.insert(extra.begin(), {"--listen", "127.0.0.1:0"});
-  auto child = std::make_unique<Child>(extra);
-  const auto line = child->read_line(std::chrono::seconds(60));
-  REQUIRE(line.has_value());
-  REQUIRE(line->starts_with("ready "));
-  *port = static_cast<std::uint16_t>(std::stoul(line->substr(6)));
+  auto child = spawn_server(extra);
+  *port = static_cast<std::uint16_t>(forein::testing::ready_port(child->read_line(std::chrono::seconds(60))));
   REQUIRE(*port != 0);
   return child;
 }
 
-class Udp {
- public:
-  explicit Udp(std::uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  }
-  ~Udp() { ::close(fd_); }
-
-  void send_raw(const std::vector<std::byte>& d) {
-    // ECONNREFUSED from an earlier ICMP is harmless; the datagram is resent below.
-    if (::send(fd_, d.data(), d.size(), 0) < 0 && errno == ECONNREFUSED) {
-      (void)::send(fd_, d.data(), d.size(), 0);
-    }
-  }
-
-  // Sends p (with a fresh seq) and returns the reply with that seq,
-  // retrying on timeout.
-  Packet call(Packet p) {
-    p.seq = ++seq_;
-    const std::vector<std::byte> wire = encode_packet(p);
-    std::vector<std::byte> buf(kMaxDatagram + 1);
-    for (int attempt = 0; attempt < 20; ++attempt) {
-      send_raw(wire);
-      const auto deadline = Clock::now() + std::chrono::milliseconds(500);
-      for (;;) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-        if (left.count() <= 0) break;
-        pollfd pf{fd_, POLLIN, 0};
-        if (::poll(&pf, 1, static_cast<int>(left.count())) <= 0) break;
-        const ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
-        if (n <= 0) continue;
-        Packet reply;
-        if (parse_packet(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)),
-                         &reply) != ParseError::kNone) {
-          FAIL("the server sent a malformed reply");
-        }
-        if (reply.seq == p.seq) return reply;
-      }
-    }
-    FAIL("no reply to seq " << p.seq);
-    return {};
-  }
-
- private:
-  int fd_ = -1;
-  std::uint64_t seq_ = 0;
-};
-
-Packet request(Op op, std::string key, std::string value = {}, std::uint32_t count = 0) {
-  Packet p;
-  p.op = op;
-  p.key = std::move(key);
-  p.value = std::move(value);
-  p.count = count;
-  return p;
-}
-
-// The number after "name": in a flat-enough JSON object (-1 if absent).
-long long json_number(const std::string& json, const std::string& name) {
-  const std::string needle = "\"" + name + "\":";
-  const std::size_t at = json.find(needle);
-  if (at == std::string::npos) return -1;
-  return std::stoll(json.substr(at + needle.size()));
-}
-
-std::string stats(Udp& udp) {
-  const Packet r = udp.call(request(Op::kStats, ""));
-  REQUIRE(r.op == Op::kReply);
-  REQUIRE(r.status == Status::kOk);
-  REQUIRE(r.value.starts_with("{"));
-  REQUIRE(r.value.ends_with("}"));
-  return r.value;
-}
+std::string stats(Udp& udp) { return forein::testing::server_stats(udp); }
 
 void check_get(Udp& udp, const std::string& key, const std::optional<std::string>& want,
                std::optional<forein::StartHints> hints = std::nullopt) {
@@ -238,10 +82,10 @@ std::unique_ptr<forein::Tree> local_tree(std::uint64_t n) {
 TEST_CASE("kv server: hints, fuzzing, model, stats and exit line", "[net][kv_server]") {
   constexpr std::uint64_t kKeys = 20000;
   std::uint16_t port = 0;
-  const std::unique_ptr<Child> owner = start_server({"--keys", std::to_string(kKeys), "--threads", "2",
+  const std::unique_ptr<ChildProcess> owner = start_server({"--keys", std::to_string(kKeys), "--threads", "2",
                                "--refresh-ms", "20", "--backend", "switch_lpm"},
                               &port);
-  Child& server = *owner;
+  ChildProcess& server = *owner;
   Udp udp(port);
   std::mt19937_64 rng(7);
 
@@ -478,8 +322,8 @@ TEST_CASE("kv server: data file, byte-string keys, backend none, SIGINT", "[net]
       << "0000000000000001\tone\n";
   }
   std::uint16_t port = 0;
-  const std::unique_ptr<Child> owner = start_server({"--data", path, "--backend", "none", "--threads", "1"}, &port);
-  Child& server = *owner;
+  const std::unique_ptr<ChildProcess> owner = start_server({"--data", path, "--backend", "none", "--threads", "1"}, &port);
+  ChildProcess& server = *owner;
   Udp udp(port);
   check_get(udp, std::string("\xff\x00", 2), std::string("last"));
   check_get(udp, "", std::string("empty key"));
@@ -502,19 +346,22 @@ TEST_CASE("kv server: data file, byte-string keys, backend none, SIGINT", "[net]
 
 TEST_CASE("kv server: bad flags, unknown backend, port in use exit 2", "[net][kv_server]") {
   {
-    Child c({"--keys", "10"});  // no --listen
+    const auto owned = spawn_server({"--keys", "10"});  // no --listen
+    ChildProcess& c = *owned;
     CHECK(c.read_stderr(std::chrono::seconds(30)).find("--listen") != std::string::npos);
     CHECK(c.wait_exit() == 2);
   }
   {
-    Child c({"--listen", "127.0.0.1:0", "--keys", "10", "--backend", "nosuch"});
+    const auto owned = spawn_server({"--listen", "127.0.0.1:0", "--keys", "10", "--backend", "nosuch"});
+    ChildProcess& c = *owned;
     const std::string err = c.read_stderr(std::chrono::seconds(30));
     CHECK(err.find("nosuch") != std::string::npos);
     CHECK(err.find("switch_lpm") != std::string::npos);
     CHECK(c.wait_exit() == 2);
   }
   {
-    Child c({"--listen", "127.0.0.1:0", "--keys", "10", "--threads", "0"});
+    const auto owned = spawn_server({"--listen", "127.0.0.1:0", "--keys", "10", "--threads", "0"});
+    ChildProcess& c = *owned;
     CHECK(c.wait_exit() == 2);
   }
   {
@@ -527,7 +374,8 @@ TEST_CASE("kv server: bad flags, unknown backend, port in use exit 2", "[net][kv
     REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
     socklen_t len = sizeof a;
     REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-    Child c({"--listen", "127.0.0.1:" + std::to_string(ntohs(a.sin_port)), "--keys", "10"});
+    const auto owned = spawn_server({"--listen", "127.0.0.1:" + std::to_string(ntohs(a.sin_port)), "--keys", "10"});
+    ChildProcess& c = *owned;
     const std::string err = c.read_stderr(std::chrono::seconds(30));
     ::close(fd);
     CHECK(err.find("in use") != std::string::npos);

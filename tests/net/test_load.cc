@@ -321,3 +321,33 @@ TEST_CASE("command line: defaults, errors", "[load]") {
   CHECK_FALSE(parse({"--target", "h:1", "--keys", "5", "--workload", "a", "--bogus", "1"}, &o, &err));
   CHECK_FALSE(parse({"--target", "h:1", "--keys", "5", "--workload", "a", "--seconds"}, &o, &err));
 }
+
+TEST_CASE("command line: --agent, --agent-token, --index", "[load]") {
+  auto parse = [](std::vector<std::string> args, LoadOptions* o, std::string* err) {
+    std::vector<std::string> all = {"forein-load", "--target", "127.0.0.1:9000", "--keys", "10",
+                                    "--workload", "c"};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    bool help = false;
+    return parse_options(static_cast<int>(argv.size()), argv.data(), o, err, &help);
+  };
+  LoadOptions o;
+  std::string err;
+  REQUIRE(parse({}, &o, &err));
+  CHECK(o.agent.empty());
+  CHECK(o.index_id == forein::net::kDatasetIndexId);  // what forein-kv-server publishes under
+  REQUIRE(parse({"--agent", "127.0.0.1:50051", "--agent-token", "t", "--index", "7"}, &o, &err));
+  CHECK(o.agent == "127.0.0.1:50051");
+  CHECK(o.agent_token == "t");
+  CHECK(o.index_id == 7);
+  REQUIRE(parse({"--agent", "localhost:50051"}, &o, &err));
+  CHECK(o.index_id == forein::net::kDatasetIndexId);
+  CHECK_FALSE(parse({"--agent", "nohostport"}, &o, &err));
+  CHECK_FALSE(parse({"--agent", "h:0"}, &o, &err));
+  CHECK_FALSE(parse({"--agent-token", "t"}, &o, &err));
+  CHECK(err.find("needs --agent") != std::string::npos);
+  CHECK_FALSE(parse({"--index", "3"}, &o, &err));
+  CHECK(err.find("needs --agent") != std::string::npos);
+  CHECK_FALSE(parse({"--agent", "h:1", "--index", "x"}, &o, &err));
+}
