@@ -2,7 +2,7 @@
 //
 //   forein-agent --listen HOST:PORT [--token T]
 //
-// Prints `ready <port>` once serving; SIGINT or SIGTERM shut it down.
+// Prints `listening HOST:PORT` and then `ready` once serving; SIGINT or SIGTERM shut it down.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +23,7 @@ void usage(std::FILE* out) {
                "  --token TOKEN       require `authorization: Bearer TOKEN` on every call\n"
                "                      (default: $FOREIN_AGENT_TOKEN); needed for any\n"
                "                      address that is not loopback\n"
-               "Prints `ready <port>` when serving; SIGINT/SIGTERM stop it.\n");
+               "Prints `listening HOST:PORT` and `ready` when serving; SIGINT/SIGTERM stop it.\n");
 }
 
 }  // namespace
@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
 
   try {
     forein::net::AgentServer server(listen, options);
-    std::printf("ready %d\n", server.port());
+    const std::string host = listen.substr(0, listen.rfind(':'));
+    std::printf("listening %s:%d\nready\n", host.c_str(), server.port());
     std::fflush(stdout);
     std::thread waiter([&] {
       int sig = 0;

@@ -1,5 +1,5 @@
 // forein-kv-server: the papers' server (docs/network.md, "forein-kv-server").
-// Prints `ready <port>` once it serves; on SIGINT or SIGTERM stops cleanly
+// Prints `listening HOST:PORT` and then `ready` once it serves; on SIGINT or SIGTERM stops cleanly
 // and prints its counters as one JSON line. Bad flags, an unknown backend or
 // an address in use: a message on stderr and exit code 2.
 #include <signal.h>
@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
     Server server(options, rows);
     const std::uint16_t port = server.bind();
     server.start();
-    std::printf("ready %u\n", static_cast<unsigned>(port));
+    // Two lines: where (the kernel's port for port 0), then `ready`.
+    std::printf("listening %s:%u\nready\n", options.listen_host.c_str(), static_cast<unsigned>(port));
     std::fflush(stdout);
     int sig = 0;
     while (sigwait(&signals, &sig) != 0) {

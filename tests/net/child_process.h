@@ -143,11 +143,16 @@ class ChildProcess {
   std::string out_buf_, err_buf_;
 };
 
-// The port of a `ready <port>` line (forein-agent, forein-kv-server); 0 if
-// the line is not one.
-inline int ready_port(const std::optional<std::string>& line) {
-  if (!line || !line->starts_with("ready ")) return 0;
-  return std::stoi(line->substr(6));
+// forein-agent and forein-kv-server print `listening HOST:PORT`, then
+// `ready` once they serve: the port, or 0 if the child does not get there.
+inline int ready_port(ChildProcess& child,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  const std::optional<std::string> listening = child.read_line(timeout);
+  if (!listening || !listening->starts_with("listening ")) return 0;
+  const std::optional<std::string> ready = child.read_line(timeout);
+  if (!ready || *ready != "ready") return 0;
+  const auto colon = listening->rfind(':');
+  return colon == std::string::npos ? 0 : std::stoi(listening->substr(colon + 1));
 }
 
 // The last non-empty line of s.

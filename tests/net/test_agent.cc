@@ -239,18 +239,18 @@ TEST_CASE("agent: a token is required off loopback and checked when set", "[agen
 
 namespace {
 
-// forein-agent as a child process; its first stdout line is `ready <port>`.
+// forein-agent as a child process; it prints `listening HOST:PORT`, then `ready`.
 forein::testing::ChildProcess spawn_agent(std::vector<std::string> args) {
   return forein::testing::ChildProcess(FOREIN_AGENT_BIN, std::move(args));
 }
 
 }  // namespace
 
-TEST_CASE("forein-agent: ready <port>, serves, SIGTERM stops it cleanly", "[agent][program]") {
+TEST_CASE("forein-agent: listening, ready, serves, SIGTERM stops it cleanly", "[agent][program]") {
   using forein::testing::ready_port;
   {
     auto agent = spawn_agent({"--listen", "127.0.0.1:0"});
-    const int port = ready_port(agent.read_line());
+    const int port = ready_port(agent);
     REQUIRE(port > 0);
     const AgentClient client(loopback(port));
     forein::net::AgentHealth health;
@@ -267,7 +267,7 @@ TEST_CASE("forein-agent: ready <port>, serves, SIGTERM stops it cleanly", "[agen
   }
   {
     auto agent = spawn_agent({"--listen", "0.0.0.0:0", "--token", "t0k"});
-    const int port = ready_port(agent.read_line());
+    const int port = ready_port(agent);
     REQUIRE(port > 0);
     forein::net::AgentHealth health;
     CHECK(AgentClient(loopback(port)).health(&health).error_code() ==

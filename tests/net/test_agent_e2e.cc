@@ -34,7 +34,7 @@ std::string loopback(int port) { return "127.0.0.1:" + std::to_string(port); }
 
 std::unique_ptr<ChildProcess> start_agent(const std::string& listen, int* port) {
   auto agent = std::make_unique<ChildProcess>(FOREIN_AGENT_BIN, std::vector<std::string>{"--listen", listen});
-  *port = ready_port(agent->read_line());
+  *port = ready_port(*agent);
   REQUIRE(*port > 0);
   return agent;
 }
@@ -87,7 +87,7 @@ TEST_CASE("end to end: agent, kv server and load with hints; agent killed and re
       ChildProcess server(FOREIN_KV_SERVER_BIN,
                           {"--listen", "127.0.0.1:0", "--keys", "20000", "--backend", backend,
                            "--agent", loopback(agent_port), "--threads", "2", "--refresh-ms", "50"});
-      const int server_port = ready_port(server.read_line());
+      const int server_port = ready_port(server);
       REQUIRE(server_port > 0);
       forein::testing::UdpClient udp(static_cast<std::uint16_t>(server_port));
       const AgentClient probe(loopback(agent_port), {}, std::chrono::milliseconds(500));
@@ -161,7 +161,7 @@ TEST_CASE("end to end: agent, kv server and load with hints; agent killed and re
 
 TEST_CASE("forein-load --agent: an unreachable agent costs hints, never requests", "[e2e][load]") {
   ChildProcess server(FOREIN_KV_SERVER_BIN, {"--listen", "127.0.0.1:0", "--keys", "20000"});
-  const int server_port = ready_port(server.read_line());
+  const int server_port = ready_port(server);
   REQUIRE(server_port > 0);
   // A port nobody listens on: an agent started and stopped.
   int dead_port = 0;

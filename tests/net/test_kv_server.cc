@@ -46,7 +46,7 @@ std::unique_ptr<ChildProcess> spawn_server(std::vector<std::string> args) {
 std::unique_ptr<ChildProcess> start_server(std::vector<std::string> extra, std::uint16_t* port) {
   extra.insert(extra.begin(), {"--listen", "127.0.0.1:0"});
   auto child = spawn_server(extra);
-  *port = static_cast<std::uint16_t>(forein::testing::ready_port(child->read_line(std::chrono::seconds(60))));
+  *port = static_cast<std::uint16_t>(forein::testing::ready_port(*child, std::chrono::seconds(60)));
   REQUIRE(*port != 0);
   return child;
 }

@@ -27,7 +27,7 @@ TEST_CASE("forein-load --verify against forein-kv-server: every workload", "[loa
                          Run{"e", "zipf"}, Run{"f", "zipf"}, Run{"getputdel", "zipf"}}) {
     INFO("workload " << run.workload << " dist " << run.dist);
     ChildProcess server(FOREIN_KV_SERVER_BIN, {"--listen", "127.0.0.1:0", "--keys", keys});
-    const int ready = forein::testing::ready_port(server.read_line());
+    const int ready = forein::testing::ready_port(server);
     REQUIRE(ready > 0);
     const std::string port = std::to_string(ready);
     ChildProcess load(FOREIN_LOAD_BIN, {"--target", "127.0.0.1:" + port, "--keys", keys, "--workload",
