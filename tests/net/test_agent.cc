@@ -24,6 +24,7 @@
 #include "agent_client.h"
 #include "agent_service.h"
 #include "child_process.h"
+#include "support/seed.h"
 #include "forein/key.h"
 #include "forein/offload/manager.h"
 #include "forein/offload/registry.h"
@@ -341,4 +342,67 @@ TEST_CASE("AgentMirror: writers and refreshes converge; an agent restart is heal
       CHECK(after.publishes >= 2);
     }
   }
+}
+
+TEST_CASE("agent: thousands of mutated batches per backend: no crash, refusals counted, it keeps serving",
+          "[agent][garbage]") {
+  const std::uint64_t seed = forein::testing::test_seed("agent garbage batches");
+  std::mt19937_64 rng(seed);
+  AgentServer server("127.0.0.1:0");
+  AgentClient client(loopback(server.port()));
+  std::uint64_t expected_malformed = 0;
+  for (const char* name : {"switch_lpm", "fattree"}) {
+    INFO(name);
+    Local local(name);
+    BatchLog log;
+    local.manager.set_apply_listener(&log);
+    REQUIRE(client.publish_image(7, name, local.image(), 0).ok());
+    put_range(*local.tree, 0, 3000);
+    local.manager.refresh();
+    local.manager.flush();
+    local.manager.set_apply_listener(nullptr);
+    REQUIRE(!log.batches.empty());
+    std::size_t accepted = 0, invalid = 0, full = 0;
+    for (int i = 0; i < 1500; ++i) {
+      offload::ChangeBatch b = log.batches[rng() % log.batches.size()];
+      switch (rng() % 4) {
+        case 0:  // truncated
+          b.bytes.resize(b.bytes.empty() ? 0 : rng() % b.bytes.size());
+          break;
+        case 1:  // bytes flipped
+          for (int f = 0; f < 1 + static_cast<int>(rng() % 8) && !b.bytes.empty(); ++f) {
+            b.bytes[rng() % b.bytes.size()] ^= static_cast<std::byte>(1 + rng() % 255);
+          }
+          break;
+        case 2:  // wrong record count
+          b.records += 1 + rng() % 3;
+          break;
+        default:  // random bytes
+          for (auto& byte : b.bytes) byte = static_cast<std::byte>(rng());
+      }
+      const grpc::Status s = client.apply_batch(7, name, b);
+      if (s.ok()) {
+        ++accepted;
+      } else if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+        ++invalid;
+      } else {
+        INFO(s.error_message());
+        REQUIRE(s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+        ++full;
+      }
+    }
+    expected_malformed += invalid;
+    std::printf("  %s: 1500 mutated batches: %zu accepted as valid records, %zu malformed, %zu over capacity\n",
+                name, accepted, invalid, full);
+    CHECK(invalid > 1000);
+    // It still serves: the real batches apply again and the image is read.
+    REQUIRE(client.clear(7).ok());
+    REQUIRE(client.publish_image(7, name, Local(name).image(), 0).ok());
+    for (const auto& b : log.batches) REQUIRE(client.apply_batch(7, name, b).ok());
+    CHECK(fetch(client, 7).bytes == local.image());
+    REQUIRE(client.clear(7).ok());
+  }
+  forein::control::v1::StatsReply stats;
+  REQUIRE(client.stats(&stats).ok());
+  CHECK(stats.malformed_batches() == expected_malformed);
 }
