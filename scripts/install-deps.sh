@@ -14,6 +14,7 @@ packages=(
   libicu-dev        # its text words under ICU collations (pg_locale.h, ucol_*)
   libipc-run-perl   # its TAP tests (regress/t/)
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev  # the control plane (proto/, net/)
+  libdpdk-dev  # forein-switch, the DPDK data plane (net/switch/)
 )
 
 missing=()

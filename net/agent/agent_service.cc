@@ -52,6 +52,18 @@ AgentService::AgentService(AgentOptions options)
 
 AgentService::~AgentService() = default;
 
+std::shared_ptr<const offload::BackendImage> AgentService::image(
+    std::uint64_t index_id, const offload::BackendInfo** info) {
+  std::lock_guard lock(mu_);
+  const auto it = indexes_.find(index_id);
+  if (it == indexes_.end()) {
+    if (info != nullptr) *info = nullptr;
+    return nullptr;
+  }
+  if (info != nullptr) *info = it->second->info;
+  return it->second->image();
+}
+
 grpc::Status AgentService::admit(const grpc::ServerContext* ctx) {
   calls_.fetch_add(1, std::memory_order_relaxed);
   if (options_.token.empty()) return grpc::Status::OK;
@@ -236,7 +248,7 @@ grpc::Status AgentService::Stats(grpc::ServerContext* ctx, const control::StatsR
       st->set_image_version(index->version());
       st->set_batches_applied(index->batches_applied);
       st->set_batches_refused(index->batches_refused);
-      st->set_hint_lookups(0);
+      st->set_hint_lookups(options_.hint_lookups ? options_.hint_lookups(id) : 0);
       st->set_published_image(index->published != nullptr);
       st->set_image_bytes(image->bytes.size());
     }

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,9 @@ namespace control = ::forein::control::v1;
 
 struct AgentOptions {
   std::string token;  // empty: no authentication (loopback only)
+  // Hint lookups answered for an index (Stats' hint_lookups); unset: 0.
+  // forein-switch counts the ones its data plane makes.
+  std::function<std::uint64_t(std::uint64_t index_id)> hint_lookups = nullptr;
 };
 
 class AgentService final : public control::SwitchAgent::Service {
@@ -56,6 +60,14 @@ class AgentService final : public control::SwitchAgent::Service {
   // Random per instance (never 0): a client that sees it change knows the
   // agent restarted and lost its images.
   std::uint64_t instance_id() const { return instance_id_; }
+
+  // The index's current image and its backend (*info), or nullptr (and
+  // *info nullptr) when the agent holds no such index. Takes the agent's
+  // lock briefly (a batch may hold it while it applies): a data plane
+  // polls it from a control thread and republishes the image to its
+  // readers (forein-switch, net/switch).
+  std::shared_ptr<const offload::BackendImage> image(std::uint64_t index_id,
+                                                     const offload::BackendInfo** info);
 
  private:
   struct Index;

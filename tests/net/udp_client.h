@@ -21,13 +21,14 @@ namespace forein::testing {
 
 class UdpClient {
  public:
-  explicit UdpClient(std::uint16_t port) {
+  // addr: IPv4, host byte order (default loopback).
+  explicit UdpClient(std::uint16_t port, std::uint32_t addr = INADDR_LOOPBACK) {
     fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     REQUIRE(fd_ >= 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_addr.s_addr = htonl(addr);
     REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
   }
   ~UdpClient() { ::close(fd_); }

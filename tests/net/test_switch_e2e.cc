@@ -1,0 +1,161 @@
+// forein-switch end to end (docs/network.md, "forein-switch"): the real
+// DPDK switch with two TAP ports, the kernel-UDP forein-kv-server behind its
+// server side mirroring its offload image to the switch's in-process agent,
+// and forein-load --verify sending through its client side. The switch
+// writes the hints: the load client has no --agent. Then malformed
+// datagrams and raw frames into the client port are counted, not fatal.
+// Needs root and /dev/net/tun (TAP devices); skipped without them. No
+// sleeps as synchronization: a reply through the switch proves the frames
+// sent before it on that port were handled; children are killed on failure.
+#include <arpa/inet.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "protocol/dataset.h"
+#include "protocol/packet.h"
+#include "udp_client.h"
+
+namespace {
+
+using forein::testing::ChildProcess;
+using forein::testing::json_number;
+using forein::testing::ready_port;
+
+bool can_make_taps() { return ::geteuid() == 0 && ::access("/dev/net/tun", R_OK | W_OK) == 0; }
+
+// The object after "name": in the switch's JSON line (flat enough for json_number).
+std::string json_object(const std::string& json, const std::string& name) {
+  const std::size_t at = json.find("\"" + name + "\":{");
+  if (at == std::string::npos) return {};
+  return json.substr(at, json.find('}', at) - at + 1);
+}
+
+// Sends n raw Ethernet frames of `bytes` bytes out of iface (into the switch's port).
+void send_raw_frames(const std::string& iface, std::uint16_t ethertype, std::size_t bytes, int n) {
+  const int fd = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_ll to{};
+  to.sll_family = AF_PACKET;
+  to.sll_ifindex = static_cast<int>(::if_nametoindex(iface.c_str()));
+  to.sll_halen = ETH_ALEN;
+  std::vector<unsigned char> frame(bytes, 0xA5);
+  const unsigned char mac[6] = {0x02, 0xF0, 0xE1, 0x5C, 0x00, 0x01};
+  std::memcpy(frame.data(), mac, 6);
+  std::memcpy(to.sll_addr, mac, 6);
+  frame[12] = static_cast<unsigned char>(ethertype >> 8);
+  frame[13] = static_cast<unsigned char>(ethertype & 0xFF);
+  for (int i = 0; i < n; ++i) {
+    CHECK(::sendto(fd, frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to) ==
+          static_cast<ssize_t>(frame.size()));
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+TEST_CASE("forein-switch: load through the DPDK switch with hints; malformed frames counted",
+          "[e2e][switch]") {
+  if (!can_make_taps()) {
+    WARN("forein-switch needs root and /dev/net/tun for its TAP ports: skipped");
+    return;
+  }
+  const int pid = static_cast<int>(::getpid());
+  for (const std::string backend : {"switch_lpm", "fattree"}) {
+    SECTION(backend) {
+      // Per run: interface names and /24s no other run uses at the same time.
+      const int tag = pid % 100000;
+      const std::string suffix = std::to_string(tag) + (backend == "fattree" ? "f" : "l");
+      const std::string client_iface = "fswc" + suffix, server_iface = "fsws" + suffix;
+      const std::string net_prefix = "10." + std::to_string(100 + tag % 100) + ".";
+      const int third = 2 * ((tag / 100) % 60) + (backend == "fattree" ? 128 : 0);
+      const std::string client_net = net_prefix + std::to_string(third);
+      const std::string server_net = net_prefix + std::to_string(third + 1);
+      ChildProcess sw(FOREIN_SWITCH_BIN, {"--agent-listen", "127.0.0.1:0", "--client-iface", client_iface,
+                                          "--server-iface", server_iface, "--client-net", client_net,
+                                          "--server-net", server_net});
+      const int agent_port = ready_port(sw);
+      REQUIRE(agent_port > 0);
+      ChildProcess server(FOREIN_KV_SERVER_BIN,
+                          {"--listen", server_net + ".1:0", "--keys", "20000", "--backend", backend, "--agent",
+                           "127.0.0.1:" + std::to_string(agent_port), "--threads", "2", "--refresh-ms", "50"});
+      const int server_port = ready_port(server);
+      REQUIRE(server_port > 0);
+      const std::string target = client_net + ".2:" + std::to_string(server_port);
+
+      // 1. forein-load --verify through the switch; the switch hints.
+      ChildProcess load(FOREIN_LOAD_BIN,
+                        {"--target", target, "--keys", "20000", "--workload", "b", "--dist", "zipf", "--zipf",
+                         "0.99", "--seconds", "2", "--outstanding", "8", "--timeout-ms", "500", "--retries", "5",
+                         "--verify", "--seed", "7"});
+      const std::string out = load.read_all();
+      INFO(out);
+      CHECK(load.wait_exit() == 0);
+      const std::string json = forein::testing::last_line(out);
+      REQUIRE(json.starts_with("{"));
+      CHECK(json_number(json, "wrong") == 0);
+      CHECK(json_number(json, "errors") == 0);
+      CHECK(json_number(json, "verified") > 0);
+      CHECK(json_number(json, "hinted") == 0);  // the client sent none: the switch did
+
+      in_addr server_addr{};
+      REQUIRE(inet_pton(AF_INET, (server_net + ".1").c_str(), &server_addr) == 1);
+      forein::testing::UdpClient direct(static_cast<std::uint16_t>(server_port), ntohl(server_addr.s_addr));
+      const std::string stats = forein::testing::server_stats(direct);
+      INFO(stats);
+      CHECK(json_number(stats, "hinted") > 0);
+      CHECK(json_number(stats, "hint_hits") > 0);
+
+      // 2. Malformed input into the client port: protocol garbage in UDP
+      // datagrams to the switch, and frames with broken IPv4 headers.
+      in_addr switch_addr{};
+      REQUIRE(inet_pton(AF_INET, (client_net + ".2").c_str(), &switch_addr) == 1);
+      forein::testing::UdpClient via(static_cast<std::uint16_t>(server_port), ntohl(switch_addr.s_addr));
+      const int kGarbage = 40, kTruncated = 10, kBadFrames = 12, kNotIp = 5;
+      std::uint32_t rng = 12345;
+      for (int i = 0; i < kGarbage; ++i) {
+        std::vector<std::byte> d(1 + i * 7 % 300);
+        for (auto& b : d) b = static_cast<std::byte>((rng = rng * 1103515245u + 12345u) >> 24);
+        d[0] = std::byte{0};  // never the magic
+        via.send_raw(d);
+      }
+      std::vector<std::byte> get = forein::net::encode_packet(
+          forein::testing::request(forein::net::Op::kGet, forein::net::dataset_key(3)));
+      for (int i = 0; i < kTruncated; ++i) {
+        via.send_raw(std::vector<std::byte>(get.begin(), get.begin() + 1 + i * 3));
+      }
+      send_raw_frames(client_iface, 0x0800, 20, kBadFrames);  // IPv4 shorter than its header
+      send_raw_frames(client_iface, 0x88B5, 60, kNotIp);      // a local experimental ethertype
+      // A request through the switch after them: its reply proves they were handled.
+      const forein::net::Packet r = via.call(forein::testing::request(forein::net::Op::kGet, forein::net::dataset_key(3)));
+      CHECK(r.op == forein::net::Op::kReply);
+      CHECK(r.status == forein::net::Status::kOk);
+      CHECK(r.value == forein::net::dataset_value(3));
+
+      sw.signal(SIGTERM);
+      const std::string sw_out = sw.read_all();
+      INFO(sw_out);
+      CHECK(sw.wait_exit() == 0);
+      const std::string counters = forein::testing::last_line(sw_out);
+      REQUIRE(counters.starts_with("{"));
+      const std::string client = json_object(counters, "client");
+      CHECK(json_number(client, "hinted") > 0);
+      CHECK(json_number(client, "malformed") == kGarbage + kTruncated);
+      CHECK(json_number(client, "forwarded") > 0);
+      CHECK(json_number(client, "dropped") >= kBadFrames + kNotIp);
+      CHECK(json_number(counters, "hinted") > 0);
+      server.signal(SIGTERM);
+      CHECK(server.wait_exit() == 0);
+    }
+  }
+}
