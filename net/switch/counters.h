@@ -1,0 +1,28 @@
+// forein-switch's per-port counters and the JSON line it prints on exit.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace forein::net::sw {
+
+// Per port, written by the data plane only (relaxed), read by anyone.
+struct PortCounters {
+  std::atomic<std::uint64_t> rx{0}, forwarded{0}, hinted{0}, misses{0}, malformed{0}, dropped{0},
+      arp_replies{0};
+  // dropped, by reason
+  std::atomic<std::uint64_t> not_ipv4{0}, bad_ip{0}, not_for_switch{0}, no_room{0}, tx_full{0};
+};
+
+// A load and a store, not an atomic add: each counter has one writer.
+inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+struct Side;
+
+// Both ports' counters, their totals and the hint lookups, as one JSON object.
+std::string counters_json(const Side* sides, std::uint64_t lookups);
+
+}  // namespace forein::net::sw

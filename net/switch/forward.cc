@@ -1,0 +1,107 @@
+#include "forward.h"
+
+#include <netinet/in.h>
+
+#include <cstring>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "forein/key.h"
+#include "frames.h"
+#include "protocol/packet.h"
+
+namespace forein::net::sw {
+namespace {
+
+int drop(PortCounters& c, std::atomic<std::uint64_t>& reason, rte_mbuf* m) {
+  bump(c.dropped);
+  bump(reason);
+  rte_pktmbuf_free(m);
+  return -1;
+}
+
+}  // namespace
+
+int Forwarder::handle(int in, rte_mbuf* m) {
+  Side& side = sides_[in];
+  PortCounters& c = side.counters;
+  if (m->nb_segs != 1 || m->data_len < sizeof(rte_ether_hdr)) return drop(c, c.bad_ip, m);
+  auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+  const std::uint16_t type = rte_be_to_cpu_16(eth->ether_type);
+  if (type == RTE_ETHER_TYPE_ARP) return answer_arp(side, m) ? in : -1;
+  if (type != RTE_ETHER_TYPE_IPV4) return drop(c, c.not_ipv4, m);
+  const std::size_t frame = m->data_len;
+  if (frame < sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr)) return drop(c, c.bad_ip, m);
+  auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
+  const std::size_t ihl = static_cast<std::size_t>(ip->version_ihl & 0x0F) * 4;
+  const std::size_t total = rte_be_to_cpu_16(ip->total_length);
+  if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(rte_ipv4_hdr) || total < ihl ||
+      sizeof(rte_ether_hdr) + total > frame) {
+    return drop(c, c.bad_ip, m);
+  }
+  if (rte_be_to_cpu_32(ip->dst_addr) != side.switch_ip) return drop(c, c.not_for_switch, m);
+  // Trim Ethernet padding.
+  if (sizeof(rte_ether_hdr) + total < frame) {
+    rte_pktmbuf_trim(m, static_cast<std::uint16_t>(frame - sizeof(rte_ether_hdr) - total));
+  }
+  const int out = 1 - in;
+  const std::uint16_t frag = rte_be_to_cpu_16(ip->fragment_offset);
+  const bool fragment = (frag & (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK)) != 0;
+  const bool first = (frag & RTE_IPV4_HDR_OFFSET_MASK) == 0;
+  rte_udp_hdr* udp = nullptr;
+  if (ip->next_proto_id == IPPROTO_UDP && first) {
+    if (total < ihl + sizeof(rte_udp_hdr)) return drop(c, c.bad_ip, m);
+    udp = reinterpret_cast<rte_udp_hdr*>(reinterpret_cast<std::byte*>(ip) + ihl);
+  }
+  // Only whole datagrams from the client side are requests to hint.
+  if (in == 0 && udp != nullptr && !fragment && !hint_request(c, m, ip, ihl, total, udp)) return -1;
+  // Address translation: in from the client side (to our client-side
+  // address) -> out from our server-side address to the server; back the
+  // other way.
+  translate(eth, ip, udp, fragment, sides_[out]);
+  return out;
+}
+
+bool Forwarder::hint_request(PortCounters& c, rte_mbuf* m, rte_ipv4_hdr* ip, std::size_t ihl, std::size_t total,
+                             rte_udp_hdr* udp) {
+  const std::size_t udp_len = rte_be_to_cpu_16(udp->dgram_len);
+  if (udp_len < sizeof(rte_udp_hdr) || udp_len > total - ihl) {
+    drop(c, c.bad_ip, m);
+    return false;
+  }
+  const std::span<const std::byte> payload(reinterpret_cast<const std::byte*>(udp + 1),
+                                           udp_len - sizeof(rte_udp_hdr));
+  if (forein::net::check_datagram(payload) != forein::net::ParseError::kNone) {
+    bump(c.malformed);
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  const auto op = static_cast<Op>(static_cast<std::uint8_t>(payload[3]));
+  if (op != Op::kGet && op != Op::kPut && op != Op::kDelete && op != Op::kScan) return true;
+  const std::string_view key = forein::net::packet_key(payload);
+  const forein::StartHints h = image_->read([&](const Image& img) {
+    if (img.info == nullptr) return forein::StartHints{};
+    return img.info->hint(img.image->bytes, forein::word_of(key));
+  });
+  bump(lookups);
+  bool hinted = false;
+  if (h.primary.present() || h.secondary.present()) {
+    std::vector<std::byte> datagram(payload.begin(), payload.end());
+    if (forein::net::set_hint_trailer(datagram, h)) {
+      const std::size_t grow = datagram.size() - payload.size();
+      if (grow > 0 && rte_pktmbuf_append(m, static_cast<std::uint16_t>(grow)) == nullptr) {
+        drop(c, c.no_room, m);
+        return false;
+      }
+      std::memcpy(udp + 1, datagram.data(), datagram.size());
+      udp->dgram_len = rte_cpu_to_be_16(static_cast<std::uint16_t>(sizeof(rte_udp_hdr) + datagram.size()));
+      ip->total_length = rte_cpu_to_be_16(static_cast<std::uint16_t>(ihl + sizeof(rte_udp_hdr) + datagram.size()));
+      hinted = true;
+    }
+  }
+  bump(hinted ? c.hinted : c.misses);
+  return true;
+}
+
+}  // namespace forein::net::sw

@@ -1,0 +1,71 @@
+#include "poll.h"
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_pause.h>
+#include <time.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+namespace forein::net::sw {
+namespace {
+
+constexpr std::uint16_t kBurst = 32;
+
+// Back off when both ports are idle: a few pause spins, then sleeps
+// doubling from 1 us to 256 us, so the switch shares the cores with the
+// servers and clients (docs/network.md).
+void back_off(unsigned idle) {
+  if (idle < 64) {
+    rte_pause();
+  } else {
+    const unsigned shift = std::min(idle - 64, 8u);
+    const timespec ts{0, static_cast<long>(1000u << shift)};
+    ::nanosleep(&ts, nullptr);
+  }
+}
+
+}  // namespace
+
+void poll_ports(Side sides[2], Forwarder& forward, const std::atomic<bool>& stop) {
+  std::array<rte_mbuf*, kBurst> rx{};
+  std::array<rte_mbuf*, kBurst> out[2]{};  // per destination port
+  unsigned idle = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    unsigned got = 0;
+    for (int in = 0; in < 2; ++in) {
+      Side& side = sides[in];
+      const std::uint16_t n = rte_eth_rx_burst(side.port, 0, rx.data(), kBurst);
+      got += n;
+      if (n == 0) continue;
+      bump(side.counters.rx, n);
+      std::uint16_t count[2] = {0, 0};
+      for (std::uint16_t i = 0; i < n; ++i) {
+        const int dest = forward.handle(in, rx[i]);
+        if (dest < 0) continue;  // freed
+        out[dest][count[dest]++] = rx[i];
+      }
+      for (int d = 0; d < 2; ++d) {
+        if (count[d] == 0) continue;
+        const std::uint16_t sent = rte_eth_tx_burst(sides[d].port, 0, out[d].data(), count[d]);
+        // Forwarded frames count on the port they came in on; ARP
+        // replies (dest == in) are counted when made.
+        if (d != in) bump(side.counters.forwarded, sent);
+        for (std::uint16_t k = sent; k < count[d]; ++k) rte_pktmbuf_free(out[d][k]);
+        if (sent < count[d]) {
+          bump(side.counters.dropped, count[d] - sent);
+          bump(side.counters.tx_full, count[d] - sent);
+        }
+      }
+    }
+    if (got > 0) {
+      idle = 0;
+    } else {
+      back_off(++idle);
+    }
+  }
+}
+
+}  // namespace forein::net::sw

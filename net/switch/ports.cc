@@ -1,0 +1,147 @@
+#include "ports.h"
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace forein::net::sw {
+namespace {
+
+constexpr std::uint16_t kDescriptors = 512;
+constexpr unsigned kPoolSize = 4095;
+
+bool parse_net(const std::string& s, std::uint32_t* base) {
+  in_addr a{};
+  if (inet_pton(AF_INET, (s + ".0").c_str(), &a) != 1) return false;
+  *base = ntohl(a.s_addr);
+  return true;
+}
+
+// The kernel side of a TAP device: address, netmask, up; its MAC.
+bool configure_iface(Side& side) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, side.iface.c_str(), IFNAMSIZ - 1);
+  auto set_addr = [&](unsigned long req, std::uint32_t v) {
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(v);
+    std::memcpy(&ifr.ifr_addr, &sin, sizeof sin);
+    return ::ioctl(fd, req, &ifr) == 0;
+  };
+  bool ok = set_addr(SIOCSIFADDR, side.kernel_ip) && set_addr(SIOCSIFNETMASK, 0xFFFFFF00u);
+  if (ok) ok = ::ioctl(fd, SIOCGIFFLAGS, &ifr) == 0;
+  if (ok) {
+    ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
+    ok = ::ioctl(fd, SIOCSIFFLAGS, &ifr) == 0;
+  }
+  if (ok) ok = ::ioctl(fd, SIOCGIFHWADDR, &ifr) == 0;
+  if (ok) std::memcpy(side.kernel_mac.addr_bytes, ifr.ifr_hwaddr.sa_data, RTE_ETHER_ADDR_LEN);
+  if (!ok) std::fprintf(stderr, "forein-switch: configuring %s: %s\n", side.iface.c_str(), std::strerror(errno));
+  ::close(fd);
+  // Best effort: no IPv6 chatter on the device.
+  if (std::FILE* f = std::fopen(("/proc/sys/net/ipv6/conf/" + side.iface + "/disable_ipv6").c_str(), "w")) {
+    std::fputs("1", f);
+    std::fclose(f);
+  }
+  return ok;
+}
+
+bool start_port(std::uint16_t port, rte_mempool* pool) {
+  rte_eth_conf conf{};
+  if (rte_eth_dev_configure(port, 1, 1, &conf) != 0) return false;
+  std::uint16_t rxd = kDescriptors, txd = kDescriptors;
+  if (rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd) != 0) return false;
+  const int socket = rte_eth_dev_socket_id(port);
+  const unsigned sock = socket < 0 ? 0u : static_cast<unsigned>(socket);
+  if (rte_eth_rx_queue_setup(port, 0, rxd, sock, nullptr, pool) != 0) return false;
+  if (rte_eth_tx_queue_setup(port, 0, txd, sock, nullptr) != 0) return false;
+  if (rte_eth_dev_start(port) != 0) return false;
+  rte_eth_promiscuous_enable(port);  // best effort
+  return true;
+}
+
+}  // namespace
+
+std::string ip_string(std::uint32_t host_order) {
+  in_addr a{htonl(host_order)};
+  char buf[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &a, buf, sizeof buf);
+  return buf;
+}
+
+bool init_sides(const Options& o, Side sides[2]) {
+  for (int i = 0; i < 2; ++i) {
+    std::uint32_t base = 0;
+    if (!parse_net(o.net[i], &base) || o.iface[i].empty() || o.iface[i].size() >= IFNAMSIZ) {
+      std::fprintf(stderr, "forein-switch: bad network '%s' or interface '%s'\n", o.net[i].c_str(),
+                   o.iface[i].c_str());
+      return false;
+    }
+    sides[i].iface = o.iface[i];
+    sides[i].kernel_ip = base + 1;
+    sides[i].switch_ip = base + 2;
+    sides[i].switch_mac = rte_ether_addr{{0x02, 0xF0, 0xE1, 0x5C, 0x00, static_cast<std::uint8_t>(i + 1)}};
+  }
+  if (sides[0].kernel_ip == sides[1].kernel_ip) {
+    std::fprintf(stderr, "forein-switch: the client and server networks must differ\n");
+    return false;
+  }
+  return true;
+}
+
+bool init_eal(const Options& o) {
+  cpu_set_t cpus;
+  const bool have_cpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0;
+  std::vector<std::string> eal = eal_args(o);
+  std::vector<char*> eal_argv;
+  for (auto& a : eal) eal_argv.push_back(a.data());
+  rte_openlog_stream(stderr);
+  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
+    std::fprintf(stderr, "forein-switch: EAL init failed: %s\n", rte_strerror(rte_errno));
+    return false;
+  }
+  // EAL pinned this thread to one lcore; on shared cores let it run anywhere.
+  if (have_cpus) pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
+  return true;
+}
+
+bool start_ports(Side sides[2]) {
+  rte_mempool* pool = rte_pktmbuf_pool_create("fsw_pool", kPoolSize, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                              static_cast<int>(rte_socket_id()));
+  const char* names[2] = {"net_tap0", "net_tap1"};
+  bool ok = pool != nullptr;
+  if (!ok) std::fprintf(stderr, "forein-switch: mbuf pool: %s\n", rte_strerror(rte_errno));
+  for (int i = 0; ok && i < 2; ++i) {
+    ok = rte_eth_dev_get_port_by_name(names[i], &sides[i].port) == 0 && start_port(sides[i].port, pool) &&
+         configure_iface(sides[i]);
+    if (!ok) std::fprintf(stderr, "forein-switch: port %s (%s) failed to start\n", names[i], sides[i].iface.c_str());
+  }
+  return ok;
+}
+
+void stop_ports(Side sides[2]) {
+  for (int i = 0; i < 2; ++i) {
+    rte_eth_dev_stop(sides[i].port);
+    rte_eth_dev_close(sides[i].port);
+  }
+}
+
+}  // namespace forein::net::sw
