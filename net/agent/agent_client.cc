@@ -93,17 +93,16 @@ grpc::Status AgentClient::fetch_image(std::uint64_t index_id, FetchedImage* out)
 grpc::Status AgentClient::clear(std::uint64_t index_id, std::uint64_t* cleared) const {
   control::ClearRequest req;
   req.set_index_id(index_id);
-  control::ClearReply reply;
-  grpc::ClientContext ctx;
-  prepare(&ctx);
-  const grpc::Status s = stub_->Clear(&ctx, req, &reply);
-  if (s.ok() && cleared != nullptr) *cleared = reply.cleared();
-  return s;
+  return send_clear(req, cleared);
 }
 
 grpc::Status AgentClient::clear_all(std::uint64_t* cleared) const {
   control::ClearRequest req;
   req.set_all(true);
+  return send_clear(req, cleared);
+}
+
+grpc::Status AgentClient::send_clear(const control::ClearRequest& req, std::uint64_t* cleared) const {
   control::ClearReply reply;
   grpc::ClientContext ctx;
   prepare(&ctx);

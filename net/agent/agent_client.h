@@ -61,6 +61,7 @@ class AgentClient {
 
  private:
   void prepare(grpc::ClientContext* ctx) const;
+  grpc::Status send_clear(const control::ClearRequest& req, std::uint64_t* cleared) const;
 
   std::string target_;
   std::string token_;
