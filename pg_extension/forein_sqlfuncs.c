@@ -243,6 +243,20 @@ uint64_numeric(uint64 v)
 }
 
 /*
+ * A copy of the index's published image (palloc'd) with its table info, or
+ * NULL when the index has no offload slot or no image yet.
+ */
+static char *
+copy_published_image(Relation index, ForeinOffTableInfo *info)
+{
+	int			slotno = forein_off_find_slot(index, false);
+
+	if (slotno < 0)
+		return NULL;
+	return forein_off_copy_image(slotno, index, info);
+}
+
+/*
  * forein_offload_entries(index regclass) returns setof (prefix numeric,
  * prefix_len integer, node bigint, level integer): the records of the
  * published image, as the backend lists them (switch_lpm: its LPM entries).
@@ -257,23 +271,18 @@ forein_offload_entries(PG_FUNCTION_ARGS)
 	forein_offload_record *recs = NULL;
 	size_t		n = 0;
 	size_t		i;
-	int			slotno;
+	ForeinOffTableInfo info;
+	char	   *image;
 
 	InitMaterializedSRF(fcinfo, 0);
 
-	slotno = forein_off_find_slot(index, false);
-	if (slotno >= 0)
+	image = copy_published_image(index, &info);
+	if (image != NULL)
 	{
-		ForeinOffTableInfo info;
-		char	   *image = forein_off_copy_image(slotno, index, &info);
-
-		if (image != NULL)
-		{
-			n = forein_offload_image_records(info.backend_id, image, info.image_len, NULL, 0);
-			recs = palloc_extended(Max(n, 1) * sizeof(forein_offload_record), MCXT_ALLOC_HUGE);
-			n = forein_offload_image_records(info.backend_id, image, info.image_len, recs, n);
-			pfree(image);
-		}
+		n = forein_offload_image_records(info.backend_id, image, info.image_len, NULL, 0);
+		recs = palloc_extended(Max(n, 1) * sizeof(forein_offload_record), MCXT_ALLOC_HUGE);
+		n = forein_offload_image_records(info.backend_id, image, info.image_len, recs, n);
+		pfree(image);
 	}
 
 	for (i = 0; i < n; i++)
@@ -313,30 +322,25 @@ forein_offload_usage(PG_FUNCTION_ARGS)
 	forein_offload_usage_row *rows = NULL;
 	size_t		n = 0;
 	size_t		i;
-	int			slotno;
+	ForeinOffTableInfo info;
+	char	   *image;
 
 	InitMaterializedSRF(fcinfo, 0);
 
-	slotno = forein_off_find_slot(index, false);
-	if (slotno >= 0)
+	image = copy_published_image(index, &info);
+	if (image != NULL && info.capacity > 0)
 	{
-		ForeinOffTableInfo info;
-		char	   *image = forein_off_copy_image(slotno, index, &info);
+		size_t		got;
 
-		if (image != NULL && info.capacity > 0)
-		{
-			size_t		got;
-
-			n = forein_offload_image_usage(info.backend_id, image, info.image_len,
-										   info.capacity, NULL, 0);
-			rows = palloc(Max(n, 1) * sizeof(forein_offload_usage_row));
-			got = forein_offload_image_usage(info.backend_id, image, info.image_len,
-											 info.capacity, rows, n);
-			n = Min(n, got);
-		}
-		if (image != NULL)
-			pfree(image);
+		n = forein_offload_image_usage(info.backend_id, image, info.image_len,
+									   info.capacity, NULL, 0);
+		rows = palloc(Max(n, 1) * sizeof(forein_offload_usage_row));
+		got = forein_offload_image_usage(info.backend_id, image, info.image_len,
+										 info.capacity, rows, n);
+		n = Min(n, got);
 	}
+	if (image != NULL)
+		pfree(image);
 
 	for (i = 0; i < n; i++)
 	{
