@@ -21,10 +21,10 @@ int hex_digit(char c) {
 
 }  // namespace
 
-Rows generated_rows(std::uint64_t n) {
+Rows generated_rows(std::uint64_t first, std::uint64_t end) {
   Rows rows;
-  rows.reserve(n);
-  for (std::uint64_t i = 0; i < n; ++i) rows.emplace_back(dataset_key(i), dataset_value(i));
+  rows.reserve(end > first ? end - first : 0);
+  for (std::uint64_t i = first; i < end; ++i) rows.emplace_back(dataset_key(i), dataset_value(i));
   return rows;
 }
 

@@ -19,7 +19,8 @@ namespace forein::net::kv {
 
 using Rows = std::vector<std::pair<std::string, std::string>>;
 
-Rows generated_rows(std::uint64_t n);
+// dataset_key(i) -> dataset_value(i) for first <= i < end.
+Rows generated_rows(std::uint64_t first, std::uint64_t end);
 
 // Sorted rows of the file; throws forein::InvalidArgument naming the file
 // and line on a malformed line or a duplicate key, forein::IoError if it

@@ -16,8 +16,12 @@ constexpr std::size_t kScanEntryOverhead = 6;  // u16 key length, u32 value leng
 }  // namespace
 
 RequestHandler::RequestHandler(Tree& tree, offload::OffloadManager* manager, ServerStats& stats,
-                               std::function<std::string()> stats_json)
-    : tree_(tree), manager_(manager), stats_(stats), stats_json_(std::move(stats_json)) {}
+                               std::function<std::string()> stats_json, OwnedRange owned)
+    : tree_(tree),
+      manager_(manager),
+      stats_(stats),
+      stats_json_(std::move(stats_json)),
+      owned_(std::move(owned)) {}
 
 Packet RequestHandler::reply_to(const Packet& request, Op op, Status status) const {
   Packet reply;
@@ -45,6 +49,8 @@ Packet RequestHandler::handle(const Packet& request) {
   try {
     if (request.op != Op::kStats && request.key.size() > tree_.max_key_size()) {
       fail(Status::kBadRequest, "key longer than " + std::to_string(tree_.max_key_size()) + " bytes");
+    } else if (request.op != Op::kStats && !owned_.owns(request.key)) {
+      fail(Status::kBadRequest, "key not owned by this server (" + owned_.name + ")");
     } else {
       if (manager_ != nullptr && request.op != Op::kStats) manager_->sample_access(word_of(request.key));
       switch (request.op) {
@@ -89,7 +95,8 @@ Packet RequestHandler::handle(const Packet& request) {
 // Entries from the request's key (inclusive) in key order, at most count
 // of them (0: no limit but the datagram), as many as fit one datagram;
 // kFlagMore when the datagram filled up before count was reached and
-// entries remained.
+// entries remained, or when the scan reached the end of this server's
+// range (--shard) short of count: the next shard's server holds the rest.
 Packet RequestHandler::scan(const Packet& request, const StartHints* hints) {
   Packet reply = reply_to(request, Op::kReply, Status::kOk);
   const std::size_t budget = kMaxDatagram - kHeaderBytes - reply.key.size();
@@ -98,6 +105,7 @@ Packet RequestHandler::scan(const Packet& request, const StartHints* hints) {
   bool more = false;
   ScanSpec spec;
   spec.lower = KeyBound{request.key, true};
+  if (owned_.upper) spec.upper = KeyBound{*owned_.upper, false};
   tree_.scan(
       spec,
       [&](std::string_view key, std::string_view value) {
@@ -118,6 +126,7 @@ Packet RequestHandler::scan(const Packet& request, const StartHints* hints) {
     reply.value = "entry larger than a datagram";
     return reply;
   }
+  if (owned_.upper && (request.count == 0 || entries.size() < request.count)) more = true;
   reply.count = static_cast<std::uint32_t>(entries.size());
   reply.more = more;
   reply.value = encode_scan_entries(entries);

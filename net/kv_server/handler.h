@@ -3,7 +3,9 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "forein/tree.h"
 #include "protocol/packet.h"
@@ -15,11 +17,23 @@ class OffloadManager;
 
 namespace forein::net::kv {
 
+// The keys a server answers for (--shard): [lower, upper), either end
+// open. A request for another key gets ERROR kBadRequest naming the shard.
+struct OwnedRange {
+  std::optional<std::string> lower;  // inclusive
+  std::optional<std::string> upper;  // exclusive
+  std::string name;                  // "shard I/K", for the error message
+
+  bool owns(std::string_view key) const {
+    return (!lower || key >= std::string_view(*lower)) && (!upper || key < std::string_view(*upper));
+  }
+};
+
 class RequestHandler {
  public:
   // manager may be null (no offload). stats_json renders the STATS reply.
   RequestHandler(Tree& tree, offload::OffloadManager* manager, ServerStats& stats,
-                 std::function<std::string()> stats_json);
+                 std::function<std::string()> stats_json, OwnedRange owned = {});
 
   // The reply to `request` (a GET, PUT, DELETE, SCAN or STATS packet):
   // REPLY with kOk / kNotFound, or ERROR with kBadRequest, kTooLarge or
@@ -35,6 +49,7 @@ class RequestHandler {
   offload::OffloadManager* manager_;
   ServerStats& stats_;
   std::function<std::string()> stats_json_;
+  OwnedRange owned_;
 };
 
 }  // namespace forein::net::kv

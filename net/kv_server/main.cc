@@ -9,6 +9,7 @@
 #include <string>
 
 #include "forein/offload/registry.h"
+#include "protocol/dataset.h"
 #include "kv_server/data.h"
 #include "kv_server/options.h"
 #include "kv_server/server.h"
@@ -54,7 +55,10 @@ int main(int argc, char** argv) {
 
   try {
     const Rows rows =
-        options.data_file.empty() ? generated_rows(options.keys) : load_data_file(options.data_file);
+        options.data_file.empty()
+            ? generated_rows(forein::net::shard_first(options.shard, options.shards, options.keys),
+                             forein::net::shard_first(options.shard + 1, options.shards, options.keys))
+            : load_data_file(options.data_file);
     Server server(options, rows);
     const std::uint16_t port = server.bind();
     server.start();

@@ -39,7 +39,9 @@ std::string usage_text(const char* argv0) {
   return std::string("usage: ") + argv0 +
          " --listen HOST:PORT (--keys N | --data FILE) [--backend NAME]\n"
          "       [--agent HOST:PORT] [--agent-token T] [--threads T] [--refresh-ms MS]\n"
-         "       [--sample-rate N]\n"
+         "       [--sample-rate N] [--shard I/K]\n"
+         "  --shard I/K: with --keys, own dataset shard I of K (0 <= I < K <= 64) and\n"
+         "               publish the offload image under agent index I\n"
          "  backends: " + offload::registered_backend_names() + "\n";
 }
 
@@ -64,7 +66,8 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
     }
     const bool known = arg == "--listen" || arg == "--keys" || arg == "--data" ||
                        arg == "--backend" || arg == "--agent" || arg == "--agent-token" ||
-                       arg == "--threads" || arg == "--refresh-ms" || arg == "--sample-rate";
+                       arg == "--threads" || arg == "--refresh-ms" || arg == "--sample-rate" ||
+                       arg == "--shard";
     if (!known) {
       *error = "unknown argument '" + std::string(arg) + "'";
       return false;
@@ -112,6 +115,13 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
       if (!parse_number<std::uint32_t>(value, 0, 1'000'000, &out->sample_rate)) {
         return bad("expected 0 (no sampling) .. 1000000");
       }
+    } else if (arg == "--shard") {
+      const std::size_t slash = value.find('/');
+      if (slash == std::string_view::npos ||
+          !parse_number<std::uint32_t>(value.substr(slash + 1), 1, 64, &out->shards) ||
+          !parse_number<std::uint32_t>(value.substr(0, slash), 0, out->shards - 1, &out->shard)) {
+        return bad("expected I/K with 0 <= I < K <= 64");
+      }
     }
   }
   if (!listen_given) {
@@ -120,6 +130,10 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
   }
   if (out->keys_given == !out->data_file.empty()) {
     *error = "give exactly one of --keys N and --data FILE";
+    return false;
+  }
+  if (out->shards > 1 && !out->keys_given) {
+    *error = "--shard needs --keys (shards split the generated data set)";
     return false;
   }
   if (!out->agent_token.empty() && out->agent.empty()) {

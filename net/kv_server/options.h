@@ -18,6 +18,10 @@ struct ServerOptions {
   unsigned threads = 2;                // UDP worker threads, 1..64
   std::uint32_t refresh_ms = 100;      // offload refresh period
   std::uint32_t sample_rate = 16;      // 1 in N accesses sampled for the offload planner
+  // --shard I/K (with --keys): this server owns dataset shard I of K
+  // (protocol/dataset.h) and publishes its image under agent index I.
+  std::uint32_t shard = 0;
+  std::uint32_t shards = 1;
 };
 
 // Parses argv. On a bad command line returns false with a message in

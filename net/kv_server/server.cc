@@ -41,12 +41,26 @@ class AgentMirror {};
 namespace forein::net::kv {
 #endif
 
+namespace {
+
+// --shard I/K: the keys shard I owns; the whole key space otherwise.
+OwnedRange owned_range(const ServerOptions& o) {
+  OwnedRange r;
+  if (o.shards <= 1) return r;
+  if (o.shard > 0) r.lower = dataset_key(shard_first(o.shard, o.shards, o.keys));
+  if (o.shard + 1 < o.shards) r.upper = dataset_key(shard_first(o.shard + 1, o.shards, o.keys));
+  r.name = "shard " + std::to_string(o.shard) + "/" + std::to_string(o.shards);
+  return r;
+}
+
+}  // namespace
+
 Server::Server(const ServerOptions& options, const Rows& rows) : options_(options) {
   backend_ = std::make_unique<offload::Backend>(offload::backend_by_name(options_.backend));
   offload::ManagerOptions mo;
   // The index the agent mirror publishes under (forein-load --agent's
   // default --index).
-  mo.index_id = kDatasetIndexId;
+  mo.index_id = kDatasetIndexId + options_.shard;
   mo.sample_rate = options_.sample_rate;
   mo.refresh_period = std::chrono::milliseconds(options_.refresh_ms);
   // The background thread wakes (a timed condition-variable wait) once per
@@ -54,12 +68,12 @@ Server::Server(const ServerOptions& options, const Rows& rows) : options_(option
   mo.pump_period = mo.refresh_period;
   manager_ = std::make_unique<offload::OffloadManager>(*backend_, mo);
   TreeOptions to;
-  to.index_id = kDatasetIndexId;
+  to.index_id = kDatasetIndexId + options_.shard;
   to.observer = manager_.get();
   tree_ = Tree::create(std::make_unique<MemoryPageStore>(), to);
   tree_->bulk_load(rows);
   handler_ = std::make_unique<RequestHandler>(*tree_, manager_.get(), stats_,
-                                              [this] { return stats_json(); });
+                                              [this] { return stats_json(); }, owned_range(options_));
 }
 
 Server::~Server() {
@@ -161,6 +175,8 @@ std::string Server::stats_json() {
   extra += ",\"height\":" + std::to_string(tree_->height());
   extra += ",\"threads\":" + std::to_string(options_.threads);
   extra += ",\"port\":" + std::to_string(port_);
+  extra += ",\"shard\":" + std::to_string(options_.shard);
+  extra += ",\"shards\":" + std::to_string(options_.shards);
   extra += ",\"offload\":{\"backend\":" + json_string(backend_->name());
   extra += ",\"refreshes\":" + std::to_string(ms.refreshes);
   extra += ",\"sampled_accesses\":" + std::to_string(ms.sampled_accesses);

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -114,7 +115,12 @@ class Engine {
         if (n < 0) {
           if (errno == EAGAIN || errno == EWOULDBLOCK) break;
           if (errno == EINTR) continue;
-          if (errno == ECONNREFUSED) continue;  // nobody listening yet: the timeout resends
+          // Nobody listening yet, or no way there now (a switch or its
+          // device restarting): the timeout resends.
+          if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH || errno == EHOSTDOWN ||
+              errno == ENETDOWN) {
+            continue;
+          }
           throw std::runtime_error(std::string("recv: ") + std::strerror(errno));
         }
         now = Clock::now();
@@ -132,6 +138,8 @@ class Engine {
           send_attempt(s, now);
         } else {
           ++report_.timeouts;
+          report_.timeout_key_min = std::min(report_.timeout_key_min, s.op.key);
+          report_.timeout_key_max = std::max(report_.timeout_key_max, s.op.key);
           if (s.is_read) verifier_.end_read(s.read_ticket);
           if (s.is_write) verifier_.write_failed(s.write_id);
           finish(i, now, /*completed=*/false);

@@ -28,7 +28,9 @@ std::string report_json(const RunReport& r) {
     << ",\"p999_us\":" << fmt("%.1f", us(r.latency.percentile(0.999)))
     << ",\"max_us\":" << fmt("%.1f", us(r.latency.max()))
     << ",\"mean_us\":" << fmt("%.1f", r.latency.mean() / 1000.0) << ",\"errors\":" << r.errors
-    << ",\"timeouts\":" << r.timeouts << ",\"retries\":" << r.retries << ",\"wrong\":" << r.wrong
+    << ",\"timeouts\":" << r.timeouts;
+  if (r.timeouts > 0) o << ",\"timeout_key_min\":" << r.timeout_key_min << ",\"timeout_key_max\":" << r.timeout_key_max;
+  o << ",\"retries\":" << r.retries << ",\"wrong\":" << r.wrong
     << ",\"verified\":" << r.verified << ",\"not_found\":" << r.not_found
     << ",\"late_replies\":" << r.late_replies << ",\"send_failures\":" << r.send_failures
     << ",\"hinted\":" << r.hinted << ",\"agent_fetches\":" << r.agent_fetches
@@ -53,6 +55,11 @@ std::string format_report(const RunReport& r) {
     << " ops/s; errors " << r.errors << ", timeouts " << r.timeouts << ", retries " << r.retries;
   if (r.options.verify) o << ", verified " << r.verified << ", wrong " << r.wrong;
   o << "\n";
+  if (r.timeouts > 0) {
+    o << "timeouts: " << r.timeouts << " operations got no reply after " << r.options.retries + 1
+      << " attempts of " << r.options.timeout_ms << " ms, keys " << r.timeout_key_min << " .. "
+      << r.timeout_key_max << " (is the target, or the server owning those keys, down?)\n";
+  }
   if (!r.options.agent.empty()) {
     o << "agent " << r.options.agent << " index " << r.options.index_id << ": " << r.hinted
       << " requests hinted; image fetches " << r.agent_fetches << ", failed " << r.agent_errors << "\n";

@@ -19,6 +19,10 @@ struct RunReport {
   std::uint64_t requests = 0;                  // datagrams sent (first attempts)
   std::uint64_t retries = 0;                   // resends after a timeout
   std::uint64_t timeouts = 0;                  // operations given up after all retries
+  // The key range the timed-out operations fell in (a dead server shows
+  // as its shard's range); meaningful only when timeouts > 0.
+  std::uint64_t timeout_key_min = ~std::uint64_t{0};
+  std::uint64_t timeout_key_max = 0;
   std::uint64_t errors = 0;                    // ERROR replies, bad status, unparsable or mismatched replies
   std::uint64_t not_found = 0;                 // GET answered not found
   std::uint64_t late_replies = 0;              // replies to a SEQ no longer waited for

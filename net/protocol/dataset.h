@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace forein::net {
 
@@ -40,6 +41,30 @@ inline std::string dataset_value(std::uint64_t i, std::uint32_t version = 0) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "v%015llx", static_cast<unsigned long long>(z >> 4));
   return std::string(buf, 16);
+}
+
+// Several servers (docs/network.md, "Several servers"): shard i of k owns
+// the dataset's key indexes [shard_first(i, k, n), shard_first(i + 1, k, n));
+// as byte strings, every key from dataset_key(shard_first(i)) (the first
+// shard: from the empty key) up to the next shard's first key, the last
+// shard everything above, so keys outside the data set have an owner too.
+inline std::uint64_t shard_first(std::uint32_t i, std::uint32_t k, std::uint64_t n) {
+  return static_cast<std::uint64_t>(static_cast<unsigned __int128>(n) * i / k);
+}
+
+// The shard owning `key` (bytes compared unsigned, as the tree orders
+// them): binary search over the k - 1 boundaries.
+inline std::uint32_t shard_of(std::string_view key, std::uint32_t k, std::uint64_t n) {
+  std::uint32_t lo = 0, hi = k;  // the owner is in [lo, hi)
+  while (hi - lo > 1) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (key < std::string_view(dataset_key(shard_first(mid, k, n)))) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return lo;
 }
 
 }  // namespace forein::net

@@ -364,6 +364,20 @@ TEST_CASE("kv server: bad flags, unknown backend, port in use exit 2", "[net][kv
     ChildProcess& c = *owned;
     CHECK(c.wait_exit() == 2);
   }
+  for (const char* shard : {"3/3", "1", "a/2", "0/0", "0/65", "1/"}) {
+    const auto owned = spawn_server({"--listen", "127.0.0.1:0", "--keys", "10", "--shard", shard});
+    ChildProcess& c = *owned;
+    INFO("--shard " << shard);
+    CHECK(c.read_stderr(std::chrono::seconds(30)).find("--shard") != std::string::npos);
+    CHECK(c.wait_exit() == 2);
+  }
+  {
+    // Shards split the generated data set: not a data file.
+    const auto owned = spawn_server({"--listen", "127.0.0.1:0", "--data", "/dev/null", "--shard", "0/2"});
+    ChildProcess& c = *owned;
+    CHECK(c.read_stderr(std::chrono::seconds(30)).find("--shard needs --keys") != std::string::npos);
+    CHECK(c.wait_exit() == 2);
+  }
   {
     // A socket without SO_REUSEPORT holds the port.
     const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -381,4 +395,42 @@ TEST_CASE("kv server: bad flags, unknown backend, port in use exit 2", "[net][kv
     CHECK(err.find("in use") != std::string::npos);
     CHECK(c.wait_exit() == 2);
   }
+}
+
+TEST_CASE("kv server: --shard I/K owns its part of the data set", "[net][kv_server]") {
+  // 300 keys over 3 shards: shard 1 holds 100 .. 199, the last shard also
+  // every key above the data set.
+  std::uint16_t port = 0;
+  const auto middle = start_server({"--keys", "300", "--shard", "1/3", "--threads", "1"}, &port);
+  Udp udp(port);
+  check_get(udp, dataset_key(100), dataset_value(100));
+  check_get(udp, dataset_key(199), dataset_value(199));
+  for (const std::uint64_t k : {std::uint64_t{99}, std::uint64_t{200}, std::uint64_t{1000}}) {
+    const Packet r = udp.call(request(Op::kGet, dataset_key(k)));
+    INFO("key " << k);
+    CHECK(r.op == Op::kError);
+    CHECK(r.status == Status::kBadRequest);
+    CHECK(r.value.find("not owned by this server (shard 1/3)") != std::string::npos);
+  }
+  // A scan ends at the shard's end and says more follows.
+  const Packet scan = udp.call(request(Op::kScan, dataset_key(197), "", 10));
+  REQUIRE(scan.op == Op::kReply);
+  CHECK(scan.count == 3);
+  CHECK(scan.more);
+  const std::string s = stats(udp);
+  CHECK(json_number(s, "shard") == 1);
+  CHECK(json_number(s, "shards") == 3);
+  CHECK(json_number(s, "keys") == 100);
+
+  std::uint16_t last_port = 0;
+  const auto last = start_server({"--keys", "300", "--shard", "2/3", "--threads", "1"}, &last_port);
+  Udp last_udp(last_port);
+  check_get(last_udp, dataset_key(299), dataset_value(299));
+  const Packet put = last_udp.call(request(Op::kPut, dataset_key(5000), "new"));
+  CHECK(put.status == Status::kOk);
+  check_get(last_udp, dataset_key(5000), std::string("new"));
+  // The last shard's scan runs to the end of the data: no more.
+  const Packet tail = last_udp.call(request(Op::kScan, dataset_key(298), "", 10));
+  CHECK(tail.count == 3);
+  CHECK_FALSE(tail.more);
 }
