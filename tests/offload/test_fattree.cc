@@ -90,6 +90,46 @@ TEST_CASE("fattree: with room for everything, every word resolves to its leaf", 
   }
 }
 
+TEST_CASE("fattree: the walk switch by switch, state handed on as a header, is the whole walk", "[fattree]") {
+  std::mt19937_64 rng(test_seed("fattree chain"));
+  SyntheticTree t = build_synthetic_tree(random_words(rng, 30000), 16, 4 + rng() % 100);
+  weigh_leaves(t, rng);
+  PlanSettings s;
+  s.fat_root_ranges = 50;
+  s.layer_nodes = 40;
+  const auto device = device_of(plan_switches(t.table, s));
+  const auto image = device->load_image();
+  std::size_t deeper = 0;
+  for (int i = 0; i < 20000; ++i) {
+    // Words of the tree and random ones (outside every range too).
+    const Word w = i % 2 == 0 ? t.words[rng() % t.words.size()] : rng();
+    const Walk whole = fattree_walk(image->bytes, w);
+    // Each switch sees only what the packet carries: the temporary header
+    // (matched, server, address) and the hint trailer.
+    Walk carried;
+    for (std::size_t sw = 0; sw < kSwitchNames.size(); ++sw) {
+      Walk next;
+      next.matched = carried.matched;
+      next.server = carried.server;
+      next.address = carried.address;
+      next.hints = carried.hints;
+      fattree_walk_switch(image->bytes, w, sw, &next);
+      if (sw > 0 && next.hints.primary.node != carried.hints.primary.node) ++deeper;
+      carried = next;
+    }
+    INFO("word " << w);
+    REQUIRE(carried.matched == whole.matched);
+    CHECK(carried.server == whole.server);
+    CHECK(carried.address == whole.address);
+    CHECK(carried.hints.primary.node == whole.hints.primary.node);
+    CHECK(carried.hints.primary.level == whole.hints.primary.level);
+    CHECK(carried.hints.secondary.node == whole.hints.secondary.node);
+    CHECK(carried.hints.secondary.level == whole.hints.secondary.level);
+  }
+  // The aggregation and edge switches resolved deeper nodes for some words.
+  CHECK(deeper > 0);
+}
+
 TEST_CASE("fattree: under small limits every hint covers its word", "[fattree]") {
   std::mt19937_64 rng(test_seed("fattree limits"));
   for (int round = 0; round < 6; ++round) {

@@ -175,23 +175,26 @@ std::vector<std::byte> build_image(const std::vector<RangeRecord>& ranges,
   return out;
 }
 
-Walk fattree_walk(std::span<const std::byte> image, Word w) noexcept {
-  Walk walk;
+void fattree_walk_switch(std::span<const std::byte> image, Word w, std::size_t sw, Walk* walk) noexcept {
   const View v = view_of(image);
-  if (!v.ok) return walk;
-  const std::uint32_t r = match_fat_root(v, w);
-  if (r >= v.ranges) return walk;
-  const std::byte* range = v.base + v.ranges_at + std::size_t{r} * kImageRangeBytes;
-  walk.matched = true;
-  walk.server = load_le<std::uint16_t>(range + 30);
-  Address address = load_le<std::uint64_t>(range + 16);
-  const Hint fat{load_le<std::uint32_t>(range + 24), load_le<std::uint16_t>(range + 28), 0};
-  walk.hints.primary = fat;
-  walk.hints.secondary = fat;
+  if (!v.ok || sw >= kSwitchNames.size()) return;
+  if (sw == 0) {
+    const std::uint32_t r = match_fat_root(v, w);
+    if (r >= v.ranges) return;
+    const std::byte* range = v.base + v.ranges_at + std::size_t{r} * kImageRangeBytes;
+    walk->matched = true;
+    walk->server = load_le<std::uint16_t>(range + 30);
+    walk->address = load_le<std::uint64_t>(range + 16);
+    const Hint fat{load_le<std::uint32_t>(range + 24), load_le<std::uint16_t>(range + 28), 0};
+    walk->hints.primary = fat;
+    walk->hints.secondary = fat;
+  }
+  if (!walk->matched) return;  // a packet the fat root missed carries no address
   for (std::size_t s = 0; s < kNodeSets; ++s) {
-    const std::byte* node = find_node(v, s, address);
+    if (switch_of_set(s) != sw) continue;
+    const std::byte* node = find_node(v, s, walk->address);
     if (node == nullptr) continue;
-    ++walk.nodes_visited;
+    ++walk->nodes_visited;
     // get_pivot_i + cal_result_i: a thermometer code, ones first.
     std::size_t ones = 0;
     while (ones < kBranches &&
@@ -201,13 +204,18 @@ Walk fattree_walk(std::span<const std::byte> image, Word w) noexcept {
     const std::size_t children = std::min<std::size_t>(load_le<std::uint8_t>(node + kNodeChildren),
                                                        kBranches);
     if (ones == 0 || ones > children) continue;  // no get_child_address entry
-    address = load_le<std::uint64_t>(node + kNodeChild + 8 * (ones - 1));
-    if (is_real(address) && address != real_address(kNoPage)) {
+    walk->address = load_le<std::uint64_t>(node + kNodeChild + 8 * (ones - 1));
+    if (is_real(walk->address) && walk->address != real_address(kNoPage)) {
       const auto level = load_le<std::uint16_t>(node + kNodeLevel);
-      walk.hints.primary =
-          Hint{static_cast<PageId>(address), static_cast<std::uint16_t>(level == 0 ? 0 : level - 1), 0};
+      walk->hints.primary =
+          Hint{static_cast<PageId>(walk->address), static_cast<std::uint16_t>(level == 0 ? 0 : level - 1), 0};
     }
   }
+}
+
+Walk fattree_walk(std::span<const std::byte> image, Word w) noexcept {
+  Walk walk;
+  for (std::size_t sw = 0; sw < kSwitchNames.size(); ++sw) fattree_walk_switch(image, w, sw, &walk);
   return walk;
 }
 
