@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace forein::net::sw {
 
@@ -12,7 +13,8 @@ struct PortCounters {
   std::atomic<std::uint64_t> rx{0}, forwarded{0}, hinted{0}, misses{0}, malformed{0}, dropped{0},
       arp_replies{0};
   // dropped, by reason
-  std::atomic<std::uint64_t> not_ipv4{0}, bad_ip{0}, not_for_switch{0}, no_room{0}, tx_full{0};
+  std::atomic<std::uint64_t> not_ipv4{0}, bad_ip{0}, not_for_switch{0}, no_room{0}, tx_full{0},
+      fragment{0};
 };
 
 // A load and a store, not an atomic add: each counter has one writer.
@@ -22,7 +24,15 @@ inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
 
 struct Side;
 
-// Both ports' counters, their totals and the hint lookups, as one JSON object.
-std::string counters_json(const Side* sides, std::uint64_t lookups);
+// One server's line in the exit JSON (with --servers).
+struct ServerCounters {
+  std::uint16_t port = 0;
+  std::uint64_t requests = 0;  // routed to it
+  std::uint64_t lookups = 0;   // image lookups for its requests
+};
+
+// Both ports' counters, their totals, the hint lookups and the servers'
+// counters (a "servers" array when there are any), as one JSON object.
+std::string counters_json(const Side* sides, std::uint64_t lookups, const std::vector<ServerCounters>& servers);
 
 }  // namespace forein::net::sw

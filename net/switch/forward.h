@@ -6,9 +6,15 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "forein/offload/published.h"
 #include "image_feed.h"
@@ -16,25 +22,53 @@
 
 namespace forein::net::sw {
 
+// Where requests go (options.h: --servers, --keys, --service-port, --hints).
+struct Routing {
+  std::vector<std::uint16_t> servers;  // empty: one server, ports unchanged
+  std::uint64_t keys = 0;              // the data set the servers split
+  std::uint16_t service_port = 9000;   // with servers: the port clients send to
+  bool hints = true;                   // false: no lookups, requests pass unchanged
+  int stage = -1;                      // fattree chain: 0 core, 1 aggregation, 2 edge; -1 whole walk
+};
+
 class Forwarder {
  public:
-  Forwarder(Side* sides, forein::offload::Published<Image>* image) : sides_(sides), image_(image) {}
+  static constexpr std::size_t kMaxServers = 64;
+
+  Forwarder(Side* sides, forein::offload::Published<Image>* image, Routing routing)
+      : sides_(sides), image_(image), routing_(std::move(routing)) {}
 
   // Image lookups made for requests (the agent reports them as hint_lookups).
   std::atomic<std::uint64_t> lookups{0};
+  // Per server (agent index first + i): requests routed there (with
+  // --servers) and image lookups made for them.
+  std::array<std::atomic<std::uint64_t>, kMaxServers> routed{};
+  std::array<std::atomic<std::uint64_t>, kMaxServers> server_lookups{};
+
+  const Routing& routing() const { return routing_; }
 
   // Frame m arrived on sides[in]: the port to send it out on (in itself for
   // an ARP reply), or -1 when it was dropped (counted and freed).
   int handle(int in, rte_mbuf* m);
 
  private:
-  // A client's request: checks the datagram and, when the image has a hint
-  // for its key, adds the hint trailer. False when m was dropped (freed).
-  bool hint_request(PortCounters& c, rte_mbuf* m, rte_ipv4_hdr* ip, std::size_t ihl, std::size_t total,
+  // A client's request: checks the datagram, picks the server owning its
+  // key, and when the image has a hint for the key adds the hint trailer.
+  // Returns the server's number, or -1 when m was dropped (freed).
+  int route_request(PortCounters& c, rte_mbuf* m, rte_ipv4_hdr* ip, std::size_t ihl, std::size_t total,
                     rte_udp_hdr* udp);
+  // Adds the hint trailer for key from server `shard`'s image, if it has
+  // one (with --stage: this switch's part of the fattree walk, the
+  // temporary header too). False when m was dropped (freed).
+  bool add_hint(PortCounters& c, rte_mbuf* m, rte_ipv4_hdr* ip, std::size_t ihl, rte_udp_hdr* udp,
+                std::span<const std::byte> payload, std::string_view key, std::size_t shard);
+  // The rewritten request for key from the image, or nullopt (a miss).
+  std::optional<std::vector<std::byte>> rewrite(std::span<const std::byte> payload, std::string_view key,
+                                                std::size_t shard);
 
   Side* sides_;
   forein::offload::Published<Image>* image_;
+  Routing routing_;
 };
 
 }  // namespace forein::net::sw

@@ -1,12 +1,44 @@
 #include "image_feed.h"
 
-#include <chrono>
 #include <utility>
+
+#include "forein/offload/registry.h"
 
 namespace forein::net::sw {
 
-ImageFeed::ImageFeed(forein::net::AgentServer& server, std::uint64_t index, forein::offload::Published<Image>* out)
-    : thread_([this, &server, index, out] { refresh_loop(server, index, out); }) {}
+ImageSource local_images(forein::net::AgentServer& server) {
+  return [&server](std::uint64_t index) {
+    ShardImage s;
+    const forein::offload::BackendInfo* info = nullptr;
+    s.image = server.service().image(index, &info);
+    s.info = s.image != nullptr ? info : nullptr;
+    return s;
+  };
+}
+
+ShardImage RemoteImages::fetch(std::uint64_t index) {
+  ShardImage& held = held_[index];
+  forein::net::FetchedImage fetched;
+  const forein::offload::BackendInfo* info =
+      client_.fetch_image(index, &fetched).ok() ? forein::offload::find_backend(fetched.backend) : nullptr;
+  if (info == nullptr) {
+    held = ShardImage{};
+    return held;
+  }
+  if (held.info != info || held.image == nullptr || held.image->version != fetched.version ||
+      held.image->bytes != fetched.bytes) {
+    auto image = std::make_shared<forein::offload::BackendImage>();
+    image->bytes = std::move(fetched.bytes);
+    image->version = fetched.version;
+    held = ShardImage{info, std::move(image)};
+  }
+  return held;
+}
+
+ImageFeed::ImageFeed(ImageSource source, std::uint64_t first_index, std::size_t count,
+                     std::chrono::milliseconds period, forein::offload::Published<Image>* out)
+    : source_(std::move(source)),
+      thread_([this, first_index, count, period, out] { refresh_loop(first_index, count, period, out); }) {}
 
 ImageFeed::~ImageFeed() { stop(); }
 
@@ -19,25 +51,28 @@ void ImageFeed::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void ImageFeed::refresh_loop(forein::net::AgentServer& server, std::uint64_t index,
+void ImageFeed::refresh_loop(std::uint64_t first_index, std::size_t count, std::chrono::milliseconds period,
                              forein::offload::Published<Image>* out) {
-  std::shared_ptr<const forein::offload::BackendImage> held;
-  const forein::offload::BackendInfo* held_info = nullptr;
+  std::vector<ShardImage> held(count);
   std::unique_lock lock(mu_);
+  bool first = true;
   while (!done_) {
     lock.unlock();
-    const forein::offload::BackendInfo* info = nullptr;
-    auto img = server.service().image(index, &info);
-    if (img != held || info != held_info) {
+    std::vector<ShardImage> now(count);
+    bool changed = first;
+    for (std::size_t i = 0; i < count; ++i) {
+      now[i] = source_(first_index + i);
+      changed = changed || now[i].image != held[i].image || now[i].info != held[i].info;
+    }
+    if (changed) {
       auto next = std::make_shared<Image>();
-      next->info = img != nullptr ? info : nullptr;
-      next->image = img;
+      next->shards = now;
       out->publish(std::move(next));
-      held = std::move(img);
-      held_info = info;
+      held = std::move(now);
+      first = false;
     }
     lock.lock();
-    cv_.wait_for(lock, std::chrono::milliseconds(5), [&] { return done_; });
+    cv_.wait_for(lock, period, [&] { return done_; });
   }
 }
 

@@ -1,6 +1,7 @@
 // forein-switch: the DPDK data plane (docs/network.md, "forein-switch").
 //
 //   forein-switch [--agent-listen HOST:PORT] [--agent-token T] [--index ID]
+//                 [--client-port tap|memif:PATH] [--server-port tap|memif:PATH]
 //                 [--client-iface NAME] [--server-iface NAME]
 //                 [--client-net A.B.C] [--server-net A.B.C] [-- EAL ARGS...]
 //
@@ -8,20 +9,25 @@
 // A.B.C.1/24 while the switch answers ARP for A.B.C.2: clients send to the
 // client side's .2, the switch forwards to the server side's .1 (the kernel
 // UDP forein-kv-server listening there) with its own server-side .2 as the
-// source, and maps the replies back. Requests get the hint trailer from
-// the backend image the in-process agent holds; a miss forwards unchanged.
+// source, and maps the replies back. Either side may instead be a memif
+// socket the switch serves (--client-port/--server-port memif:PATH) whose
+// DPDK peer uses the same addresses without ARP. Requests get the hint
+// trailer from the backend image the in-process agent holds; a miss
+// forwards unchanged.
 //
 // Prints `listening HOST:PORT` (the agent) and `ready` once serving;
 // SIGINT/SIGTERM stop it and it prints its counters as one JSON line.
 //
-// Files: options (flags, EAL args), ports (EAL, TAP ports), frames (ARP,
+// Files: options (flags, EAL args), ports (EAL, TAP and memif ports), frames (ARP,
 // address translation, checksums), forward (per-frame decision, hints),
 // poll (the burst loop), image_feed (agent image -> data plane), counters.
 #include <pthread.h>
 
 #include <rte_eal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +35,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agent_service.h"
 #include "counters.h"
@@ -63,16 +70,24 @@ int main(int argc, char** argv) {
     }
 
     forein::offload::Published<sw::Image> image(std::make_shared<const sw::Image>());
-    sw::Forwarder forward(sides, &image);
+    sw::Forwarder forward(sides, &image, sw::Routing{o.servers, o.keys, o.service_port, o.hints, o.stage});
     forein::net::AgentOptions agent_options;
     agent_options.token = o.token;
     const std::uint64_t index = o.index;
-    agent_options.hint_lookups = [&forward, index](std::uint64_t id) {
-      return id == index ? forward.lookups.load(std::memory_order_relaxed) : 0;
+    const std::size_t images = std::max<std::size_t>(1, o.servers.size());
+    agent_options.hint_lookups = [&forward, index, images](std::uint64_t id) -> std::uint64_t {
+      return id >= index && id - index < images ? forward.server_lookups[id - index].load(std::memory_order_relaxed)
+                                                : 0;
     };
     try {
       forein::net::AgentServer server(o.agent_listen, agent_options);
-      sw::ImageFeed feed(server, index, &image);
+      // A chain's later switches fetch the core switch's images over gRPC
+      // (every 50 ms); otherwise the in-process agent's, every 5 ms.
+      std::unique_ptr<sw::RemoteImages> remote;
+      if (!o.image_from.empty()) remote = std::make_unique<sw::RemoteImages>(o.image_from, o.token);
+      sw::ImageFeed feed(remote ? sw::ImageSource([&remote](std::uint64_t i) { return remote->fetch(i); })
+                                : sw::local_images(server),
+                         index, images, std::chrono::milliseconds(remote ? 50 : 5), &image);
       std::atomic<bool> stop{false};
       std::thread waiter([&] {
         int sig = 0;
@@ -81,15 +96,19 @@ int main(int argc, char** argv) {
       });
       const std::string host = o.agent_listen.substr(0, o.agent_listen.rfind(':'));
       std::fprintf(stderr, "forein-switch: clients send to %s (%s), the server listens on %s (%s)\n",
-                   sw::ip_string(sides[0].switch_ip).c_str(), o.iface[0].c_str(),
-                   sw::ip_string(sides[1].kernel_ip).c_str(), o.iface[1].c_str());
+                   sw::ip_string(sides[0].switch_ip).c_str(), sides[0].iface.c_str(),
+                   sw::ip_string(sides[1].kernel_ip).c_str(), sides[1].iface.c_str());
       std::printf("listening %s:%d\nready\n", host.c_str(), server.port());
       std::fflush(stdout);
       sw::poll_ports(sides, forward, stop);
       waiter.join();
       feed.stop();
       server.shutdown();
-      std::printf("%s\n", sw::counters_json(sides, forward.lookups.load()).c_str());
+      std::vector<sw::ServerCounters> per_server;
+      for (std::size_t i = 0; i < o.servers.size(); ++i) {
+        per_server.push_back({o.servers[i], forward.routed[i].load(), forward.server_lookups[i].load()});
+      }
+      std::printf("%s\n", sw::counters_json(sides, forward.lookups.load(), per_server).c_str());
       std::fflush(stdout);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "forein-switch: %s\n", e.what());

@@ -2,19 +2,82 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <string_view>
 
 namespace forein::net::sw {
+namespace {
+
+// A whole decimal number in [min, max].
+bool parse_u64(std::string_view text, std::uint64_t min, std::uint64_t max, std::uint64_t* out) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+// P0,P1,...: 1 to 64 UDP ports, 1..65535 each.
+bool parse_ports(std::string_view text, std::vector<std::uint16_t>* out) {
+  out->clear();
+  while (true) {
+    const std::size_t comma = text.find(',');
+    std::uint64_t p = 0;
+    if (!parse_u64(text.substr(0, comma), 1, 65535, &p) || out->size() == 64) return false;
+    out->push_back(static_cast<std::uint16_t>(p));
+    if (comma == std::string_view::npos) return true;
+    text.remove_prefix(comma + 1);
+  }
+}
+
+// tap, or memif:PATH with PATH usable in a vdev argument (no ',' or '='),
+// in the JSON exit line (no '"', '\\' or control bytes) and as a Unix
+// socket address (under 108 bytes).
+bool parse_port_kind(std::string_view text, PortKind* kind, std::string* socket) {
+  if (text == "tap") {
+    *kind = PortKind::kTap;
+    return true;
+  }
+  if (!text.starts_with("memif:")) return false;
+  const std::string_view path = text.substr(6);
+  if (path.empty() || path.size() >= 108) return false;
+  for (const char c : path) {
+    if (c == ',' || c == '=' || c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
+  }
+  *kind = PortKind::kMemif;
+  *socket = std::string(path);
+  return true;
+}
+
+}  // namespace
 
 void usage(std::FILE* out) {
   std::fprintf(out,
                "usage: forein-switch [--agent-listen HOST:PORT] [--agent-token T] [--index ID]\n"
+               "                     [--servers P0,P1,... --keys N] [--service-port P] [--hints on|off]\n"
+               "                     [--stage all|core|aggregation|edge] [--image-from HOST:PORT]\n"
+               "                     [--client-port tap|memif:PATH] [--server-port tap|memif:PATH]\n"
                "                     [--client-iface NAME] [--server-iface NAME]\n"
                "                     [--client-net A.B.C] [--server-net A.B.C] [-- EAL ARGS...]\n"
                "  --agent-listen HOST:PORT  the in-process agent's gRPC address (default 127.0.0.1:50052)\n"
                "  --agent-token T           bearer token (default $FOREIN_AGENT_TOKEN)\n"
-               "  --index ID                the agent's index whose image hints requests (default 0)\n"
+               "  --index ID                the agent's index whose image hints requests (default 0;\n"
+               "                            with --servers, server i's image is index ID+i)\n"
+               "  --servers P0,P1,...       several servers on the server side's .1, server i on port Pi\n"
+               "                            owning dataset shard i of K (needs --keys when K > 1)\n"
+               "  --keys N                  the data set the servers split (forein-kv-server --shard I/K)\n"
+               "  --service-port P          with --servers: the port clients send to (default 9000)\n"
+               "  --hints on|off            off: forward requests unchanged, no lookups (default on)\n"
+               "  --stage all|core|aggregation|edge\n"
+               "                            fattree: this switch's part of the k=4 path; the walk is handed\n"
+               "                            on in the temporary header (default all: the whole walk here)\n"
+               "  --image-from HOST:PORT    fetch the images from that agent (a chain's core switch)\n"
+               "                            instead of the in-process one\n"
+               "  --client-port KIND        the client side's port: tap (a TAP device, needs root) or\n"
+               "                            memif:PATH (the switch serves the memif socket file PATH;\n"
+               "                            the peer is a DPDK program, no root) (default tap)\n"
+               "  --server-port KIND        the server side's port, likewise (default tap)\n"
                "  --client-iface NAME       TAP device of the client side (default fswc0)\n"
                "  --server-iface NAME       TAP device of the server side (default fsws0)\n"
                "  --client-net A.B.C        client side /24: kernel A.B.C.1, switch A.B.C.2 (default 10.77.0)\n"
@@ -22,6 +85,8 @@ void usage(std::FILE* out) {
                "                            (default 10.77.1)\n"
                "  -- EAL ARGS               replace the default EAL options (--no-huge --no-pci -m 256\n"
                "                            --file-prefix forein-switch-PID -l 0); the two --vdev are added\n"
+               "A memif side has no kernel and no ARP: its peer sends from A.B.C.1 to A.B.C.2 and the\n"
+               "switch learns the peer's MAC from those frames.\n"
                "Prints `listening HOST:PORT` and `ready` when serving; SIGINT/SIGTERM stop it and print\n"
                "its counters as one JSON line.\n");
 }
@@ -55,10 +120,48 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
         char* end = nullptr;
         o->index = std::strtoull(argv[++i], &end, 10);
         if (end != nullptr && *end == '\0') continue;
+      } else if (arg == "--keys") {
+        if (parse_u64(argv[++i], 1, std::uint64_t{1} << 40, &o->keys)) continue;
+      } else if (arg == "--service-port") {
+        std::uint64_t p = 0;
+        if (parse_u64(argv[++i], 1, 65535, &p)) {
+          o->service_port = static_cast<std::uint16_t>(p);
+          continue;
+        }
+      } else if (arg == "--servers") {
+        if (parse_ports(argv[++i], &o->servers)) continue;
+      } else if (arg == "--client-port" || arg == "--server-port") {
+        const int side = arg == "--client-port" ? 0 : 1;
+        if (parse_port_kind(argv[++i], &o->port_kind[side], &o->memif_socket[side])) continue;
+        std::fprintf(stderr,
+                     "forein-switch: %s wants tap or memif:PATH (PATH under 108 bytes, without ',', '=', "
+                     "'\"' or '\\'), not '%s'\n",
+                     argv[i - 1], argv[i]);
+        return 2;
+      } else if (arg == "--stage") {
+        const std::string_view v = argv[++i];
+        const int stage = v == "all" ? -1 : v == "core" ? 0 : v == "aggregation" ? 1 : v == "edge" ? 2 : -2;
+        if (stage != -2) {
+          o->stage = stage;
+          continue;
+        }
+      } else if (arg == "--image-from") {
+        o->image_from = argv[++i];
+        if (o->image_from.rfind(':') != std::string::npos && o->image_from.rfind(':') > 0) continue;
+      } else if (arg == "--hints") {
+        const std::string_view v = argv[++i];
+        if (v == "on" || v == "off") {
+          o->hints = v == "on";
+          continue;
+        }
       }
     }
     std::fprintf(stderr, "forein-switch: unknown or incomplete argument '%s'\n", argv[i]);
     usage(stderr);
+    return 2;
+  }
+  if (o->servers.size() > 1 && o->keys == 0) {
+    std::fprintf(stderr, "forein-switch: --servers with more than one port needs --keys N (the data set they split)\n");
     return 2;
   }
   return std::nullopt;
@@ -72,11 +175,23 @@ std::vector<std::string> eal_args(const Options& o) {
     eal.insert(eal.end(), {"--no-huge", "--no-pci", "-m", "256", "--file-prefix",
                            "forein-switch-" + std::to_string(::getpid()), "-l", "0"});
   }
-  eal.push_back("--vdev");
-  eal.push_back("net_tap0,iface=" + o.iface[0]);
-  eal.push_back("--vdev");
-  eal.push_back("net_tap1,iface=" + o.iface[1]);
+  for (int side = 0; side < 2; ++side) {
+    eal.push_back("--vdev");
+    if (o.port_kind[side] == PortKind::kTap) {
+      eal.push_back(port_device(o, side) + ",iface=" + o.iface[side]);
+    } else {
+      // The switch is the memif server: it creates the socket file (not
+      // an abstract socket) and waits for the peer. Its MAC is the one the
+      // switch writes as the source of frames on that side (ports.cc).
+      eal.push_back(port_device(o, side) + ",role=server,id=0,socket-abstract=no,socket=" + o.memif_socket[side] +
+                    ",mac=02:f0:e1:5c:00:0" + std::to_string(side + 1));
+    }
+  }
   return eal;
+}
+
+std::string port_device(const Options& o, int side) {
+  return (o.port_kind[side] == PortKind::kTap ? "net_tap" : "net_memif") + std::to_string(side);
 }
 
 }  // namespace forein::net::sw

@@ -11,12 +11,36 @@
 
 namespace forein::net::sw {
 
+// What a switch port is (--client-port / --server-port).
+enum class PortKind : std::uint8_t {
+  kTap,    // a TAP device (--client-iface / --server-iface) with a kernel side
+  kMemif,  // a memif socket the switch serves; the peer is a DPDK program
+};
+
 struct Options {
   std::string agent_listen = "127.0.0.1:50052";
   std::string token;
-  std::uint64_t index = kDatasetIndexId;
+  std::uint64_t index = kDatasetIndexId;  // with --servers: server i's image is index + i
+  // --servers P0,P1,...: server i listens on the server side's .1:Pi and
+  // owns dataset shard i of K (protocol/dataset.h, split over --keys N);
+  // clients send to the client side's .2:service_port. Empty: one server,
+  // ports passed through unchanged.
+  std::vector<std::uint16_t> servers;
+  std::uint64_t keys = 0;
+  std::uint16_t service_port = 9000;
+  bool hints = true;  // --hints off: forward every request unchanged (offload off)
+  // --stage: which switch of Fat-B+Tree's k=4 path this process is
+  // (fattree only): kAll walks the whole path here (and writes the hint
+  // trailer for any backend); core, aggregation and edge each do their
+  // part and hand the walk on in the temporary header.
+  int stage = -1;  // -1: all; 0 core, 1 aggregation, 2 edge
+  // --image-from HOST:PORT: take the images from that agent (the core
+  // switch's) instead of the in-process one.
+  std::string image_from;
   std::string iface[2] = {"fswc0", "fsws0"};  // [0] client side, [1] server side
   std::string net[2] = {"10.77.0", "10.77.1"};
+  PortKind port_kind[2] = {PortKind::kTap, PortKind::kTap};
+  std::string memif_socket[2];  // kMemif: the socket file the switch creates
   std::vector<std::string> eal;  // after `--`: replaces the default EAL options
   bool eal_given = false;
 };
@@ -27,8 +51,12 @@ void usage(std::FILE* out);
 // the process should end now (0 after --help, 2 on a bad argument).
 std::optional<int> parse_options(int argc, char** argv, Options* o);
 
-// The EAL's argv: the defaults (or the user's after `--`) plus the two TAP
-// vdevs, net_tap0 on the client interface and net_tap1 on the server's.
+// The EAL's argv: the defaults (or the user's after `--`) plus one vdev
+// per side: net_tap0 on the client interface or net_memif0 serving the
+// client socket; net_tap1 / net_memif1 likewise for the server side.
 std::vector<std::string> eal_args(const Options& o);
+
+// The DPDK device name of side i's port (net_tapI or net_memifI).
+std::string port_device(const Options& o, int side);
 
 }  // namespace forein::net::sw

@@ -2,30 +2,16 @@
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
-#include <rte_pause.h>
-#include <time.h>
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
+
+#include "back_off.h"
 
 namespace forein::net::sw {
 namespace {
 
 constexpr std::uint16_t kBurst = 32;
-
-// Back off when both ports are idle: a few pause spins, then sleeps
-// doubling from 1 us to 256 us, so the switch shares the cores with the
-// servers and clients (docs/network.md).
-void back_off(unsigned idle) {
-  if (idle < 64) {
-    rte_pause();
-  } else {
-    const unsigned shift = std::min(idle - 64, 8u);
-    const timespec ts{0, static_cast<long>(1000u << shift)};
-    ::nanosleep(&ts, nullptr);
-  }
-}
 
 }  // namespace
 
@@ -41,6 +27,9 @@ void poll_ports(Side sides[2], Forwarder& forward, const std::atomic<bool>& stop
       got += n;
       if (n == 0) continue;
       bump(side.counters.rx, n);
+      if (side.kind == PortKind::kMemif) {
+        for (std::uint16_t i = 0; i < n; ++i) learn_peer_mac(side, rx[i]);
+      }
       std::uint16_t count[2] = {0, 0};
       for (std::uint16_t i = 0; i < n; ++i) {
         const int dest = forward.handle(in, rx[i]);

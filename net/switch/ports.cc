@@ -7,6 +7,8 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -64,6 +66,38 @@ bool configure_iface(Side& side) {
   return ok;
 }
 
+// The memif PMD binds PATH itself and fails when the file exists. A socket
+// file nobody listens on was left by a switch that died (SIGKILL): remove
+// it. A live one, or any other file, is an error.
+bool prepare_memif_socket(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return true;
+    std::fprintf(stderr, "forein-switch: memif socket %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    std::fprintf(stderr, "forein-switch: memif socket %s exists and is not a socket\n", path.c_str());
+    return false;
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  const bool live = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  if (live) {
+    std::fprintf(stderr, "forein-switch: memif socket %s is in use by another process\n", path.c_str());
+    return false;
+  }
+  if (::unlink(path.c_str()) != 0) {
+    std::fprintf(stderr, "forein-switch: removing stale memif socket %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
 bool start_port(std::uint16_t port, rte_mempool* pool) {
   rte_eth_conf conf{};
   if (rte_eth_dev_configure(port, 1, 1, &conf) != 0) return false;
@@ -90,19 +124,33 @@ std::string ip_string(std::uint32_t host_order) {
 bool init_sides(const Options& o, Side sides[2]) {
   for (int i = 0; i < 2; ++i) {
     std::uint32_t base = 0;
-    if (!parse_net(o.net[i], &base) || o.iface[i].empty() || o.iface[i].size() >= IFNAMSIZ) {
+    const bool tap = o.port_kind[i] == PortKind::kTap;
+    if (!parse_net(o.net[i], &base) || (tap && (o.iface[i].empty() || o.iface[i].size() >= IFNAMSIZ))) {
       std::fprintf(stderr, "forein-switch: bad network '%s' or interface '%s'\n", o.net[i].c_str(),
                    o.iface[i].c_str());
       return false;
     }
-    sides[i].iface = o.iface[i];
+    sides[i].kind = o.port_kind[i];
+    sides[i].device = port_device(o, i);
+    sides[i].memif_socket = tap ? std::string() : o.memif_socket[i];
+    sides[i].iface = tap ? o.iface[i] : "memif:" + o.memif_socket[i];
     sides[i].kernel_ip = base + 1;
     sides[i].switch_ip = base + 2;
     sides[i].switch_mac = rte_ether_addr{{0x02, 0xF0, 0xE1, 0x5C, 0x00, static_cast<std::uint8_t>(i + 1)}};
+    // A memif peer's MAC is unknown until it sends: flood (broadcast) until then.
+    if (!tap) sides[i].kernel_mac = rte_ether_addr{{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}};
   }
   if (sides[0].kernel_ip == sides[1].kernel_ip) {
     std::fprintf(stderr, "forein-switch: the client and server networks must differ\n");
     return false;
+  }
+  if (sides[0].kind == PortKind::kMemif && sides[1].kind == PortKind::kMemif &&
+      sides[0].memif_socket == sides[1].memif_socket) {
+    std::fprintf(stderr, "forein-switch: the client and server memif sockets must differ\n");
+    return false;
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (sides[i].kind == PortKind::kMemif && !prepare_memif_socket(sides[i].memif_socket)) return false;
   }
   return true;
 }
@@ -126,13 +174,18 @@ bool init_eal(const Options& o) {
 bool start_ports(Side sides[2]) {
   rte_mempool* pool = rte_pktmbuf_pool_create("fsw_pool", kPoolSize, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
                                               static_cast<int>(rte_socket_id()));
-  const char* names[2] = {"net_tap0", "net_tap1"};
   bool ok = pool != nullptr;
   if (!ok) std::fprintf(stderr, "forein-switch: mbuf pool: %s\n", rte_strerror(rte_errno));
   for (int i = 0; ok && i < 2; ++i) {
-    ok = rte_eth_dev_get_port_by_name(names[i], &sides[i].port) == 0 && start_port(sides[i].port, pool) &&
-         configure_iface(sides[i]);
-    if (!ok) std::fprintf(stderr, "forein-switch: port %s (%s) failed to start\n", names[i], sides[i].iface.c_str());
+    Side& side = sides[i];
+    ok = rte_eth_dev_get_port_by_name(side.device.c_str(), &side.port) == 0 && start_port(side.port, pool);
+    // A TAP's kernel side is configured here; a memif side waits for its
+    // peer to connect (until then its bursts are empty).
+    if (ok && side.kind == PortKind::kTap) ok = configure_iface(side);
+    if (ok && side.kind == PortKind::kMemif) rte_eth_macaddr_get(side.port, &side.switch_mac);
+    if (!ok) {
+      std::fprintf(stderr, "forein-switch: port %s (%s) failed to start\n", side.device.c_str(), side.iface.c_str());
+    }
   }
   return ok;
 }

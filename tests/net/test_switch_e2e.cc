@@ -22,45 +22,19 @@
 #include <vector>
 
 #include "child_process.h"
+#include "tap_switch.h"
 #include "protocol/dataset.h"
 #include "protocol/packet.h"
 #include "udp_client.h"
 
 namespace {
 
+using forein::testing::can_make_taps;
 using forein::testing::ChildProcess;
+using forein::testing::json_object;
+using forein::testing::send_raw_frames;
 using forein::testing::json_number;
 using forein::testing::ready_port;
-
-bool can_make_taps() { return ::geteuid() == 0 && ::access("/dev/net/tun", R_OK | W_OK) == 0; }
-
-// The object after "name": in the switch's JSON line (flat enough for json_number).
-std::string json_object(const std::string& json, const std::string& name) {
-  const std::size_t at = json.find("\"" + name + "\":{");
-  if (at == std::string::npos) return {};
-  return json.substr(at, json.find('}', at) - at + 1);
-}
-
-// Sends n raw Ethernet frames of `bytes` bytes out of iface (into the switch's port).
-void send_raw_frames(const std::string& iface, std::uint16_t ethertype, std::size_t bytes, int n) {
-  const int fd = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_ll to{};
-  to.sll_family = AF_PACKET;
-  to.sll_ifindex = static_cast<int>(::if_nametoindex(iface.c_str()));
-  to.sll_halen = ETH_ALEN;
-  std::vector<unsigned char> frame(bytes, 0xA5);
-  const unsigned char mac[6] = {0x02, 0xF0, 0xE1, 0x5C, 0x00, 0x01};
-  std::memcpy(frame.data(), mac, 6);
-  std::memcpy(to.sll_addr, mac, 6);
-  frame[12] = static_cast<unsigned char>(ethertype >> 8);
-  frame[13] = static_cast<unsigned char>(ethertype & 0xFF);
-  for (int i = 0; i < n; ++i) {
-    CHECK(::sendto(fd, frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof to) ==
-          static_cast<ssize_t>(frame.size()));
-  }
-  ::close(fd);
-}
 
 }  // namespace
 
@@ -70,17 +44,12 @@ TEST_CASE("forein-switch: load through the DPDK switch with hints; malformed fra
     WARN("forein-switch needs root and /dev/net/tun for its TAP ports: skipped");
     return;
   }
-  const int pid = static_cast<int>(::getpid());
   for (const std::string backend : {"switch_lpm", "fattree"}) {
     SECTION(backend) {
       // Per run: interface names and /24s no other run uses at the same time.
-      const int tag = pid % 100000;
-      const std::string suffix = std::to_string(tag) + (backend == "fattree" ? "f" : "l");
-      const std::string client_iface = "fswc" + suffix, server_iface = "fsws" + suffix;
-      const std::string net_prefix = "10." + std::to_string(100 + tag % 100) + ".";
-      const int third = 2 * ((tag / 100) % 60) + (backend == "fattree" ? 128 : 0);
-      const std::string client_net = net_prefix + std::to_string(third);
-      const std::string server_net = net_prefix + std::to_string(third + 1);
+      const forein::testing::TapNets nets("sw", backend == "fattree" ? 1 : 0);
+      const std::string &client_iface = nets.client_iface, &server_iface = nets.server_iface;
+      const std::string &client_net = nets.client_net, &server_net = nets.server_net;
       ChildProcess sw(FOREIN_SWITCH_BIN, {"--agent-listen", "127.0.0.1:0", "--client-iface", client_iface,
                                           "--server-iface", server_iface, "--client-net", client_net,
                                           "--server-net", server_net});
@@ -136,6 +105,9 @@ TEST_CASE("forein-switch: load through the DPDK switch with hints; malformed fra
       }
       send_raw_frames(client_iface, 0x0800, 20, kBadFrames);  // IPv4 shorter than its header
       send_raw_frames(client_iface, 0x88B5, 60, kNotIp);      // a local experimental ethertype
+      // And into the server port: the same broken frames from the server's side.
+      send_raw_frames(server_iface, 0x0800, 20, kBadFrames);
+      send_raw_frames(server_iface, 0x88B5, 60, kNotIp);
       // A request through the switch after them: its reply proves they were handled.
       const forein::net::Packet r = via.call(forein::testing::request(forein::net::Op::kGet, forein::net::dataset_key(3)));
       CHECK(r.op == forein::net::Op::kReply);
@@ -153,6 +125,7 @@ TEST_CASE("forein-switch: load through the DPDK switch with hints; malformed fra
       CHECK(json_number(client, "malformed") == kGarbage + kTruncated);
       CHECK(json_number(client, "forwarded") > 0);
       CHECK(json_number(client, "dropped") >= kBadFrames + kNotIp);
+      CHECK(json_number(json_object(counters, "server"), "dropped") >= kBadFrames + kNotIp);
       CHECK(json_number(counters, "hinted") > 0);
       server.signal(SIGTERM);
       CHECK(server.wait_exit() == 0);

@@ -1,0 +1,98 @@
+// forein-switch-gen: a DPDK traffic generator on forein-switch's memif
+// ports (docs/network.md, "memif ports and forein-switch-gen").
+//
+//   forein-switch-gen --client-socket PATH --server-socket PATH [--keys N]
+//                     [--dist uniform|zipf] [--seconds S | --count N]
+//                     [--wait-hints] [--garbage N] [--switch-pid PID] ...
+//
+// Joins both memif sockets as their client; sends protocol GETs from the
+// client side's A.B.C.1 to the switch's A.B.C.2 in bursts, at most --window
+// in flight; receives what the switch forwards out of its server side,
+// checks each frame and counts the hinted ones; prints one JSON line.
+//
+// Files: options (flags, EAL args), ports (EAL, memif client ports),
+// frames (GET template, garbage, the check of forwarded frames), traffic
+// (garbage, probes, the measured run), cpu_time (the switch's CPU seconds).
+#include <unistd.h>
+
+#include <rte_eal.h>
+
+#include <cstdio>
+#include <string>
+
+#include "cpu_time.h"
+#include "frames.h"
+#include "options.h"
+#include "ports.h"
+#include "traffic.h"
+
+namespace swgen = forein::net::swgen;
+
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+std::string report(const swgen::GenOptions& o, const swgen::RunResult& r, const swgen::GarbageSent& g,
+                   unsigned probe_rounds, double switch_cpu, double gen_cpu) {
+  const swgen::Tally& t = r.total;
+  const double pps = r.seconds > 0 ? static_cast<double>(r.window.received) / r.seconds : 0;
+  auto u = [](std::uint64_t v) { return std::to_string(v); };
+  std::string s = "{\"sent\":" + u(t.sent) + ",\"received\":" + u(t.received) + ",\"valid\":" + u(t.valid) +
+                  ",\"invalid\":" + u(t.received - t.valid) + ",\"hinted\":" + u(t.hinted) +
+                  ",\"lost\":" + u(t.sent - t.received) + ",\"seconds\":" + number(r.seconds) +
+                  ",\"window_received\":" + u(r.window.received) + ",\"pps\":" + number(pps);
+  s += ",\"keys\":" + u(o.keys) + ",\"dist\":\"" + (o.dist == forein::net::load::Distribution::kZipf ? "zipf" : "uniform") +
+       "\",\"burst\":" + u(o.burst) + ",\"window\":" + u(o.window) + ",\"probe_rounds\":" + u(probe_rounds) +
+       ",\"stalled\":" + (r.stalled ? "true" : "false");
+  s += ",\"garbage\":{\"random\":" + u(g.random) + ",\"truncated\":" + u(g.truncated) +
+       ",\"wrong_version\":" + u(g.wrong_version) + "}";
+  if (switch_cpu >= 0) {
+    // Frames the switch forwarded per second of its CPU time: its rate on one core.
+    s += ",\"switch_cpu_s\":" + number(switch_cpu) + ",\"switch_pps_per_core\":" +
+         number(switch_cpu > 0 ? static_cast<double>(r.window.received) / switch_cpu : 0);
+  }
+  s += ",\"gen_cpu_s\":" + number(gen_cpu) + "}";
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  swgen::GenOptions o;
+  if (const auto exit_code = swgen::parse_options(argc, argv, &o)) return *exit_code;
+  if (!swgen::init_eal(o)) return 1;
+  int rc = 1;
+  {
+    swgen::Ports ports;
+    swgen::Addresses addresses;
+    if (swgen::start_ports(o, &ports) && swgen::make_addresses(o, ports.port, &addresses)) {
+      swgen::Traffic traffic(o, ports, addresses);
+      const swgen::GarbageSent garbage = traffic.send_garbage(o.garbage);
+      // The probes also prove the garbage before them was handled: the
+      // switch takes each port's frames in order.
+      if (!traffic.probe(o.wait_hints, o.probe_timeout_ms)) {
+        std::fprintf(stderr, "forein-switch-gen: no %s after %u ms of probes\n",
+                     o.wait_hints ? "hinted GETs back from the switch" : "GETs back from the switch",
+                     o.probe_timeout_ms);
+      } else {
+        const double switch_before = o.switch_pid > 0 ? swgen::process_cpu_seconds(o.switch_pid) : -1;
+        const double gen_before = swgen::process_cpu_seconds(static_cast<int>(::getpid()));
+        const swgen::RunResult r = traffic.run();
+        // CPU over the window and the drain (the drain is idle back-off).
+        const double switch_cpu =
+            switch_before >= 0 ? swgen::process_cpu_seconds(o.switch_pid) - switch_before : -1;
+        const double gen_cpu = swgen::process_cpu_seconds(static_cast<int>(::getpid())) - gen_before;
+        std::printf("%s\n", report(o, r, garbage, traffic.probe_rounds(), switch_cpu, gen_cpu).c_str());
+        std::fflush(stdout);
+        rc = 0;
+      }
+    }
+    swgen::stop_ports(ports);
+  }
+  rte_eal_cleanup();
+  return rc;
+}

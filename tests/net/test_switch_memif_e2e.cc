@@ -1,0 +1,148 @@
+// forein-switch on memif ports (docs/network.md, "forein-switch" and
+// "forein-switch-gen"): the switch serves two memif sockets, forein-kv-server
+// mirrors its offload image to the switch's in-process agent, and
+// forein-switch-gen joins both sockets: garbage frames into both ports, then
+// GETs that must all come back out of the server side, valid and hinted.
+// memif needs no root. No sleeps as synchronization: the generator's
+// probes (frames through the switch) prove the garbage before them was
+// handled; children are killed on failure.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "child_process.h"
+
+namespace {
+
+using forein::testing::ChildProcess;
+using forein::testing::json_number;
+using forein::testing::last_line;
+using forein::testing::ready_port;
+
+// A fresh directory for the run's socket files, removed afterwards.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "forein-memif-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+// The object after "name": in the switch's JSON line (flat enough for json_number).
+std::string json_object(const std::string& json, const std::string& name) {
+  const std::size_t at = json.find("\"" + name + "\":{");
+  if (at == std::string::npos) return {};
+  return json.substr(at, json.find('}', at) - at + 1);
+}
+
+// A socket file nobody listens on, as a switch killed with SIGKILL leaves.
+void make_stale_socket(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+  ::close(fd);
+}
+
+std::string gen_json(ChildProcess& gen) {
+  const std::string out = gen.read_all();
+  INFO(out);
+  CHECK(gen.wait_exit() == 0);
+  return last_line(out);
+}
+
+}  // namespace
+
+TEST_CASE("forein-switch on memif: GETs from forein-switch-gen hinted; garbage counted", "[e2e][switch][memif]") {
+  for (const std::string backend : {"switch_lpm", "fattree"}) {
+    SECTION(backend) {
+      TempDir dir;
+      const std::string client_sock = dir.path + "/client.sock", server_sock = dir.path + "/server.sock";
+      make_stale_socket(client_sock);  // the switch must replace it
+      ChildProcess sw(FOREIN_SWITCH_BIN, {"--agent-listen", "127.0.0.1:0", "--client-port", "memif:" + client_sock,
+                                          "--server-port", "memif:" + server_sock});
+      const int agent_port = ready_port(sw);
+      REQUIRE(agent_port > 0);
+      const std::string keys = "2000";
+      ChildProcess server(FOREIN_KV_SERVER_BIN,
+                          {"--listen", "127.0.0.1:0", "--keys", keys, "--backend", backend, "--agent",
+                           "127.0.0.1:" + std::to_string(agent_port), "--threads", "1", "--refresh-ms", "50"});
+      REQUIRE(ready_port(server) > 0);
+
+      // 1. Garbage into both ports, then probes until the switch hints
+      // (it holds the image), then 5000 GETs over the 2000 keys.
+      const int kGarbage = 7, kGets = 5000;
+      ChildProcess gen(FOREIN_SWITCH_GEN_BIN,
+                       {"--client-socket", client_sock, "--server-socket", server_sock, "--keys", keys, "--dist",
+                        "zipf", "--count", std::to_string(kGets), "--wait-hints", "--probe-timeout-ms", "60000",
+                        "--garbage", std::to_string(kGarbage), "--switch-pid", std::to_string(sw.pid())});
+      const std::string json = gen_json(gen);
+      INFO(json);
+      REQUIRE(json.starts_with("{"));
+      CHECK(json_number(json, "sent") == kGets);
+      CHECK(json_number(json, "received") == kGets);
+      CHECK(json_number(json, "valid") == kGets);
+      CHECK(json_number(json, "hinted") == kGets);  // every key is in the image
+      CHECK(json_number(json, "lost") == 0);
+      const long long probes = 64 * json_number(json, "probe_rounds");
+
+      // 2. A second generator on the same sockets: the switch takes the
+      // memif peer back after the first one left.
+      ChildProcess again(FOREIN_SWITCH_GEN_BIN, {"--client-socket", client_sock, "--server-socket", server_sock,
+                                                 "--keys", keys, "--count", "1000", "--seed", "9"});
+      const std::string json2 = gen_json(again);
+      INFO(json2);
+      CHECK(json_number(json2, "received") == 1000);
+      CHECK(json_number(json2, "valid") == 1000);
+      const long long probes2 = 64 * json_number(json2, "probe_rounds");
+
+      // 3. The switch's exit line: the garbage counted, nothing else lost.
+      sw.signal(SIGTERM);
+      const std::string sw_out = sw.read_all();
+      INFO(sw_out);
+      CHECK(sw.wait_exit() == 0);
+      const std::string counters = last_line(sw_out);
+      REQUIRE(counters.starts_with("{"));
+      const std::string client = json_object(counters, "client");
+      const std::string srv = json_object(counters, "server");
+      CHECK(json_number(client, "malformed") == kGarbage);       // wrong protocol version
+      CHECK(json_number(client, "dropped") == 2 * kGarbage);     // random bytes, truncated IPv4
+      CHECK(json_number(client, "not_ipv4") == kGarbage);
+      CHECK(json_number(client, "bad_ip") == kGarbage);
+      CHECK(json_number(srv, "dropped") == 2 * kGarbage);
+      CHECK(json_number(client, "forwarded") == kGets + 1000 + probes + probes2);
+      CHECK(json_number(client, "hinted") >= kGets);
+      CHECK(json_number(srv, "forwarded") == 0);
+      CHECK(!std::filesystem::exists(client_sock));  // the switch removed its sockets
+      server.signal(SIGTERM);
+      CHECK(server.wait_exit() == 0);
+    }
+  }
+}
+
+TEST_CASE("forein-switch and forein-switch-gen: bad port flags exit 2", "[e2e][switch][memif]") {
+  for (const std::string bad : {"memif:", "veth", "memif:/tmp/a,b", "memif:/tmp/x\"y"}) {
+    ChildProcess sw(FOREIN_SWITCH_BIN, {"--client-port", bad}, true);
+    INFO(bad);
+    CHECK(sw.wait_exit() == 2);
+  }
+  ChildProcess no_sockets(FOREIN_SWITCH_GEN_BIN, {"--keys", "10"}, true);
+  CHECK(no_sockets.wait_exit() == 2);
+  ChildProcess bad_keys(FOREIN_SWITCH_GEN_BIN, {"--client-socket", "/tmp/a", "--server-socket", "/tmp/b", "--keys", "0"},
+                        true);
+  CHECK(bad_keys.wait_exit() == 2);
+}
