@@ -39,9 +39,11 @@ std::string usage_text(const char* argv0) {
   return std::string("usage: ") + argv0 +
          " --listen HOST:PORT (--keys N | --data FILE) [--backend NAME]\n"
          "       [--agent HOST:PORT] [--agent-token T] [--threads T] [--refresh-ms MS]\n"
-         "       [--sample-rate N] [--shard I/K]\n"
+         "       [--sample-rate N] [--shard I/K] [--fat-root-ranges N] [--layer-nodes N]\n"
          "  --shard I/K: with --keys, own dataset shard I of K (0 <= I < K <= 64) and\n"
          "               publish the offload image under agent index I\n"
+         "  --fat-root-ranges N, --layer-nodes N: fattree's fat root ranges (1..1024) and\n"
+         "               nodes per cached layer (1..4096); default the paper's 600 and 3600\n"
          "  backends: " + offload::registered_backend_names() + "\n";
 }
 
@@ -67,7 +69,7 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
     const bool known = arg == "--listen" || arg == "--keys" || arg == "--data" ||
                        arg == "--backend" || arg == "--agent" || arg == "--agent-token" ||
                        arg == "--threads" || arg == "--refresh-ms" || arg == "--sample-rate" ||
-                       arg == "--shard";
+                       arg == "--shard" || arg == "--fat-root-ranges" || arg == "--layer-nodes";
     if (!known) {
       *error = "unknown argument '" + std::string(arg) + "'";
       return false;
@@ -115,6 +117,14 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
       if (!parse_number<std::uint32_t>(value, 0, 1'000'000, &out->sample_rate)) {
         return bad("expected 0 (no sampling) .. 1000000");
       }
+    } else if (arg == "--fat-root-ranges") {
+      if (!parse_number<std::uint32_t>(value, 1, 1024, &out->fat_root_ranges)) {
+        return bad("expected 1..1024 (the fat root's TCAM ranges)");
+      }
+    } else if (arg == "--layer-nodes") {
+      if (!parse_number<std::uint32_t>(value, 1, 4096, &out->layer_nodes)) {
+        return bad("expected 1..4096 (nodes per node set)");
+      }
     } else if (arg == "--shard") {
       const std::size_t slash = value.find('/');
       if (slash == std::string_view::npos ||
@@ -130,6 +140,10 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
   }
   if (out->keys_given == !out->data_file.empty()) {
     *error = "give exactly one of --keys N and --data FILE";
+    return false;
+  }
+  if ((out->fat_root_ranges != 0 || out->layer_nodes != 0) && out->backend != "fattree") {
+    *error = "--fat-root-ranges and --layer-nodes are fattree settings (give --backend fattree)";
     return false;
   }
   if (out->shards > 1 && !out->keys_given) {

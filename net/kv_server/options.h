@@ -22,6 +22,10 @@ struct ServerOptions {
   // (protocol/dataset.h) and publishes its image under agent index I.
   std::uint32_t shard = 0;
   std::uint32_t shards = 1;
+  // --fat-root-ranges / --layer-nodes (fattree): the fat root's ranges and
+  // the nodes per cached layer (0: the paper's 600 and 3,600).
+  std::uint32_t fat_root_ranges = 0;
+  std::uint32_t layer_nodes = 0;
 };
 
 // Parses argv. On a bad command line returns false with a message in

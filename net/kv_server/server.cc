@@ -56,7 +56,10 @@ OwnedRange owned_range(const ServerOptions& o) {
 }  // namespace
 
 Server::Server(const ServerOptions& options, const Rows& rows) : options_(options) {
-  backend_ = std::make_unique<offload::Backend>(offload::backend_by_name(options_.backend));
+  offload::BackendConfig config;
+  config.fat_root_ranges = options_.fat_root_ranges;
+  config.layer_nodes = options_.layer_nodes;
+  backend_ = std::make_unique<offload::Backend>(offload::backend_by_name(options_.backend), config);
   offload::ManagerOptions mo;
   // The index the agent mirror publishes under (forein-load --agent's
   // default --index).

@@ -4,7 +4,8 @@
 
 namespace forein::net::sw {
 
-std::string counters_json(const Side* sides, std::uint64_t lookups, const std::vector<ServerCounters>& servers) {
+std::string counters_json(const Side* sides, const SwitchTotals& totals) {
+  const std::vector<ServerCounters>& servers = totals.servers;
   auto v = [](const std::atomic<std::uint64_t>& a) { return std::to_string(a.load(std::memory_order_relaxed)); };
   std::string s = "{";
   std::uint64_t tot[6] = {0, 0, 0, 0, 0, 0};
@@ -23,7 +24,8 @@ std::string counters_json(const Side* sides, std::uint64_t lookups, const std::v
   s += "\"rx\":" + std::to_string(tot[0]) + ",\"forwarded\":" + std::to_string(tot[1]) +
        ",\"hinted\":" + std::to_string(tot[2]) + ",\"misses\":" + std::to_string(tot[3]) +
        ",\"malformed\":" + std::to_string(tot[4]) + ",\"dropped\":" + std::to_string(tot[5]) +
-       ",\"lookups\":" + std::to_string(lookups);
+       ",\"lookups\":" + std::to_string(totals.lookups) + ",\"stage\":\"" + totals.stage +
+       "\",\"deeper\":" + std::to_string(totals.deeper);
   if (!servers.empty()) {
     s += ",\"servers\":[";
     for (std::size_t i = 0; i < servers.size(); ++i) {

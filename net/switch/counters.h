@@ -31,8 +31,16 @@ struct ServerCounters {
   std::uint64_t lookups = 0;   // image lookups for its requests
 };
 
-// Both ports' counters, their totals, the hint lookups and the servers'
-// counters (a "servers" array when there are any), as one JSON object.
-std::string counters_json(const Side* sides, std::uint64_t lookups, const std::vector<ServerCounters>& servers);
+// What the whole switch counted beside its ports.
+struct SwitchTotals {
+  std::uint64_t lookups = 0;             // image lookups
+  std::vector<ServerCounters> servers;   // with --servers
+  const char* stage = "all";             // --stage
+  std::uint64_t deeper = 0;              // chain stages: requests this switch's node sets took deeper
+};
+
+// Both ports' counters, their totals and the switch's (a "servers" array
+// when there are any; "stage" and "deeper"), as one JSON object.
+std::string counters_json(const Side* sides, const SwitchTotals& totals);
 
 }  // namespace forein::net::sw

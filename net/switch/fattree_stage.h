@@ -19,7 +19,9 @@ namespace forein::net::sw {
 // aggregation, 2 edge) from the fattree image, or nullopt when it passes
 // unchanged: the fat root missed the key (core), or the packet carries no
 // temporary header (a miss upstream). `datagram` must be a valid request.
+// *deeper: whether this switch's node sets resolved a deeper tree node.
 std::optional<std::vector<std::byte>> walk_stage(std::span<const std::byte> image, int stage,
-                                                 std::span<const std::byte> datagram, std::string_view key);
+                                                 std::span<const std::byte> datagram, std::string_view key,
+                                                 bool* deeper);
 
 }  // namespace forein::net::sw

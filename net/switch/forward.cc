@@ -117,7 +117,10 @@ std::optional<std::vector<std::byte>> Forwarder::rewrite(std::span<const std::by
     if (routing_.stage >= 0) {
       // A chain's stage walks fattree images only; any other passes unchanged.
       if (std::string_view(s.info->name) != "fattree") return std::nullopt;
-      return walk_stage(s.image->bytes, routing_.stage, payload, key);
+      bool went_deeper = false;
+      auto out = walk_stage(s.image->bytes, routing_.stage, payload, key, &went_deeper);
+      if (went_deeper) bump(deeper);
+      return out;
     }
     const forein::StartHints h = s.info->hint(s.image->bytes, forein::word_of(key));
     if (!h.primary.present() && !h.secondary.present()) return std::nullopt;

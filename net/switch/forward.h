@@ -44,6 +44,8 @@ class Forwarder {
   // --servers) and image lookups made for them.
   std::array<std::atomic<std::uint64_t>, kMaxServers> routed{};
   std::array<std::atomic<std::uint64_t>, kMaxServers> server_lookups{};
+  // Chain stages: requests whose hint this switch's node sets made deeper.
+  std::atomic<std::uint64_t> deeper{0};
 
   const Routing& routing() const { return routing_; }
 

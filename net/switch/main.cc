@@ -104,11 +104,15 @@ int main(int argc, char** argv) {
       waiter.join();
       feed.stop();
       server.shutdown();
-      std::vector<sw::ServerCounters> per_server;
+      sw::SwitchTotals totals;
+      totals.lookups = forward.lookups.load();
       for (std::size_t i = 0; i < o.servers.size(); ++i) {
-        per_server.push_back({o.servers[i], forward.routed[i].load(), forward.server_lookups[i].load()});
+        totals.servers.push_back({o.servers[i], forward.routed[i].load(), forward.server_lookups[i].load()});
       }
-      std::printf("%s\n", sw::counters_json(sides, forward.lookups.load(), per_server).c_str());
+      constexpr const char* kStages[] = {"core", "aggregation", "edge"};
+      totals.stage = o.stage < 0 ? "all" : kStages[o.stage];
+      totals.deeper = forward.deeper.load();
+      std::printf("%s\n", sw::counters_json(sides, totals).c_str());
       std::fflush(stdout);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "forein-switch: %s\n", e.what());

@@ -31,16 +31,17 @@ bool parse_ports(std::string_view text, std::vector<std::uint16_t>* out) {
   }
 }
 
-// tap, or memif:PATH with PATH usable in a vdev argument (no ',' or '='),
+// tap, memif:PATH or memif-client:PATH with PATH usable in a vdev argument (no ',' or '='),
 // in the JSON exit line (no '"', '\\' or control bytes) and as a Unix
 // socket address (under 108 bytes).
-bool parse_port_kind(std::string_view text, PortKind* kind, std::string* socket) {
+bool parse_port_kind(std::string_view text, PortKind* kind, std::string* socket, bool* client) {
   if (text == "tap") {
     *kind = PortKind::kTap;
     return true;
   }
-  if (!text.starts_with("memif:")) return false;
-  const std::string_view path = text.substr(6);
+  *client = text.starts_with("memif-client:");
+  if (!text.starts_with("memif:") && !*client) return false;
+  const std::string_view path = text.substr(text.find(':') + 1);
   if (path.empty() || path.size() >= 108) return false;
   for (const char c : path) {
     if (c == ',' || c == '=' || c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
@@ -57,7 +58,7 @@ void usage(std::FILE* out) {
                "usage: forein-switch [--agent-listen HOST:PORT] [--agent-token T] [--index ID]\n"
                "                     [--servers P0,P1,... --keys N] [--service-port P] [--hints on|off]\n"
                "                     [--stage all|core|aggregation|edge] [--image-from HOST:PORT]\n"
-               "                     [--client-port tap|memif:PATH] [--server-port tap|memif:PATH]\n"
+               "                     [--client-port KIND] [--server-port KIND]\n"
                "                     [--client-iface NAME] [--server-iface NAME]\n"
                "                     [--client-net A.B.C] [--server-net A.B.C] [-- EAL ARGS...]\n"
                "  --agent-listen HOST:PORT  the in-process agent's gRPC address (default 127.0.0.1:50052)\n"
@@ -76,7 +77,9 @@ void usage(std::FILE* out) {
                "                            instead of the in-process one\n"
                "  --client-port KIND        the client side's port: tap (a TAP device, needs root) or\n"
                "                            memif:PATH (the switch serves the memif socket file PATH;\n"
-               "                            the peer is a DPDK program, no root) (default tap)\n"
+               "                            the peer is a DPDK program, no root) or memif-client:PATH\n"
+               "                            (join the memif socket another switch serves, as the .1 of\n"
+               "                            that link: a chain's next switch) (default tap)\n"
                "  --server-port KIND        the server side's port, likewise (default tap)\n"
                "  --client-iface NAME       TAP device of the client side (default fswc0)\n"
                "  --server-iface NAME       TAP device of the server side (default fsws0)\n"
@@ -132,9 +135,12 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
         if (parse_ports(argv[++i], &o->servers)) continue;
       } else if (arg == "--client-port" || arg == "--server-port") {
         const int side = arg == "--client-port" ? 0 : 1;
-        if (parse_port_kind(argv[++i], &o->port_kind[side], &o->memif_socket[side])) continue;
+        if (parse_port_kind(argv[++i], &o->port_kind[side], &o->memif_socket[side], &o->memif_client[side])) {
+          continue;
+        }
         std::fprintf(stderr,
-                     "forein-switch: %s wants tap or memif:PATH (PATH under 108 bytes, without ',', '=', "
+                     "forein-switch: %s wants tap, memif:PATH or memif-client:PATH (PATH under 108 bytes, "
+                     "without ',', '=', "
                      "'\"' or '\\'), not '%s'\n",
                      argv[i - 1], argv[i]);
         return 2;
@@ -183,8 +189,10 @@ std::vector<std::string> eal_args(const Options& o) {
       // The switch is the memif server: it creates the socket file (not
       // an abstract socket) and waits for the peer. Its MAC is the one the
       // switch writes as the source of frames on that side (ports.cc).
-      eal.push_back(port_device(o, side) + ",role=server,id=0,socket-abstract=no,socket=" + o.memif_socket[side] +
-                    ",mac=02:f0:e1:5c:00:0" + std::to_string(side + 1));
+      // memif-client: it joins the socket another switch serves.
+      eal.push_back(port_device(o, side) + (o.memif_client[side] ? ",role=client" : ",role=server") +
+                    ",id=0,socket-abstract=no,socket=" + o.memif_socket[side] + ",mac=02:f0:e1:5c:0" +
+                    (o.memif_client[side] ? "1" : "0") + ":0" + std::to_string(side + 1));
     }
   }
   return eal;

@@ -41,6 +41,10 @@ struct Options {
   std::string net[2] = {"10.77.0", "10.77.1"};
   PortKind port_kind[2] = {PortKind::kTap, PortKind::kTap};
   std::string memif_socket[2];  // kMemif: the socket file the switch creates
+  // memif-client:PATH: the switch joins another switch's memif socket as
+  // its client and, on that link, plays the peer's part (the .1 address):
+  // a chain's aggregation and edge switches face the switch before them so.
+  bool memif_client[2] = {false, false};
   std::vector<std::string> eal;  // after `--`: replaces the default EAL options
   bool eal_given = false;
 };

@@ -133,9 +133,11 @@ bool init_sides(const Options& o, Side sides[2]) {
     sides[i].kind = o.port_kind[i];
     sides[i].device = port_device(o, i);
     sides[i].memif_socket = tap ? std::string() : o.memif_socket[i];
-    sides[i].iface = tap ? o.iface[i] : "memif:" + o.memif_socket[i];
-    sides[i].kernel_ip = base + 1;
-    sides[i].switch_ip = base + 2;
+    sides[i].memif_client = !tap && o.memif_client[i];
+    sides[i].iface = tap ? o.iface[i] : (sides[i].memif_client ? "memif-client:" : "memif:") + o.memif_socket[i];
+    // A switch that joins another's memif is the peer on that link.
+    sides[i].kernel_ip = base + (sides[i].memif_client ? 2 : 1);
+    sides[i].switch_ip = base + (sides[i].memif_client ? 1 : 2);
     sides[i].switch_mac = rte_ether_addr{{0x02, 0xF0, 0xE1, 0x5C, 0x00, static_cast<std::uint8_t>(i + 1)}};
     // A memif peer's MAC is unknown until it sends: flood (broadcast) until then.
     if (!tap) sides[i].kernel_mac = rte_ether_addr{{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}};
@@ -150,7 +152,9 @@ bool init_sides(const Options& o, Side sides[2]) {
     return false;
   }
   for (int i = 0; i < 2; ++i) {
-    if (sides[i].kind == PortKind::kMemif && !prepare_memif_socket(sides[i].memif_socket)) return false;
+    if (sides[i].kind == PortKind::kMemif && !sides[i].memif_client && !prepare_memif_socket(sides[i].memif_socket)) {
+      return false;
+    }
   }
   return true;
 }

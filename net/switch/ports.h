@@ -26,6 +26,7 @@ struct Side {
   std::string device;           // DPDK device name: net_tapI or net_memifI
   std::string iface;            // the TAP device, or "memif:PATH" (messages, exit line)
   std::string memif_socket;     // kMemif: the socket file
+  bool memif_client = false;    // kMemif: joined as client; this switch is .1 and the peer .2
   std::uint32_t kernel_ip = 0;  // host order: A.B.C.1
   std::uint32_t switch_ip = 0;  // A.B.C.2
   rte_ether_addr kernel_mac{};  // TAP: from the kernel; memif: learned (learn_peer_mac)
