@@ -6,7 +6,7 @@ BUILD      ?= build
 JOBS       ?= $(shell nproc)
 CMAKE_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps configure check demo bench check-asan check-tsan clean install pg-bench
+.PHONY: all deps configure check demo bench testbed check-asan check-tsan clean install pg-bench
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -28,6 +28,11 @@ install: deps
 
 demo: all install
 	BUILD=$(abspath $(BUILD)) bash scripts/demo.sh
+
+# The end-to-end speedup of switch hints through forein-switch (root: TAP
+# devices); flags through TESTBED_FLAGS, e.g. TESTBED_FLAGS="--seconds 5".
+testbed: all
+	bash scripts/testbed.sh --build $(abspath $(BUILD)) $(TESTBED_FLAGS)
 
 pg-bench: install
 	bash tests/bench/run_pg_bench.sh $(BUILD)/pg-bench

@@ -15,6 +15,7 @@ packages=(
   libipc-run-perl   # its TAP tests (regress/t/)
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev  # the control plane (proto/, net/)
   libdpdk-dev  # forein-switch, the DPDK data plane (net/switch/)
+  gnuplot-nox  # the benchmark plots (scripts/testbed.sh, tests/bench/run_*_experiments.sh)
 )
 
 missing=()

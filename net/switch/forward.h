@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "forein/offload/published.h"
-#include "image_feed.h"
+#include "image.h"
 #include "ports.h"
 
 namespace forein::net::sw {

@@ -19,20 +19,9 @@
 #include "agent_service.h"
 #include "forein/offload/backend.h"
 #include "forein/offload/published.h"
+#include "image.h"
 
 namespace forein::net::sw {
-
-// One server's image: its backend's pure lookup and the bytes it reads.
-struct ShardImage {
-  const forein::offload::BackendInfo* info = nullptr;  // null: the agent holds no image
-  std::shared_ptr<const forein::offload::BackendImage> image;
-};
-
-// What the data plane reads (lock-free, Published), refreshed from the
-// agent: shards[i] is server i's image (agent index first_index + i).
-struct Image {
-  std::vector<ShardImage> shards;
-};
 
 // Where images come from: the current image of an agent index (the same
 // shared_ptr while it is unchanged, so the feed republishes only changes).

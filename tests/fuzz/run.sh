@@ -16,8 +16,10 @@ if [[ -z "$cxx" || -z "$cc" ]]; then
 fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFOREIN_FUZZ=ON \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
-cmake --build "$build" -j "${JOBS:-2}" --target fuzz_lpm_image fuzz_lpm_image_seeds \
-  fuzz_backend_image fuzz_backend_batch fuzz_packet
+targets=(fuzz_backend_image fuzz_backend_batch fuzz_packet)
+# forein-switch's frame handling, when DPDK is there (as for the switch).
+if pkg-config --exists libdpdk 2>/dev/null; then targets+=(fuzz_switch_frame); fi
+cmake --build "$build" -j "${JOBS:-2}" --target fuzz_lpm_image fuzz_lpm_image_seeds "${targets[@]}"
 corpus=$build/fuzz-corpus/lpm_image
 mkdir -p "$corpus"
 "$build/tests/fuzz/fuzz_lpm_image_seeds" "$corpus"
@@ -26,7 +28,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$build/tests/fuzz/fuzz_lpm_image" -max_total_time="$seconds" -max_len=8192 -timeout=10 \
   -print_final_stats=1 "$@" "$work" "$corpus"
-for target in fuzz_backend_image fuzz_backend_batch fuzz_packet; do
+for target in "${targets[@]}"; do
   rm -rf "$work"/*
   "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len=8192 -timeout=10 \
     -print_final_stats=1 "$@" "$work"

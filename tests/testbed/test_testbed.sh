@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# test_testbed.sh: tests of scripts/testbed.sh (docs/network.md, "testbed").
+#
+#   bash tests/testbed/test_testbed.sh args
+#       bad flags are refused with exit 2 and a message naming the flag;
+#       --help prints the usage and exits 0. Needs nothing built.
+#   bash tests/testbed/test_testbed.sh e2e BUILD_DIR
+#       a short real run (20,000 keys, 3 servers, 1 s runs, switch_lpm):
+#       the JSON line has its keys, wrong == 0, hints hit, and no process
+#       or TAP device is left; then a run stopped by SIGTERM mid-way leaves
+#       none either. Exit 77 (skipped) without root, /dev/net/tun or a
+#       built forein-switch.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TESTBED=$ROOT/scripts/testbed.sh
+failures=0
+check() { # check DESCRIPTION COMMAND...: runs COMMAND, counts a failure
+	local what=$1
+	shift
+	if "$@"; then echo "ok: $what"; else
+		echo "FAILED: $what" >&2
+		failures=$((failures + 1))
+	fi
+}
+
+# expect_bad "ARGS" PATTERN: testbed.sh ARGS exits 2 and says PATTERN on stderr.
+expect_bad() {
+	local args=$1 pattern=$2 rc=0 err
+	# shellcheck disable=SC2086
+	err=$(bash "$TESTBED" $args 2>&1 >/dev/null) || rc=$?
+	if [ "$rc" -ne 2 ]; then
+		echo "  testbed.sh $args: exit $rc, want 2 ($err)" >&2
+		return 1
+	fi
+	if ! grep -qE -- "$pattern" <<<"$err"; then
+		echo "  testbed.sh $args: stderr '$err' does not match '$pattern'" >&2
+		return 1
+	fi
+}
+
+args_tests() {
+	local out
+	check "--help prints the usage, exit 0" bash -c "bash '$TESTBED' --help | grep -q -- '--backend NAME'"
+	check "unknown flag" expect_bad "--bogus" "unknown flag '--bogus'"
+	check "positional argument" expect_bad "switch_lpm" "unknown flag 'switch_lpm'"
+	check "missing value" expect_bad "--keys" "--keys needs a value"
+	check "flag as value" expect_bad "--keys --servers 3" "--keys needs a value"
+	check "keys not a number" expect_bad "--keys 1e6" "--keys: '1e6' is not a whole number"
+	check "keys zero" expect_bad "--keys 0" "--keys: '0'"
+	check "servers zero" expect_bad "--servers 0" "--servers: '0' is not a whole number from 1 to 64"
+	check "servers too many" expect_bad "--servers 65" "--servers: '65'"
+	check "fewer keys than servers" expect_bad "--keys 2 --servers 3" "2 keys cannot fill 3 server shards"
+	check "unknown workload" expect_bad "--workload x" "--workload: 'x' is not one of a b c d e f getputdel"
+	check "zipf 1" expect_bad "--zipf 1" "--zipf: '1'"
+	check "zipf 0" expect_bad "--zipf 0" "--zipf: '0'"
+	check "zipf text" expect_bad "--zipf=high" "--zipf: 'high'"
+	check "seconds 0" expect_bad "--seconds 0" "--seconds: '0'"
+	check "seconds negative" expect_bad "--seconds -1" "--seconds: '-1'"
+	check "rounds 0" expect_bad "--rounds 0" "--rounds: '0'"
+	check "outstanding too many" expect_bad "--outstanding 5000" "--outstanding: '5000'"
+	check "backend none" expect_bad "--backend none" "'none' writes no hints"
+	check "backend bad name" expect_bad "--backend Switch-LPM" "--backend: 'Switch-LPM' is not a backend name"
+	check "backend empty item" expect_bad "--backend switch_lpm,,fattree" "--backend: '' is not a backend name"
+	check "backend twice" expect_bad "--backend fattree,fattree" "named twice"
+	check "--flag=value form" expect_bad "--servers=x" "--servers: 'x'"
+	# Valid flags get past the parser (whatever happens next is not exit 2).
+	local rc=0
+	bash "$TESTBED" --keys 10 --servers 1 --build /nonexistent/build >/dev/null 2>&1 || rc=$?
+	check "valid flags are not refused as flags (exit $rc)" test "$rc" -ne 2
+}
+
+# children PID: the pids whose parent is PID.
+children() { ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' || true; }
+
+e2e_tests() {
+	local build=$1 out rc=0 json
+	if [ "$(id -u)" -ne 0 ] || [ ! -c /dev/net/tun ]; then
+		echo "skipped: forein-switch's TAP ports need root and /dev/net/tun"
+		exit 77
+	fi
+	if [ ! -x "$build/net/switch/forein-switch" ]; then
+		echo "skipped: $build/net/switch/forein-switch is not built (libdpdk-dev)"
+		exit 77
+	fi
+	results=$(mktemp -d)
+	trap 'rm -rf "$results"' EXIT
+
+	# 1. A short run: the JSON lines, wrong 0, hints hit.
+	out=$(bash "$TESTBED" --build "$build" --keys 20000 --servers 3 --seconds 1 --backend switch_lpm \
+		--results "$results/run" 2>"$results/stderr") || rc=$?
+	echo "$out"
+	check "testbed.sh exits 0 (stderr: $(tail -n 3 "$results/stderr" | tr '\n' ' '))" test "$rc" -eq 0
+	json=$(tail -n 1 <<<"$out")
+	local key
+	for key in backend ops_per_s_hinted ops_per_s_plain ratio hint_hits wrong p50_us_hinted p99_us_hinted \
+		p50_us_plain p99_us_plain servers keys workload zipf seconds; do
+		check "JSON line has \"$key\"" grep -q "\"$key\":" <<<"$json"
+	done
+	check "backend switch_lpm" grep -q '"backend":"switch_lpm"' <<<"$json"
+	check "wrong == 0" grep -q '"wrong":0,' <<<"$json"
+	check "hint_hits > 0" grep -qE '"hint_hits":[1-9]' <<<"$json"
+	check "servers 3, keys 20000" grep -q '"servers":3,"keys":20000,' <<<"$json"
+	check "CSV written" test -s "$results/run/testbed.csv"
+	if command -v gnuplot >/dev/null 2>&1; then check "PNG written" test -s "$results/run/testbed.png"; fi
+	local taps
+	taps=$(sed -n 's/.*switch with hints \([^/]*\)\/\([^ ]*\) .*without \([^/]*\)\/\([^ ]*\) .*/\1 \2 \3 \4/p' <<<"$out")
+	check "TAP names printed" test -n "$taps"
+	for t in $taps; do check "TAP $t removed" test ! -e "/sys/class/net/$t"; done
+
+	# 2. SIGTERM mid-run: every process it started is stopped, the TAPs go.
+	bash "$TESTBED" --build "$build" --keys 20000 --servers 3 --seconds 5 --backend switch_lpm \
+		--results "$results/term" >"$results/term.out" 2>&1 &
+	local tb=$! end=$((SECONDS + 60)) kids="" p
+	until grep -q "warm-up:" "$results/term.out" 2>/dev/null; do
+		if [ "$SECONDS" -ge "$end" ] || ! kill -0 "$tb" 2>/dev/null; then break; fi
+		sleep 0.1
+	done
+	kids=$(children "$tb")
+	taps=$(sed -n 's/.*switch with hints \([^/]*\)\/\([^ ]*\) .*without \([^/]*\)\/\([^ ]*\) .*/\1 \2 \3 \4/p' "$results/term.out")
+	check "the run got to its measured rounds" grep -q "warm-up:" "$results/term.out"
+	kill -TERM "$tb"
+	rc=0
+	wait "$tb" || rc=$?
+	check "SIGTERM: exit 143 (got $rc)" test "$rc" -eq 143
+	check "SIGTERM: it had started children" test -n "$kids"
+	for p in $kids; do check "SIGTERM: child $p stopped" test ! -e "/proc/$p"; done
+	for t in $taps; do check "SIGTERM: TAP $t removed" test ! -e "/sys/class/net/$t"; done
+}
+
+case "${1:-}" in
+args) args_tests ;;
+e2e)
+	[ $# -eq 2 ] || {
+		echo "usage: $0 e2e BUILD_DIR" >&2
+		exit 2
+	}
+	e2e_tests "$2"
+	;;
+*)
+	echo "usage: $0 args | e2e BUILD_DIR" >&2
+	exit 2
+	;;
+esac
+if [ "$failures" -gt 0 ]; then
+	echo "$failures check(s) failed" >&2
+	exit 1
+fi
+echo "all checks passed"
