@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
   if (!options.agent.empty() && !have_agent_client()) {
     return fail("--agent: this build has no gRPC agent client (net/agent)");
   }
+  if (!options.memif_socket.empty() && !have_memif_port()) {
+    return fail("--memif: this build has no DPDK (libdpdk-dev)");
+  }
 
   // Every thread started from here on inherits the blocked set; the main
   // thread takes the signals with sigwait().

@@ -1,6 +1,9 @@
 #include "kv_server/options.h"
 
+#include <arpa/inet.h>
+
 #include <charconv>
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -33,6 +36,26 @@ bool parse_host_port(std::string_view text, bool allow_zero, std::string* host,
   return true;
 }
 
+// PATH usable in the memif vdev argument (no ',' or '='), in the JSON
+// stats (no '"', '\\' or control bytes) and as a Unix socket address
+// (under 108 bytes): forein-switch's rule for memif:PATH.
+bool valid_memif_path(std::string_view path) {
+  if (path.empty() || path.size() >= 108) return false;
+  for (const char c : path) {
+    if (c == ',' || c == '=' || c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
+  }
+  return true;
+}
+
+// A.B.C (three numbers 0..255): A.B.C.1 in host order.
+bool parse_net(std::string_view net, std::uint32_t* first_host) {
+  if (std::count(net.begin(), net.end(), '.') != 2) return false;
+  in_addr a{};
+  if (::inet_pton(AF_INET, (std::string(net) + ".1").c_str(), &a) != 1) return false;
+  *first_host = ntohl(a.s_addr);
+  return true;
+}
+
 }  // namespace
 
 std::string usage_text(const char* argv0) {
@@ -40,16 +63,20 @@ std::string usage_text(const char* argv0) {
          " --listen HOST:PORT (--keys N | --data FILE) [--backend NAME]\n"
          "       [--agent HOST:PORT] [--agent-token T] [--threads T] [--refresh-ms MS]\n"
          "       [--sample-rate N] [--shard I/K] [--fat-root-ranges N] [--layer-nodes N]\n"
+         "       [--memif PATH [--memif-net A.B.C]]\n"
          "  --shard I/K: with --keys, own dataset shard I of K (0 <= I < K <= 64) and\n"
          "               publish the offload image under agent index I\n"
          "  --fat-root-ranges N, --layer-nodes N: fattree's fat root ranges (1..1024) and\n"
          "               nodes per cached layer (1..4096); default the paper's 600 and 3600\n"
+         "  --memif PATH: also serve on a DPDK memif port joining forein-switch's socket PATH\n"
+         "               (--server-port memif:PATH), as A.B.C.1 of --memif-net (default 10.77.1)\n"
          "  backends: " + offload::registered_backend_names() + "\n";
 }
 
 bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error, bool* help) {
   *help = false;
   bool listen_given = false;
+  bool memif_net_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     std::string_view value;
@@ -69,7 +96,8 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
     const bool known = arg == "--listen" || arg == "--keys" || arg == "--data" ||
                        arg == "--backend" || arg == "--agent" || arg == "--agent-token" ||
                        arg == "--threads" || arg == "--refresh-ms" || arg == "--sample-rate" ||
-                       arg == "--shard" || arg == "--fat-root-ranges" || arg == "--layer-nodes";
+                       arg == "--shard" || arg == "--fat-root-ranges" || arg == "--layer-nodes" ||
+                       arg == "--memif" || arg == "--memif-net";
     if (!known) {
       *error = "unknown argument '" + std::string(arg) + "'";
       return false;
@@ -125,6 +153,16 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
       if (!parse_number<std::uint32_t>(value, 1, 4096, &out->layer_nodes)) {
         return bad("expected 1..4096 (nodes per node set)");
       }
+    } else if (arg == "--memif") {
+      if (!valid_memif_path(value)) {
+        return bad("expected the memif socket file forein-switch serves (under 108 bytes, without ',', '=', "
+                   "'\"', '\\' or control characters)");
+      }
+      out->memif_socket = std::string(value);
+    } else if (arg == "--memif-net") {
+      if (!parse_net(value, &out->memif_ip)) return bad("expected A.B.C (the link's /24; the server is A.B.C.1)");
+      out->memif_net = std::string(value);
+      memif_net_given = true;
     } else if (arg == "--shard") {
       const std::size_t slash = value.find('/');
       if (slash == std::string_view::npos ||
@@ -148,6 +186,14 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
   }
   if (out->shards > 1 && !out->keys_given) {
     *error = "--shard needs --keys (shards split the generated data set)";
+    return false;
+  }
+  if (memif_net_given && out->memif_socket.empty()) {
+    *error = "--memif-net needs --memif PATH";
+    return false;
+  }
+  if (!out->memif_socket.empty() && !memif_net_given && !parse_net(out->memif_net, &out->memif_ip)) {
+    *error = "bad default memif network";
     return false;
   }
   if (!out->agent_token.empty() && out->agent.empty()) {

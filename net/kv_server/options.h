@@ -26,6 +26,12 @@ struct ServerOptions {
   // the nodes per cached layer (0: the paper's 600 and 3,600).
   std::uint32_t fat_root_ranges = 0;
   std::uint32_t layer_nodes = 0;
+  // --memif PATH [--memif-net A.B.C]: a DPDK memif port beside the kernel
+  // sockets, joining forein-switch's socket PATH; on that link the server
+  // is A.B.C.1 (memif_ip) and the switch A.B.C.2. Empty: none.
+  std::string memif_socket;
+  std::string memif_net = "10.77.1";
+  std::uint32_t memif_ip = 0;  // host order, from memif_net
 };
 
 // Parses argv. On a bad command line returns false with a message in

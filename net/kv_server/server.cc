@@ -138,6 +138,10 @@ std::uint16_t Server::bind() {
     }
   }
   if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + errno_text(errno));
+  if (!options_.memif_socket.empty()) {
+    memif_ = std::make_unique<MemifPort>(
+        MemifConfig{options_.memif_socket, options_.memif_net, options_.memif_ip}, *handler_, stats_);
+  }
   return port_;
 }
 
@@ -155,6 +159,7 @@ void Server::start() {
 #endif
   manager_->attach(*tree_);
   for (int fd : sockets_) workers_.emplace_back([this, fd] { worker(fd); });
+  if (memif_) memif_->start();
 }
 
 void Server::stop() {
@@ -165,6 +170,7 @@ void Server::stop() {
   }
   for (auto& t : workers_) t.join();
   workers_.clear();
+  if (memif_) memif_->stop();
   manager_->detach();
   // The mirror stays (its counters go into the exit line) until the
   // destructor, which destroys it before the manager.
@@ -204,6 +210,7 @@ std::string Server::stats_json() {
   }
 #endif
   extra += "}";
+  if (memif_) extra += ",\"memif\":" + memif_->json();
   return stats_.json(tree_->stats(), extra);
 }
 

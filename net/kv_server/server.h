@@ -17,6 +17,7 @@
 #include "forein/tree.h"
 #include "kv_server/data.h"
 #include "kv_server/handler.h"
+#include "kv_server/memif_port.h"
 #include "kv_server/options.h"
 #include "kv_server/stats.h"
 
@@ -40,11 +41,12 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Binds options.threads sockets to the listen address; returns the port
-  // (the kernel's pick for port 0). Throws std::runtime_error with the
-  // reason (address in use, bad host ...).
+  // (the kernel's pick for port 0). With --memif also starts the EAL and
+  // joins the memif socket (MemifPort). Throws std::runtime_error with the
+  // reason (address in use, bad host, no memif socket ...).
   std::uint16_t bind();
-  // Starts the agent mirror (--agent), the manager's refresh thread and
-  // the workers.
+  // Starts the agent mirror (--agent), the manager's refresh thread, the
+  // workers and the memif poll thread.
   void start();
   // Stops the workers and the refresh thread; idempotent.
   void stop();
@@ -62,6 +64,7 @@ class Server {
   ServerStats stats_;
   std::unique_ptr<RequestHandler> handler_;
   std::unique_ptr<AgentMirror> mirror_;  // --agent: the manager's device, mirrored
+  std::unique_ptr<MemifPort> memif_;     // --memif: destroyed first (rte_eal_cleanup)
   std::vector<int> sockets_;
   int stop_pipe_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};

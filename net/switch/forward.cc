@@ -74,8 +74,7 @@ int Forwarder::handle(int in, rte_mbuf* m) {
     const std::uint16_t from = rte_be_to_cpu_16(udp->src_port);
     udp->src_port = rte_cpu_to_be_16(routing_.service_port);
     if (fragment && udp->dgram_cksum != 0) {
-      const std::uint16_t ck = cksum_adjust(udp->dgram_cksum, from, routing_.service_port);
-      udp->dgram_cksum = ck == 0 ? 0xFFFF : ck;
+      udp->dgram_cksum = cksum_adjust_be(udp->dgram_cksum, from, routing_.service_port);
     }
   }
   // Address translation: in from the client side (to our client-side

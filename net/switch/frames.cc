@@ -59,9 +59,8 @@ void translate(rte_ether_hdr* eth, rte_ipv4_hdr* ip, rte_udp_hdr* udp, bool frag
       const std::uint16_t ck = rte_ipv4_udptcp_cksum(ip, udp);
       udp->dgram_cksum = ck == 0 ? 0xFFFF : ck;
     } else if (udp->dgram_cksum != 0) {
-      std::uint16_t ck = cksum_adjust(udp->dgram_cksum, rte_be_to_cpu_32(old_src), rte_be_to_cpu_32(new_src));
-      ck = cksum_adjust(ck, rte_be_to_cpu_32(old_dst), rte_be_to_cpu_32(new_dst));
-      udp->dgram_cksum = ck == 0 ? 0xFFFF : ck;
+      udp->dgram_cksum = cksum_adjust_be(udp->dgram_cksum, rte_be_to_cpu_32(old_src), rte_be_to_cpu_32(new_src));
+      udp->dgram_cksum = cksum_adjust_be(udp->dgram_cksum, rte_be_to_cpu_32(old_dst), rte_be_to_cpu_32(new_dst));
     }
   }
   rte_ether_addr_copy(&to.kernel_mac, &eth->dst_addr);

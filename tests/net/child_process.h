@@ -17,6 +17,8 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -182,5 +184,32 @@ inline bool eventually(const std::function<bool()>& pred,
   }
   return pred();
 }
+
+// The last line of a program's output once it exited with `rc`: the JSON
+// line forein-load, forein-kv-server and forein-switch end with.
+inline std::string exit_json(ChildProcess& child, int rc = 0) {
+  const std::string out = child.read_all();
+  INFO(out);
+  CHECK(child.wait_exit() == rc);
+  const std::string json = last_line(out);
+  REQUIRE(json.starts_with("{"));
+  return json;
+}
+
+// A fresh directory (memif socket files and the like), removed afterwards.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "forein-test-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 }  // namespace forein::testing

@@ -13,7 +13,6 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -26,24 +25,11 @@
 namespace {
 
 using forein::testing::ChildProcess;
+using forein::testing::TempDir;
 using forein::testing::json_number;
 using forein::testing::json_object;
 using forein::testing::ready_port;
 using forein::testing::TapNets;
-
-// A fresh directory for the links' memif socket files, removed afterwards.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "forein-chain-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 // The switch's exit JSON line after SIGTERM.
 std::string stop_switch(ChildProcess& sw) {
@@ -103,11 +89,7 @@ TEST_CASE("forein-switch chain: core, aggregation and edge switches hand the fat
                     {"--target", nets.client_net + ".2:" + std::to_string(server_port), "--keys", "200000",
                      "--workload", "b", "--dist", "zipf", "--zipf", "0.99", "--seconds", "2", "--outstanding", "8",
                      "--timeout-ms", "500", "--retries", "5", "--verify", "--seed", "5"});
-  const std::string out = load.read_all();
-  INFO(out);
-  CHECK(load.wait_exit() == 0);
-  const std::string json = forein::testing::last_line(out);
-  REQUIRE(json.starts_with("{"));
+  const std::string json = forein::testing::exit_json(load);
   CHECK(json_number(json, "wrong") == 0);
   CHECK(json_number(json, "errors") == 0);
   CHECK(json_number(json, "verified") > 1000);

@@ -118,16 +118,6 @@ std::unique_ptr<ChildProcess> start_load(const Testbed& bed, const std::string& 
                                "--timeout-ms", timeout_ms, "--retries", retries, "--verify", "--seed", "11"});
 }
 
-// The load client's JSON line (its last), after it exits with `rc`.
-std::string finish_load(ChildProcess& load, int rc) {
-  const std::string out = load.read_all();
-  INFO(out);
-  CHECK(load.wait_exit() == rc);
-  const std::string json = forein::testing::last_line(out);
-  REQUIRE(json.starts_with("{"));
-  return json;
-}
-
 // The number after "port":P,"requests": in the switch's servers array.
 long long routed_to(const std::string& counters, std::uint16_t port) {
   return json_number(counters, "port\":" + std::to_string(port) + ",\"requests");
@@ -146,7 +136,7 @@ TEST_CASE("forein-switch with three servers: every key answered by its owner", "
 
       // 1. One service: a verified mixed load through the switch.
       auto load = start_load(bed, "b", 2, "500", "5");
-      const std::string json = finish_load(*load, 0);
+      const std::string json = forein::testing::exit_json(*load);
       CHECK(json_number(json, "wrong") == 0);
       CHECK(json_number(json, "errors") == 0);
       CHECK(json_number(json, "timeouts") == 0);
@@ -185,7 +175,13 @@ TEST_CASE("forein-switch with three servers: every key answered by its owner", "
         CHECK(r.value.find("not owned") != std::string::npos);
       }
 
-      // 4. A scan stops at its server's range end and says more follows.
+      // 4. A fragmented reply (800 entries, within server 0's shard) comes
+      // back from the service port with a checksum the client accepts.
+      const forein::net::Packet big = via->call(forein::testing::request(Op::kScan, dataset_key(0), "", 800));
+      REQUIRE(big.op == Op::kReply);
+      CHECK(big.count == 800);
+
+      // A scan stops at its server's range end and says more follows.
       const std::uint64_t edge = shard_first(1, kServers, kKeys);
       const forein::net::Packet scan = via->call(forein::testing::request(Op::kScan, dataset_key(edge - 2), "", 10));
       REQUIRE(scan.op == Op::kReply);
@@ -230,7 +226,7 @@ TEST_CASE("forein-switch with three servers: a server and the switch killed mid-
     }));
     bed.start_server(1);
     CHECK(eventually([&] { return bed.server_counter(1, "get") > 100; }));
-    const std::string json = finish_load(*load, 0);
+    const std::string json = forein::testing::exit_json(*load);
     CHECK(json_number(json, "wrong") == 0);
     CHECK(json_number(json, "errors") == 0);
     CHECK(json_number(json, "timeouts") > 0);
@@ -249,7 +245,7 @@ TEST_CASE("forein-switch with three servers: a server and the switch killed mid-
     // servers' mirrors have re-published their images to it.
     const long long hinted = bed.total("hinted");
     CHECK(eventually([&] { return bed.total("hinted") > hinted + 500; }));
-    const std::string json = finish_load(*load, 0);
+    const std::string json = forein::testing::exit_json(*load);
     CHECK(json_number(json, "wrong") == 0);
     CHECK(json_number(json, "errors") == 0);
   }

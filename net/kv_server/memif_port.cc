@@ -1,0 +1,302 @@
+#include "kv_server/memif_port.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_pause.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <optional>
+#include <cstring>
+#include <exception>
+#include <span>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "kv_server/memif_frames.h"
+#include "protocol/packet.h"
+#include "switch/back_off.h"
+
+namespace forein::net::kv {
+
+namespace {
+
+constexpr std::uint16_t kDescriptors = 512;
+constexpr unsigned kPoolSize = 4095;
+constexpr std::uint16_t kBurst = 32;
+// Port-level drops beyond the frame verdicts.
+constexpr std::size_t kNotSent = kFrameVerdicts;      // tx ring stayed full
+constexpr std::size_t kNoMbuf = kFrameVerdicts + 1;   // no mbuf for a reply frame
+constexpr std::size_t kBadFrame = kFrameVerdicts + 2; // chained mbuf (never from memif's 2 KiB slots)
+constexpr std::size_t kDropKinds = kFrameVerdicts + 3;
+constexpr const char* kDropNames[kDropKinds] = {"",        "not_ipv4", "arp",     "bad_ip",  "not_for_server",
+                                                "fragment", "not_udp",  "bad_udp", "tx_full", "no_mbuf",
+                                                "bad_frame"};
+
+std::uint64_t load(const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); }
+void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+
+}  // namespace
+
+bool have_memif_port() { return true; }
+
+struct MemifPort::Impl {
+  Impl(const MemifConfig& c, RequestHandler& h, ServerStats& s) : config(c), handler(h), stats(s) {}
+  ~Impl();
+  void open();
+  void poll();
+  void check_link();
+  void serve(rte_mbuf* m);
+  bool send(const Frames& frames);
+
+  MemifConfig config;
+  RequestHandler& handler;
+  ServerStats& stats;
+  bool eal = false;
+  bool port_open = false;
+  std::uint16_t port = 0;
+  rte_mempool* pool = nullptr;
+  UdpEndpoint self;  // our MAC and address (the port: per reply)
+  std::atomic<bool> stopping{false};
+  std::thread thread;
+  std::uint16_t ip_id = 0;  // poll thread only
+  Packet request;
+  Frames frames;
+
+  std::atomic<bool> link_up{false};
+  std::optional<std::chrono::steady_clock::time_point> down_since;  // poll thread only
+  std::atomic<std::uint64_t> rx{0}, tx{0}, replies{0}, fragments_sent{0}, rejoins{0};
+  std::array<std::atomic<std::uint64_t>, kDropKinds> drops{};
+};
+
+void MemifPort::Impl::open() {
+  struct stat st {};
+  if (::stat(config.socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    throw std::runtime_error("--memif: no memif socket at " + config.socket +
+                             " (start forein-switch --server-port memif:" + config.socket + " first)");
+  }
+  std::vector<std::string> args = {"forein-kv-server", "--no-huge",  "--no-pci", "-m", "256", "--file-prefix",
+                                   "forein-kv-" + std::to_string(::getpid()), "-l", "0", "--vdev",
+                                   "net_memif0,role=client,id=0,socket-abstract=no,socket=" + config.socket};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  cpu_set_t cpus;
+  const bool have_cpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0;
+  rte_openlog_stream(stderr);  // DPDK's messages off stdout (`listening`, `ready`, the exit line)
+  if (rte_eal_init(static_cast<int>(argv.size()), argv.data()) < 0) {
+    throw std::runtime_error(std::string("--memif: EAL init failed: ") + rte_strerror(rte_errno));
+  }
+  eal = true;
+  // EAL pinned this thread to lcore 0; the workers started later inherit
+  // this thread's affinity: let them run anywhere again.
+  if (have_cpus) pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
+
+  pool = rte_pktmbuf_pool_create("fkv_pool", kPoolSize, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                 static_cast<int>(rte_socket_id()));
+  if (pool == nullptr) throw std::runtime_error(std::string("--memif: mbuf pool: ") + rte_strerror(rte_errno));
+  if (rte_eth_dev_get_port_by_name("net_memif0", &port) != 0) {
+    throw std::runtime_error("--memif: no net_memif0 port");
+  }
+  rte_eth_conf conf{};
+  std::uint16_t rxd = kDescriptors, txd = kDescriptors;
+  const int socket = rte_eth_dev_socket_id(port);
+  const unsigned sock = socket < 0 ? 0u : static_cast<unsigned>(socket);
+  if (rte_eth_dev_configure(port, 1, 1, &conf) != 0 || rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd) != 0 ||
+      rte_eth_rx_queue_setup(port, 0, rxd, sock, nullptr, pool) != 0 ||
+      rte_eth_tx_queue_setup(port, 0, txd, sock, nullptr) != 0) {
+    throw std::runtime_error("--memif: configuring the memif port failed");
+  }
+  port_open = true;
+  if (rte_eth_dev_start(port) != 0) {
+    throw std::runtime_error("--memif: cannot join the memif socket " + config.socket);
+  }
+  rte_ether_addr mac{};
+  rte_eth_macaddr_get(port, &mac);
+  std::memcpy(self.mac.data(), mac.addr_bytes, self.mac.size());
+  self.ip = config.ip;
+}
+
+MemifPort::Impl::~Impl() {
+  if (port_open) {
+    rte_eth_dev_stop(port);
+    rte_eth_dev_close(port);
+  }
+  if (pool != nullptr) rte_mempool_free(pool);
+  if (eal) rte_eal_cleanup();
+}
+
+// The link state for the stats; a link down for a second (the switch
+// exited) is rejoined by restarting the port, once a second, while a
+// socket file is there (a restarted switch serves it again).
+void MemifPort::Impl::check_link() {
+  rte_eth_link link{};
+  const bool up = rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+  link_up.store(up, std::memory_order_relaxed);
+  const auto now = std::chrono::steady_clock::now();
+  if (up) {
+    down_since.reset();
+    return;
+  }
+  if (!down_since) {
+    down_since = now;
+    return;
+  }
+  if (now - *down_since < std::chrono::seconds(1)) return;
+  down_since = now;
+  struct stat st {};
+  if (::stat(config.socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return;
+  rte_eth_dev_stop(port);
+  if (rte_eth_dev_start(port) == 0) bump(rejoins);
+}
+
+void MemifPort::Impl::poll() {
+  std::array<rte_mbuf*, kBurst> burst{};
+  unsigned idle = 0;
+  unsigned loops = 0;
+  while (!stopping.load(std::memory_order_relaxed)) {
+    // The link state for the stats, now and then (a few times a second when idle).
+    if ((loops++ & 1023) == 0) check_link();
+    // A memif client also posts its receive buffers here: the switch can
+    // send to us only after the first rx_burst.
+    const std::uint16_t n = rte_eth_rx_burst(port, 0, burst.data(), kBurst);
+    if (n == 0) {
+      forein::net::sw::back_off(++idle);
+      continue;
+    }
+    idle = 0;
+    bump(rx, n);
+    for (std::uint16_t i = 0; i < n; ++i) {
+      serve(burst[i]);
+      rte_pktmbuf_free(burst[i]);
+    }
+  }
+}
+
+void MemifPort::Impl::serve(rte_mbuf* m) {
+  if (m->nb_segs != 1) {
+    bump(drops[kBadFrame]);
+    return;
+  }
+  const std::span<const std::byte> frame(rte_pktmbuf_mtod(m, const std::byte*), m->data_len);
+  UdpFrame in;
+  const FrameVerdict v = parse_udp_frame(frame, self.ip, &in);
+  if (v != FrameVerdict::kDatagram) {
+    bump(drops[static_cast<std::size_t>(v)]);
+    return;
+  }
+  // From here as a kernel worker: the datagram's counters are the server's.
+  stats.count_datagram();
+  const ParseError e = parse_packet(in.payload, &request);
+  if (e != ParseError::kNone) {
+    stats.count_parse_error(e);
+    return;
+  }
+  if (request.op == Op::kReply || request.op == Op::kError) {
+    stats.count_drop(DropReason::kNotRequest);
+    return;
+  }
+  const Packet reply = handler.handle(request);
+  std::vector<std::byte> out;
+  try {
+    out = encode_packet(reply);
+  } catch (const std::exception&) {
+    stats.count_drop(DropReason::kSendFailed);
+    return;
+  }
+  UdpEndpoint from = self;
+  from.port = in.to.port;  // the reply leaves from the port the request came to
+  if (!build_udp_frames(from, in.from, out, ip_id++, &frames) || !send(frames)) {
+    stats.count_drop(DropReason::kSendFailed);
+    return;
+  }
+  bump(replies);
+}
+
+// Copies the frames into mbufs and sends them, retrying briefly while the
+// ring to the switch is full (the switch may be in its idle back-off).
+bool MemifPort::Impl::send(const Frames& f) {
+  std::array<rte_mbuf*, 64> mbufs{};
+  std::size_t at = 0;  // byte offset of the next frame
+  std::size_t next = 0;
+  while (next < f.sizes.size()) {
+    const std::size_t count = std::min(mbufs.size(), f.sizes.size() - next);
+    if (rte_pktmbuf_alloc_bulk(pool, mbufs.data(), static_cast<unsigned>(count)) != 0) {
+      bump(drops[kNoMbuf], f.sizes.size() - next);
+      return false;
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t size = f.sizes[next + i];
+      char* p = rte_pktmbuf_append(mbufs[i], static_cast<std::uint16_t>(size));
+      // Frames are at most 1514 bytes: they fit the pool's 2 KiB buffers.
+      if (p != nullptr) std::memcpy(p, f.bytes.data() + at, size);
+      at += size;
+    }
+    std::size_t sent = 0;
+    for (unsigned attempt = 0; sent < count && attempt < 2000; ++attempt) {
+      sent += rte_eth_tx_burst(port, 0, mbufs.data() + sent, static_cast<std::uint16_t>(count - sent));
+      if (sent == count) break;
+      if (attempt < 64) {
+        rte_pause();
+      } else {
+        const timespec ts{0, 1000};  // up to ~2 ms in all, then give up
+        ::nanosleep(&ts, nullptr);
+      }
+    }
+    bump(tx, sent);
+    if (f.fragments > 0) bump(fragments_sent, sent);
+    if (sent < count) {
+      for (std::size_t i = sent; i < count; ++i) rte_pktmbuf_free(mbufs[i]);
+      bump(drops[kNotSent], f.sizes.size() - next - sent);
+      return false;
+    }
+    next += count;
+  }
+  return true;
+}
+
+MemifPort::MemifPort(const MemifConfig& config, RequestHandler& handler, ServerStats& stats)
+    : impl_(std::make_unique<Impl>(config, handler, stats)) {
+  impl_->open();
+}
+
+MemifPort::~MemifPort() { stop(); }
+
+void MemifPort::start() {
+  if (impl_->thread.joinable() || impl_->stopping.load()) return;
+  impl_->thread = std::thread([this] { impl_->poll(); });
+}
+
+void MemifPort::stop() {
+  impl_->stopping.store(true);
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+std::string MemifPort::json() const {
+  const Impl& p = *impl_;
+  std::uint64_t dropped = 0;
+  std::string reasons;
+  for (std::size_t i = 1; i < kDropKinds; ++i) {
+    const std::uint64_t d = load(p.drops[i]);
+    dropped += d;
+    reasons += std::string(reasons.empty() ? "" : ",") + "\"" + kDropNames[i] + "\":" + std::to_string(d);
+  }
+  return "{\"socket\":" + json_string(p.config.socket) + ",\"address\":" + json_string(p.config.net + ".1") +
+         ",\"link\":" + (p.link_up.load() ? "\"up\"" : "\"down\"") + ",\"rx\":" + std::to_string(load(p.rx)) +
+         ",\"tx\":" + std::to_string(load(p.tx)) + ",\"replies\":" + std::to_string(load(p.replies)) +
+         ",\"rejoins\":" + std::to_string(load(p.rejoins)) + ",\"dropped\":" + std::to_string(dropped) + ",\"fragments_sent\":" + std::to_string(load(p.fragments_sent)) +
+         ",\"dropped_by_reason\":{" + reasons + "}}";
+}
+
+}  // namespace forein::net::kv
