@@ -42,7 +42,8 @@ bool parse_port_kind(std::string_view text, PortKind* kind, std::string* socket,
   *client = text.starts_with("memif-client:");
   if (!text.starts_with("memif:") && !*client) return false;
   const std::string_view path = text.substr(text.find(':') + 1);
-  if (path.empty() || path.size() >= 108) return false;
+  // Absolute: DPDK's memif PMD refuses a socket path without a directory.
+  if (!path.starts_with('/') || path.size() >= 108) return false;
   for (const char c : path) {
     if (c == ',' || c == '=' || c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
   }
@@ -139,7 +140,7 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
           continue;
         }
         std::fprintf(stderr,
-                     "forein-switch: %s wants tap, memif:PATH or memif-client:PATH (PATH under 108 bytes, "
+                     "forein-switch: %s wants tap, memif:PATH or memif-client:PATH (PATH absolute, under 108 bytes, "
                      "without ',', '=', "
                      "'\"' or '\\'), not '%s'\n",
                      argv[i - 1], argv[i]);

@@ -71,6 +71,12 @@ bool configure_iface(Side& side) {
 // it. A live one, or any other file, is an error.
 bool prepare_memif_socket(const std::string& path) {
   struct stat st {};
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::fprintf(stderr, "forein-switch: memif socket %s: no directory %s\n", path.c_str(), dir.c_str());
+    return false;
+  }
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return true;
     std::fprintf(stderr, "forein-switch: memif socket %s: %s\n", path.c_str(), std::strerror(errno));

@@ -18,34 +18,16 @@
 #include <string>
 
 #include "child_process.h"
+#include "tap_switch.h"
 
 namespace {
 
 using forein::testing::ChildProcess;
+using forein::testing::json_object;
+using forein::testing::TempDir;
 using forein::testing::json_number;
 using forein::testing::last_line;
 using forein::testing::ready_port;
-
-// A fresh directory for the run's socket files, removed afterwards.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "forein-memif-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
-// The object after "name": in the switch's JSON line (flat enough for json_number).
-std::string json_object(const std::string& json, const std::string& name) {
-  const std::size_t at = json.find("\"" + name + "\":{");
-  if (at == std::string::npos) return {};
-  return json.substr(at, json.find('}', at) - at + 1);
-}
 
 // A socket file nobody listens on, as a switch killed with SIGKILL leaves.
 void make_stale_socket(const std::string& path) {
@@ -135,7 +117,8 @@ TEST_CASE("forein-switch on memif: GETs from forein-switch-gen hinted; garbage c
 }
 
 TEST_CASE("forein-switch and forein-switch-gen: bad port flags exit 2", "[e2e][switch][memif]") {
-  for (const std::string bad : {"memif:", "veth", "memif:/tmp/a,b", "memif:/tmp/x\"y"}) {
+  for (const std::string bad : {"memif:", "veth", "memif:relative.sock", "memif:/tmp/a,b", "memif:/tmp/x\"y",
+                                "memif:/nonexistent-dir/x.sock"}) {
     ChildProcess sw(FOREIN_SWITCH_BIN, {"--client-port", bad}, true);
     INFO(bad);
     CHECK(sw.wait_exit() == 2);

@@ -26,10 +26,10 @@ bool parse_double(const char* text, double min, double max, double* out) {
   return true;
 }
 
-// A socket path usable in a vdev argument (no ',' or '=') and as a Unix
-// socket address (under 108 bytes).
+// A socket path the memif PMD takes (absolute), usable in a vdev argument
+// (no ',' or '=') and as a Unix socket address (under 108 bytes).
 bool socket_path_ok(std::string_view p) {
-  return !p.empty() && p.size() < 108 && p.find_first_of(",=") == std::string_view::npos;
+  return p.starts_with('/') && p.size() < 108 && p.find_first_of(",=") == std::string_view::npos;
 }
 
 // A.B.C: three numbers 0..255.
@@ -57,7 +57,8 @@ void usage(std::FILE* out) {
                "Joins forein-switch's two memif sockets as their client, sends protocol GETs from the\n"
                "client side's A.B.C.1 to the switch's A.B.C.2 and receives what the switch forwards on\n"
                "the server side; prints one JSON line.\n"
-               "  --client-socket PATH      the switch's client-side memif socket (--client-port memif:PATH)\n"
+               "  --client-socket PATH      the switch's client-side memif socket (--client-port memif:PATH;\n"
+               "                            absolute)\n"
                "  --server-socket PATH      the switch's server-side memif socket\n"
                "  --client-net A.B.C        as the switch's --client-net (default 10.77.0)\n"
                "  --server-net A.B.C        as the switch's --server-net (default 10.77.1)\n"
