@@ -1,5 +1,6 @@
 #include "protocol/packet.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -250,18 +251,27 @@ std::optional<std::vector<ScanEntry>> decode_scan_entries(std::string_view bytes
   return out;
 }
 
-bool set_hint_trailer(std::vector<std::byte>& datagram, const StartHints& hints) {
+std::size_t set_hint_trailer_in_place(std::span<std::byte> buffer, std::size_t length, const StartHints& hints) {
   Layout l;
-  if (check(datagram, &l) != ParseError::kNone) return false;
+  if (length > buffer.size() || check(buffer.first(length), &l) != ParseError::kNone) return 0;
   if ((l.flags & kFlagHint) == 0) {
-    if (datagram.size() + kHintTrailerBytes > kMaxDatagram) return false;
+    if (length + kHintTrailerBytes > std::min(buffer.size(), kMaxDatagram)) return 0;
     // Before a fattree header, if there is one: the trailers' order is fixed.
-    datagram.insert(datagram.begin() + static_cast<std::ptrdiff_t>(l.value_end),
-                    kHintTrailerBytes, std::byte{0});
-    store_be<std::uint8_t>(datagram.data() + 4, l.flags | kFlagHint);
+    std::memmove(buffer.data() + l.value_end + kHintTrailerBytes, buffer.data() + l.value_end,
+                 length - l.value_end);
+    store_be<std::uint8_t>(buffer.data() + 4, l.flags | kFlagHint);
+    length += kHintTrailerBytes;
   }
-  store_hints(datagram.data() + l.value_end, hints);
-  return true;
+  store_hints(buffer.data() + l.value_end, hints);
+  return length;
+}
+
+bool set_hint_trailer(std::vector<std::byte>& datagram, const StartHints& hints) {
+  const std::size_t length = datagram.size();
+  datagram.resize(length + kHintTrailerBytes);
+  const std::size_t n = set_hint_trailer_in_place(datagram, length, hints);
+  datagram.resize(n != 0 ? n : length);
+  return n != 0;
 }
 
 bool set_fattree_header(std::vector<std::byte>& datagram, const FattreeHeader& header) {

@@ -135,6 +135,12 @@ std::optional<std::vector<ScanEntry>> decode_scan_entries(std::string_view bytes
 // fattree header, growing the datagram by its size if absent. Return false
 // (datagram unchanged) if it is not a valid packet or would pass kMaxDatagram.
 bool set_hint_trailer(std::vector<std::byte>& datagram, const StartHints& hints);
+// The same in place, for a switch writing into the frame it forwards:
+// buffer holds the datagram in its first `length` bytes and has room for
+// the trailer after it. Returns the new length, or 0 (buffer unchanged)
+// if the datagram is not valid or the trailer does not fit (buffer or
+// kMaxDatagram).
+std::size_t set_hint_trailer_in_place(std::span<std::byte> buffer, std::size_t length, const StartHints& hints);
 bool set_fattree_header(std::vector<std::byte>& datagram, const FattreeHeader& header);
 
 // The key of a valid datagram without copying it (empty on error).

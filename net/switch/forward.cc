@@ -108,44 +108,74 @@ int Forwarder::route_request(PortCounters& c, rte_mbuf* m, rte_ipv4_hdr* ip, std
   return static_cast<int>(server);
 }
 
-std::optional<std::vector<std::byte>> Forwarder::rewrite(std::span<const std::byte> payload, std::string_view key,
-                                                         std::size_t shard) {
+forein::StartHints Forwarder::hint_of(std::string_view key, std::size_t shard) {
+  return image_->read([&](const Image& img) {
+    if (shard >= img.shards.size() || img.shards[shard].info == nullptr) return forein::StartHints{};
+    const ShardImage& s = img.shards[shard];
+    return s.info->hint(s.image->bytes, forein::word_of(key));
+  });
+}
+
+std::optional<std::vector<std::byte>> Forwarder::stage_rewrite(std::span<const std::byte> payload,
+                                                               std::string_view key, std::size_t shard) {
   return image_->read([&](const Image& img) -> std::optional<std::vector<std::byte>> {
     if (shard >= img.shards.size() || img.shards[shard].info == nullptr) return std::nullopt;
     const ShardImage& s = img.shards[shard];
-    if (routing_.stage >= 0) {
-      // A chain's stage walks fattree images only; any other passes unchanged.
-      if (std::string_view(s.info->name) != "fattree") return std::nullopt;
-      bool went_deeper = false;
-      auto out = walk_stage(s.image->bytes, routing_.stage, payload, key, &went_deeper);
-      if (went_deeper) bump(deeper);
-      return out;
-    }
-    const forein::StartHints h = s.info->hint(s.image->bytes, forein::word_of(key));
-    if (!h.primary.present() && !h.secondary.present()) return std::nullopt;
-    std::vector<std::byte> datagram(payload.begin(), payload.end());
-    if (!forein::net::set_hint_trailer(datagram, h)) return std::nullopt;
-    return datagram;
+    // A chain's stage walks fattree images only; any other passes unchanged.
+    if (std::string_view(s.info->name) != "fattree") return std::nullopt;
+    bool went_deeper = false;
+    auto out = walk_stage(s.image->bytes, routing_.stage, payload, key, &went_deeper);
+    if (went_deeper) bump(deeper);
+    return out;
   });
+}
+
+void Forwarder::set_lengths(rte_ipv4_hdr* ip, std::size_t ihl, rte_udp_hdr* udp, std::size_t datagram) {
+  udp->dgram_len = rte_cpu_to_be_16(static_cast<std::uint16_t>(sizeof(rte_udp_hdr) + datagram));
+  ip->total_length = rte_cpu_to_be_16(static_cast<std::uint16_t>(ihl + sizeof(rte_udp_hdr) + datagram));
 }
 
 bool Forwarder::add_hint(PortCounters& c, rte_mbuf* m, rte_ipv4_hdr* ip, std::size_t ihl, rte_udp_hdr* udp,
                          std::span<const std::byte> payload, std::string_view key, std::size_t shard) {
-  const std::optional<std::vector<std::byte>> datagram = rewrite(payload, key, shard);
   bump(lookups);
   bump(server_lookups[shard]);
-  if (!datagram) {
+  std::byte* const datagram = reinterpret_cast<std::byte*>(udp + 1);
+  if (routing_.stage >= 0) {
+    const std::optional<std::vector<std::byte>> out = stage_rewrite(payload, key, shard);
+    if (!out) {
+      bump(c.misses);
+      return true;
+    }
+    if (out->size() > payload.size() &&
+        rte_pktmbuf_append(m, static_cast<std::uint16_t>(out->size() - payload.size())) == nullptr) {
+      drop(c, c.no_room, m);
+      return false;
+    }
+    std::memcpy(datagram, out->data(), out->size());
+    set_lengths(ip, ihl, udp, out->size());
+    bump(c.hinted);
+    return true;
+  }
+  const forein::StartHints h = hint_of(key, shard);
+  if (!h.primary.present() && !h.secondary.present()) {
     bump(c.misses);
     return true;
   }
-  if (datagram->size() > payload.size() &&
-      rte_pktmbuf_append(m, static_cast<std::uint16_t>(datagram->size() - payload.size())) == nullptr) {
+  // In place: grow the frame by the trailer and write it behind the
+  // datagram (no copy of the datagram, no allocation per request).
+  if (rte_pktmbuf_append(m, static_cast<std::uint16_t>(forein::net::kHintTrailerBytes)) == nullptr) {
     drop(c, c.no_room, m);
     return false;
   }
-  std::memcpy(udp + 1, datagram->data(), datagram->size());
-  udp->dgram_len = rte_cpu_to_be_16(static_cast<std::uint16_t>(sizeof(rte_udp_hdr) + datagram->size()));
-  ip->total_length = rte_cpu_to_be_16(static_cast<std::uint16_t>(ihl + sizeof(rte_udp_hdr) + datagram->size()));
+  const std::size_t room = payload.size() + forein::net::kHintTrailerBytes;
+  const std::size_t n = forein::net::set_hint_trailer_in_place(std::span<std::byte>(datagram, room), payload.size(), h);
+  const std::size_t used = n != 0 ? n : payload.size();
+  if (used < room) rte_pktmbuf_trim(m, static_cast<std::uint16_t>(room - used));
+  if (n == 0) {
+    bump(c.misses);
+    return true;
+  }
+  set_lengths(ip, ihl, udp, n);
   bump(c.hinted);
   return true;
 }

@@ -64,9 +64,13 @@ class Forwarder {
   // temporary header too). False when m was dropped (freed).
   bool add_hint(PortCounters& c, rte_mbuf* m, rte_ipv4_hdr* ip, std::size_t ihl, rte_udp_hdr* udp,
                 std::span<const std::byte> payload, std::string_view key, std::size_t shard);
-  // The rewritten request for key from the image, or nullopt (a miss).
-  std::optional<std::vector<std::byte>> rewrite(std::span<const std::byte> payload, std::string_view key,
-                                                std::size_t shard);
+  // The hints server `shard`'s image has for key (none: a miss).
+  forein::StartHints hint_of(std::string_view key, std::size_t shard);
+  // A chain stage's rewritten request, or nullopt (a miss).
+  std::optional<std::vector<std::byte>> stage_rewrite(std::span<const std::byte> payload, std::string_view key,
+                                                      std::size_t shard);
+  // Sets the datagram's length in the UDP and IPv4 headers.
+  static void set_lengths(rte_ipv4_hdr* ip, std::size_t ihl, rte_udp_hdr* udp, std::size_t datagram);
 
   Side* sides_;
   forein::offload::Published<Image>* image_;

@@ -32,27 +32,8 @@ for bin in "$SWITCH" "$GEN" "$KV"; do
 done
 OUT=$BUILD/switch-forwarding
 mkdir -p "$OUT"
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-
-# wait_ready FILE: until FILE holds a `ready` line (30 s at most).
-wait_ready() {
-	for _ in $(seq 300); do
-		grep -qx ready "$1" 2>/dev/null && return 0
-		sleep 0.1 # poll interval
-	done
-	echo "no 'ready' in $1" >&2
-	cat "$1" >&2
-	exit 1
-}
+# shellcheck source=tests/bench/processes.sh
+source "$ROOT/tests/bench/processes.sh"
 
 rows="switch_lpm fattree"
 if "$SWITCH" --help | grep -q -- '--hints on|off'; then rows="$rows off"; fi
@@ -108,10 +89,25 @@ for row in $rows; do
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 
+# DPDK's own LPM (rte_lpm, the table l3fwd's LPM mode uses) on this machine
+# in the same run: dpdk-test's lpm_perf_autotest (Debian: dpdk-dev).
+DPDK_LPM="not measured: dpdk-test not found (apt-get install dpdk-dev)"
+if command -v dpdk-test >/dev/null; then
+	lpm_out=$(echo lpm_perf_autotest | dpdk-test --no-huge --no-pci -m 512 --file-prefix "fsw-lpm-$$" -l 0 2>&1 || true)
+	single=$(sed -n 's/^Average LPM Lookup: \([0-9.]*\) cycles.*/\1/p' <<<"$lpm_out")
+	bulk=$(sed -n 's/^BULK LPM Lookup: \([0-9.]*\) cycles.*/\1/p' <<<"$lpm_out")
+	mhz=$(sed -n 's/^cpu MHz[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1)
+	if [ -n "$single" ] && [ -n "$bulk" ] && [ -n "$mhz" ]; then
+		DPDK_LPM=$(awk -v s="$single" -v b="$bulk" -v m="$mhz" 'BEGIN {
+			printf "%s cycles per lookup (%.1f ns at %.0f MHz), %s cycles in bulk (%.1f ns)", s, s * 1000 / m, m, b, b * 1000 / m }')
+	fi
+	echo "== DPDK rte_lpm: $DPDK_LPM"
+fi
+
 python3 - "$OUT/runs.csv" "$DOC" "$MACHINE" "$DATE" "$COMMIT" "$COMMAND" "$LOAD_BEFORE" "$LOAD_AFTER" \
-	"$KEYS" "$DIST" "$SECS" "$REPS" <<-'EOF'
+	"$KEYS" "$DIST" "$SECS" "$REPS" "$DPDK_LPM" <<-'EOF'
 	import csv, os, statistics, sys
-	runs, doc, machine, date, commit, command, load0, load1, keys, dist, secs, reps = sys.argv[1:]
+	runs, doc, machine, date, commit, command, load0, load1, keys, dist, secs, reps, dpdk_lpm = sys.argv[1:]
 	rows = {}
 	for r in csv.DictReader(open(runs)):
 	    rows.setdefault(r["row"], []).append(r)
@@ -146,6 +142,10 @@ Measured by `tests/bench/run_switch_forwarding.sh` on {date} (commit {commit}):
 `BUILD/switch-forwarding/runs.csv`.
 
 {chr(10).join(table)}
+
+DPDK's LPM for scale, same machine and run (`dpdk-test lpm_perf_autotest`:
+rte_lpm with about 1M random routes, the table l3fwd's LPM mode looks up):
+{dpdk_lpm}.
 {finish}"""
 	text = open(doc).read() if os.path.exists(doc) else "# forein network benchmarks\n"
 	head = text.find("## Switch forwarding rate")

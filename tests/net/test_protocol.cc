@@ -378,6 +378,33 @@ TEST_CASE("set_hint_trailer and set_fattree_header rewrite in place", "[net][pro
   CHECK(d == encode_packet(p));
 }
 
+TEST_CASE("set_hint_trailer_in_place writes into the buffer's room, or leaves it", "[net][protocol]") {
+  const StartHints hh = hints(0xCAFEBABE, 2, 0x1234, 1);
+  for (bool f : {false, true}) {
+    for (const Packet& p : samples(false, f)) {
+      const Bytes d = encode_packet(p);
+      Packet want = p;
+      want.hints = hh;
+      // Room for the trailer: the datagram with the hint, as encode_packet writes it.
+      Bytes room = d;
+      room.resize(d.size() + kHintTrailerBytes, std::byte{0xEE});
+      REQUIRE(forein::net::set_hint_trailer_in_place(room, d.size(), hh) == d.size() + kHintTrailerBytes);
+      CHECK(room == encode_packet(want));
+      // A hint already there is replaced without growing.
+      REQUIRE(forein::net::set_hint_trailer_in_place(room, room.size(), hints(5, 0, 0, 0)) == room.size());
+      // No room: 0 and nothing written.
+      Bytes tight = d;
+      CHECK(forein::net::set_hint_trailer_in_place(tight, d.size(), hh) == 0);
+      CHECK(tight == d);
+      // A length beyond the buffer, or junk: 0.
+      CHECK(forein::net::set_hint_trailer_in_place(tight, d.size() + 1, hh) == 0);
+    }
+  }
+  Bytes junk = bytes({1, 2, 3});
+  junk.resize(3 + kHintTrailerBytes);
+  CHECK(forein::net::set_hint_trailer_in_place(junk, 3, hh) == 0);
+}
+
 TEST_CASE("trailer rewrites refuse invalid and oversized datagrams", "[net][protocol]") {
   Bytes junk = bytes({1, 2, 3});
   CHECK_FALSE(set_hint_trailer(junk, StartHints{}));

@@ -16,9 +16,11 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "child_process.h"
 #include "tap_switch.h"
+#include "udp_client.h"
 
 namespace {
 
@@ -128,4 +130,87 @@ TEST_CASE("forein-switch and forein-switch-gen: bad port flags exit 2", "[e2e][s
   ChildProcess bad_keys(FOREIN_SWITCH_GEN_BIN, {"--client-socket", "/tmp/a", "--server-socket", "/tmp/b", "--keys", "0"},
                         true);
   CHECK(bad_keys.wait_exit() == 2);
+}
+
+// forein-switch-gen --mode client: the generator is the switch's client,
+// forein-kv-server joins the switch's server-side memif socket and answers;
+// every REPLY comes back through the switch and is checked against the
+// data set. The generator's probes go until the server counts them hinted
+// (STATS over its kernel port), so the switch holds the image by then.
+TEST_CASE("forein-switch-gen --mode client: GETs answered by forein-kv-server over memif, hinted",
+          "[e2e][switch][memif]") {
+  for (const std::string backend : {"switch_lpm", "fattree"}) {
+    SECTION(backend) {
+      TempDir dir;
+      const std::string client_sock = dir.path + "/c.sock", server_sock = dir.path + "/s.sock";
+      ChildProcess sw(FOREIN_SWITCH_BIN, {"--agent-listen", "127.0.0.1:0", "--client-port", "memif:" + client_sock,
+                                          "--server-port", "memif:" + server_sock});
+      const int agent_port = ready_port(sw);
+      REQUIRE(agent_port > 0);
+      const std::string keys = "20000";
+      ChildProcess server(FOREIN_KV_SERVER_BIN,
+                          {"--listen", "127.0.0.1:0", "--memif", server_sock, "--memif-net", "10.77.1", "--keys", keys,
+                           "--backend", backend, "--agent", "127.0.0.1:" + std::to_string(agent_port), "--threads",
+                           "1", "--refresh-ms", "50"});
+      const int server_port = ready_port(server);
+      REQUIRE(server_port > 0);
+      const std::string stats_at = "127.0.0.1:" + std::to_string(server_port);
+
+      const int kGets = 5000;
+      ChildProcess gen(FOREIN_SWITCH_GEN_BIN,
+                       {"--mode", "client", "--client-socket", client_sock, "--keys", keys, "--dist", "zipf",
+                        "--count", std::to_string(kGets), "--window", "64", "--wait-hints", "--server-stats",
+                        stats_at, "--probe-timeout-ms", "60000", "--switch-pid", std::to_string(sw.pid()),
+                        "--server-pid", std::to_string(server.pid())});
+      const std::string json = gen_json(gen);
+      INFO(json);
+      REQUIRE(json.starts_with("{"));
+      CHECK(json_number(json, "sent") == kGets);
+      CHECK(json_number(json, "wrong") == 0);
+      // Nothing should be lost on memif; allow 1% for a loaded machine.
+      CHECK(json_number(json, "replies") + json_number(json, "lost") == kGets);
+      CHECK(json_number(json, "replies") >= kGets * 99 / 100);
+      CHECK(json_number(json, "ok") == json_number(json, "replies"));
+      CHECK(json_number(json, "probe_rounds") >= 1);
+      CHECK(json.find("\"p99_us\":") != std::string::npos);
+      CHECK(json.find("\"server_cpu_s\":") != std::string::npos);
+      const std::string deltas = json_object(json, "server");
+      CHECK(json_number(deltas, "get") >= json_number(json, "replies"));
+      CHECK(json_number(deltas, "hint_hits") > 0);
+
+      // The server's own STATS over its kernel port: hints hit, memif up.
+      forein::testing::UdpClient udp(static_cast<std::uint16_t>(server_port));
+      const std::string stats = forein::testing::server_stats(udp);
+      INFO(stats);
+      CHECK(json_number(stats, "hint_hits") > 0);
+      CHECK(json_number(stats, "hinted") >= kGets);
+      const std::string memif = json_object(stats, "memif");
+      CHECK(json_number(memif, "replies") >= kGets);
+      CHECK(memif.find("\"link\":\"up\"") != std::string::npos);
+      server.signal(SIGTERM);
+      exit_json(server);
+
+      sw.signal(SIGTERM);
+      const std::string counters = exit_json(sw);
+      CHECK(json_number(json_object(counters, "client"), "hinted") >= kGets);
+      CHECK(json_number(json_object(counters, "server"), "forwarded") >= kGets);  // the replies
+    }
+  }
+}
+
+TEST_CASE("forein-switch-gen --mode client: bad flags exit 2", "[e2e][switch][memif]") {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--mode", "client"},                                                        // no socket
+      {"--mode", "client", "--client-socket", "/tmp/a", "--server-socket", "/tmp/b"},  // the server's socket
+      {"--mode", "client", "--client-socket", "/tmp/a", "--wait-hints"},          // hints need STATS
+      {"--mode", "client", "--client-socket", "/tmp/a", "--window", "0"},
+      {"--mode", "client", "--client-socket", "/tmp/a", "--garbage", "3"},
+      {"--mode", "server", "--client-socket", "/tmp/a"},
+      {"--mode", "client", "--client-socket", "/tmp/a", "--server-stats", "nocolon"},
+      {"--mode", "client", "--client-socket", "/tmp/a", "--timeout-ms", "0"}};
+  for (const auto& args : bad) {
+    ChildProcess gen(FOREIN_SWITCH_GEN_BIN, args, true);
+    INFO(args[args.size() - 1]);
+    CHECK(gen.wait_exit() == 2);
+  }
 }

@@ -8,6 +8,7 @@
 #include <rte_udp.h>
 
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -49,7 +50,7 @@ bool make_addresses(const GenOptions& o, const std::uint16_t ports[2], Addresses
   out->server_switch = server + 2;
   out->server_net = server;
   out->service_port = o.service_port;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < sides(o); ++i) {
     rte_eth_macaddr_get(ports[i], &out->gen_mac[i]);
     out->switch_mac[i] = rte_ether_addr{{0x02, 0xF0, 0xE1, 0x5C, 0x00, static_cast<std::uint8_t>(i + 1)}};
   }
@@ -117,35 +118,41 @@ void write_truncated_ipv4(rte_mbuf* m, const rte_ether_addr& src, const rte_ethe
   set_frame(m, bytes, sizeof bytes);
 }
 
-Forwarded check_forwarded(rte_mbuf* m, const Addresses& a) {
-  Forwarded f;
-  if (m->nb_segs != 1 || m->data_len < kL2L3L4) return f;
+std::optional<std::span<const std::byte>> udp_datagram(rte_mbuf* m, std::uint32_t src, std::uint32_t dst,
+                                                       std::uint32_t dst_mask) {
+  if (m->nb_segs != 1 || m->data_len < kL2L3L4) return std::nullopt;
   auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
-  if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) return f;
+  if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) return std::nullopt;
   auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
   const std::size_t ihl = static_cast<std::size_t>(ip->version_ihl & 0x0F) * 4;
   const std::size_t total = rte_be_to_cpu_16(ip->total_length);
   if ((ip->version_ihl >> 4) != 4 || ihl < sizeof(rte_ipv4_hdr) || total < ihl + sizeof(rte_udp_hdr) ||
       sizeof(rte_ether_hdr) + total > m->data_len || ip->next_proto_id != IPPROTO_UDP ||
       rte_ipv4_cksum(ip) != 0) {
-    return f;
+    return std::nullopt;
   }
-  // From the switch's server-side address to a server on that /24.
-  if (rte_be_to_cpu_32(ip->src_addr) != a.server_switch || (rte_be_to_cpu_32(ip->dst_addr) & ~0xFFu) != a.server_net) {
-    return f;
+  if (rte_be_to_cpu_32(ip->src_addr) != src || (rte_be_to_cpu_32(ip->dst_addr) & dst_mask) != dst) {
+    return std::nullopt;
   }
   auto* udp = reinterpret_cast<rte_udp_hdr*>(reinterpret_cast<std::byte*>(ip) + ihl);
   const std::size_t udp_len = rte_be_to_cpu_16(udp->dgram_len);
-  if (udp_len != total - ihl || udp_len < sizeof(rte_udp_hdr)) return f;
+  if (udp_len != total - ihl || udp_len < sizeof(rte_udp_hdr)) return std::nullopt;
   if (const std::uint16_t sent_sum = udp->dgram_cksum; sent_sum != 0) {
     // Recompute with the field zeroed (the frame is ours to change).
     udp->dgram_cksum = 0;
     std::uint16_t sum = rte_ipv4_udptcp_cksum(ip, udp);
     if (sum == 0) sum = 0xFFFF;
-    if (sum != sent_sum) return f;
+    if (sum != sent_sum) return std::nullopt;
   }
-  const std::span<const std::byte> datagram(reinterpret_cast<const std::byte*>(udp + 1),
-                                            udp_len - sizeof(rte_udp_hdr));
+  return std::span<const std::byte>(reinterpret_cast<const std::byte*>(udp + 1), udp_len - sizeof(rte_udp_hdr));
+}
+
+Forwarded check_forwarded(rte_mbuf* m, const Addresses& a) {
+  Forwarded f;
+  // From the switch's server-side address to a server on that /24.
+  const auto dg = udp_datagram(m, a.server_switch, a.server_net, ~0xFFu);
+  if (!dg) return f;
+  const std::span<const std::byte> datagram = *dg;
   forein::net::Packet p;
   if (forein::net::parse_packet(datagram, &p) != forein::net::ParseError::kNone || p.op != forein::net::Op::kGet ||
       !forein::net::dataset_index(p.key, &f.key)) {

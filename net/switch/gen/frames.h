@@ -7,7 +7,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "options.h"
@@ -50,6 +52,13 @@ class RequestFrame {
 // header (bad_ip).
 void write_random_frame(rte_mbuf* m, std::mt19937_64& rng);
 void write_truncated_ipv4(rte_mbuf* m, const rte_ether_addr& src, const rte_ether_addr& dst);
+
+// The UDP payload of m when it is one Ethernet/IPv4/UDP frame with a good
+// IPv4 header checksum, consistent lengths and a good UDP checksum (or
+// none), from src to an address with (dst_addr & dst_mask) == dst (host
+// order); nullopt otherwise. Zeroes the UDP checksum field to verify it.
+std::optional<std::span<const std::byte>> udp_datagram(rte_mbuf* m, std::uint32_t src, std::uint32_t dst,
+                                                       std::uint32_t dst_mask);
 
 // A frame the switch sent out of its server side.
 struct Forwarded {

@@ -10,9 +10,14 @@
 // in flight; receives what the switch forwards out of its server side,
 // checks each frame and counts the hinted ones; prints one JSON line.
 //
+// --mode client joins only the client socket and checks the REPLYs a
+// forein-kv-server --memif behind the switch sends back (client.h).
+//
 // Files: options (flags, EAL args), ports (EAL, memif client ports),
 // frames (GET template, garbage, the check of forwarded frames), traffic
-// (garbage, probes, the measured run), cpu_time (the switch's CPU seconds).
+// (garbage, probes, the measured run), client (--mode client: probes, run,
+// reply check, report), server_stats (the server's STATS over UDP),
+// cpu_time (CPU seconds of a process).
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -20,6 +25,7 @@
 #include <cstdio>
 #include <string>
 
+#include "client.h"
 #include "cpu_time.h"
 #include "frames.h"
 #include "options.h"
@@ -69,7 +75,11 @@ int main(int argc, char** argv) {
   {
     swgen::Ports ports;
     swgen::Addresses addresses;
-    if (swgen::start_ports(o, &ports) && swgen::make_addresses(o, ports.port, &addresses)) {
+    if (!swgen::start_ports(o, &ports) || !swgen::make_addresses(o, ports.port, &addresses)) {
+      // (a message was printed)
+    } else if (o.mode == swgen::Mode::kClient) {
+      rc = swgen::run_client(o, ports, addresses);
+    } else {
       swgen::Traffic traffic(o, ports, addresses);
       const swgen::GarbageSent garbage = traffic.send_garbage(o.garbage);
       // The probes also prove the garbage before them was handled: the

@@ -48,15 +48,25 @@ bool net_ok(std::string_view n) {
 
 void usage(std::FILE* out) {
   std::fprintf(out,
-               "usage: forein-switch-gen --client-socket PATH --server-socket PATH\n"
+               "usage: forein-switch-gen [--mode forward] --client-socket PATH --server-socket PATH\n"
                "                         [--client-net A.B.C] [--server-net A.B.C] [--service-port P]\n"
                "                         [--keys N] [--dist uniform|zipf] [--zipf THETA] [--seed S]\n"
                "                         [--seconds S | --count N] [--burst B] [--window W]\n"
                "                         [--wait-hints] [--probe-timeout-ms MS] [--connect-timeout-ms MS]\n"
                "                         [--garbage N] [--switch-pid PID] [-- EAL ARGS...]\n"
+               "       forein-switch-gen --mode client --client-socket PATH [--server-stats HOST:PORT]\n"
+               "                         [--server-pid PID] [--timeout-ms MS] [same traffic flags]\n"
                "Joins forein-switch's two memif sockets as their client, sends protocol GETs from the\n"
                "client side's A.B.C.1 to the switch's A.B.C.2 and receives what the switch forwards on\n"
                "the server side; prints one JSON line.\n"
+               "  --mode forward|client     forward (default): as above; client: join only the client\n"
+               "                            socket, a forein-kv-server --memif behind the switch answers;\n"
+               "                            every REPLY is checked (seq outstanding, status ok, value =\n"
+               "                            dataset_value(key)); latency per request\n"
+               "  --server-stats HOST:PORT  client: the server's kernel UDP port; STATS before and after\n"
+               "                            the run (deltas reported); needed for --wait-hints\n"
+               "  --server-pid PID          client: report the server's CPU seconds\n"
+               "  --timeout-ms MS           client: a request unanswered after MS is lost (default 200)\n"
                "  --client-socket PATH      the switch's client-side memif socket (--client-port memif:PATH;\n"
                "                            absolute)\n"
                "  --server-socket PATH      the switch's server-side memif socket\n"
@@ -73,7 +83,8 @@ void usage(std::FILE* out) {
                "                            memif ring of 1024 so nothing is lost to a full ring)\n"
                "  --wait-hints              before the run, probe GETs (keys spread over N) must come back\n"
                "                            hinted, i.e. the switch holds the image; without it they\n"
-               "                            need only come back\n"
+               "                            need only come back (client: the server's STATS hinted\n"
+               "                            grew by a whole probe round)\n"
                "  --probe-timeout-ms MS     give up probing after MS (default 20000; exit 1)\n"
                "  --connect-timeout-ms MS   wait this long for both memif links (default 10000; exit 1)\n"
                "  --garbage N               before the probes: N random frames and N truncated IPv4\n"
@@ -106,7 +117,20 @@ std::optional<int> parse_options(int argc, char** argv, GenOptions* o) {
     if (i + 1 < argc) {
       const char* v = argv[++i];
       std::uint64_t n = 0;
-      if (arg == "--client-socket" || arg == "--server-socket") {
+      if (arg == "--mode") {
+        ok = std::string_view(v) == "forward" || std::string_view(v) == "client";
+        o->mode = std::string_view(v) == "client" ? Mode::kClient : Mode::kForward;
+      } else if (arg == "--server-stats") {
+        const std::string_view hp(v);
+        ok = hp.rfind(':') != std::string_view::npos && hp.rfind(':') > 0 && hp.rfind(':') + 1 < hp.size();
+        if (ok) o->server_stats = v;
+      } else if (arg == "--server-pid") {
+        ok = parse_u64(v, 1, 1u << 30, &n);
+        o->server_pid = static_cast<int>(n);
+      } else if (arg == "--timeout-ms") {
+        ok = parse_u64(v, 1, 3600000, &n);
+        o->timeout_ms = static_cast<std::uint32_t>(n);
+      } else if (arg == "--client-socket" || arg == "--server-socket") {
         ok = socket_path_ok(v);
         if (ok) o->socket[arg == "--client-socket" ? 0 : 1] = v;
       } else if (arg == "--client-net" || arg == "--server-net") {
@@ -156,7 +180,18 @@ std::optional<int> parse_options(int argc, char** argv, GenOptions* o) {
       return 2;
     }
   }
-  if (o->socket[0].empty() || o->socket[1].empty() || o->socket[0] == o->socket[1]) {
+  if (o->mode == Mode::kClient) {
+    const char* bad = o->socket[0].empty()       ? "--client-socket is required"
+                      : !o->socket[1].empty()    ? "--server-socket is for --mode forward (the server joins it)"
+                      : o->garbage > 0           ? "--garbage is for --mode forward"
+                      : o->window == 0           ? "--window must be > 0 (requests are tracked per window slot)"
+                      : o->wait_hints && o->server_stats.empty() ? "--wait-hints needs --server-stats"
+                                                                 : nullptr;
+    if (bad != nullptr) {
+      std::fprintf(stderr, "forein-switch-gen: --mode client: %s\n", bad);
+      return 2;
+    }
+  } else if (o->socket[0].empty() || o->socket[1].empty() || o->socket[0] == o->socket[1]) {
     std::fprintf(stderr, "forein-switch-gen: --client-socket and --server-socket are required and must differ\n");
     return 2;
   }
@@ -175,7 +210,7 @@ std::vector<std::string> eal_args(const GenOptions& o) {
     eal.insert(eal.end(), {"--no-huge", "--no-pci", "-m", "256", "--file-prefix",
                            "forein-switch-gen-" + std::to_string(::getpid()), "-l", "0"});
   }
-  for (int side = 0; side < 2; ++side) {
+  for (int side = 0; side < sides(o); ++side) {
     // The memif client of the switch's socket; a fixed locally administered
     // MAC, the source the switch learns.
     eal.push_back("--vdev");

@@ -11,7 +11,14 @@
 
 namespace forein::net::swgen {
 
+// forward: both sockets, GETs counted as they leave the switch's server
+// side (the switch's forwarding rate); client: only the client socket, a
+// forein-kv-server on the server socket answers, REPLYs checked
+// (client.h).
+enum class Mode { kForward, kClient };
+
 struct GenOptions {
+  Mode mode = Mode::kForward;
   std::string socket[2];  // the switch's memif sockets: [0] client side, [1] server side
   std::string net[2] = {"10.77.0", "10.77.1"};  // as forein-switch's --client-net / --server-net
   std::uint16_t service_port = 9000;            // UDP destination of the requests
@@ -28,6 +35,10 @@ struct GenOptions {
   std::uint32_t connect_timeout_ms = 10000;
   unsigned garbage = 0;      // before the run: this many frames of each garbage kind
   int switch_pid = 0;        // > 0: report the switch's CPU time and rate per core
+  // --mode client:
+  int server_pid = 0;              // > 0: report the server's CPU time
+  std::string server_stats;        // HOST:PORT of the server's kernel UDP port: STATS deltas, --wait-hints
+  std::uint32_t timeout_ms = 200;  // a request unanswered this long is lost (its window slot freed)
   std::vector<std::string> eal;  // after `--`: replaces the default EAL options
   bool eal_given = false;
 };
@@ -38,9 +49,12 @@ void usage(std::FILE* out);
 // (0 after --help, 2 on a bad argument, after a message).
 std::optional<int> parse_options(int argc, char** argv, GenOptions* o);
 
-// The EAL's argv: the defaults (or the user's after `--`) plus the two
-// memif client vdevs, net_memif0 on the client socket, net_memif1 on the
-// server's.
+// The memif sockets joined: 2 (forward), 1 (client: the client side only).
+inline int sides(const GenOptions& o) { return o.mode == Mode::kClient ? 1 : 2; }
+
+// The EAL's argv: the defaults (or the user's after `--`) plus the memif
+// client vdevs, net_memif0 on the client socket, net_memif1 on the
+// server's (forward mode).
 std::vector<std::string> eal_args(const GenOptions& o);
 
 }  // namespace forein::net::swgen

@@ -65,7 +65,8 @@ bool start_ports(const GenOptions& o, Ports* p) {
     std::fprintf(stderr, "forein-switch-gen: mbuf pool: %s\n", rte_strerror(rte_errno));
     return false;
   }
-  for (int i = 0; i < 2; ++i) {
+  p->count = sides(o);
+  for (int i = 0; i < p->count; ++i) {
     const std::string name = "net_memif" + std::to_string(i);
     if (rte_eth_dev_get_port_by_name(name.c_str(), &p->port[i]) != 0 || !start_port(p->port[i], p->pool)) {
       std::fprintf(stderr, "forein-switch-gen: port %s (%s) failed to start\n", name.c_str(), o.socket[i].c_str());
@@ -75,10 +76,12 @@ bool start_ports(const GenOptions& o, Ports* p) {
   // The memif client connects from the EAL's interrupt thread; poll for
   // both links with a deadline.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.connect_timeout_ms);
-  while (!(link_up(p->port[0]) && link_up(p->port[1]))) {
+  const bool both = sides(o) == 2;
+  while (!(link_up(p->port[0]) && (!both || link_up(p->port[1])))) {
     if (std::chrono::steady_clock::now() >= deadline) {
       std::fprintf(stderr, "forein-switch-gen: memif links not up after %u ms (client %s, server %s)\n",
-                   o.connect_timeout_ms, link_up(p->port[0]) ? "up" : "down", link_up(p->port[1]) ? "up" : "down");
+                   o.connect_timeout_ms, link_up(p->port[0]) ? "up" : "down",
+                   !both ? "not used" : link_up(p->port[1]) ? "up" : "down");
       return false;
     }
     const timespec ts{0, 1000000};  // poll interval
@@ -88,7 +91,8 @@ bool start_ports(const GenOptions& o, Ports* p) {
   // in rx_burst; until it has called it once, the switch has no room to
   // send to us (it would count the frames as tx_full). Post them now.
   std::array<rte_mbuf*, 32> rx{};
-  for (const std::uint16_t port : p->port) {
+  for (int i = 0; i < p->count; ++i) {
+    const std::uint16_t port = p->port[i];
     const std::uint16_t n = rte_eth_rx_burst(port, 0, rx.data(), static_cast<std::uint16_t>(rx.size()));
     for (std::uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(rx[i]);
   }
@@ -96,9 +100,9 @@ bool start_ports(const GenOptions& o, Ports* p) {
 }
 
 void stop_ports(const Ports& p) {
-  for (const std::uint16_t port : p.port) {
-    rte_eth_dev_stop(port);
-    rte_eth_dev_close(port);
+  for (int i = 0; i < p.count; ++i) {
+    rte_eth_dev_stop(p.port[i]);
+    rte_eth_dev_close(p.port[i]);
   }
 }
 

@@ -1,4 +1,5 @@
-// forein-switch-gen's DPDK side: EAL start, the two memif client ports,
+// forein-switch-gen's DPDK side: EAL start, the memif client ports (two, or
+// the client side's alone in --mode client),
 // waiting for their links.
 #pragma once
 
@@ -12,6 +13,7 @@ namespace forein::net::swgen {
 
 struct Ports {
   std::uint16_t port[2] = {0, 0};  // [0] on the switch's client side, [1] its server side
+  int count = 0;                   // ports started: 2, or 1 in --mode client (the client side)
   rte_mempool* pool = nullptr;
 };
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 
+#include "gen_limits.h"
 #include "load/workload.h"
 #include "switch/back_off.h"
 
@@ -16,10 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kKeyRing = 1u << 16;  // keys drawn ahead (a power of two)
-constexpr std::uint64_t kProbeSeq = std::uint64_t{1} << 63;  // probes: this bit, round << 16, index
-constexpr unsigned kProbeKeys = 64;
-constexpr unsigned kMaxBurst = 256;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
