@@ -27,7 +27,8 @@
 
 #include "kv_server/memif_frames.h"
 #include "protocol/packet.h"
-#include "switch/back_off.h"
+#include "dpdk/back_off.h"
+#include "dpdk/eal.h"
 
 namespace forein::net::kv {
 
@@ -87,21 +88,14 @@ void MemifPort::Impl::open() {
     throw std::runtime_error("--memif: no memif socket at " + config.socket +
                              " (start forein-switch --server-port memif:" + config.socket + " first)");
   }
-  std::vector<std::string> args = {"forein-kv-server", "--no-huge",  "--no-pci", "-m", "256", "--file-prefix",
-                                   "forein-kv-" + std::to_string(::getpid()), "-l", "0", "--vdev",
-                                   "net_memif0,role=client,id=0,socket-abstract=no,socket=" + config.socket};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  cpu_set_t cpus;
-  const bool have_cpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0;
-  rte_openlog_stream(stderr);  // DPDK's messages off stdout (`listening`, `ready`, the exit line)
-  if (rte_eal_init(static_cast<int>(argv.size()), argv.data()) < 0) {
+  std::vector<std::string> args = dpdk::default_eal_args("forein-kv-server", "forein-kv");
+  args.insert(args.end(), {"--vdev", "net_memif0,role=client,id=0,socket-abstract=no,socket=" + config.socket});
+  // The workers started later inherit this thread's affinity: start_eal
+  // lets it run anywhere again.
+  if (!dpdk::start_eal(std::move(args))) {
     throw std::runtime_error(std::string("--memif: EAL init failed: ") + rte_strerror(rte_errno));
   }
   eal = true;
-  // EAL pinned this thread to lcore 0; the workers started later inherit
-  // this thread's affinity: let them run anywhere again.
-  if (have_cpus) pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
 
   pool = rte_pktmbuf_pool_create("fkv_pool", kPoolSize, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
                                  static_cast<int>(rte_socket_id()));
@@ -109,13 +103,7 @@ void MemifPort::Impl::open() {
   if (rte_eth_dev_get_port_by_name("net_memif0", &port) != 0) {
     throw std::runtime_error("--memif: no net_memif0 port");
   }
-  rte_eth_conf conf{};
-  std::uint16_t rxd = kDescriptors, txd = kDescriptors;
-  const int socket = rte_eth_dev_socket_id(port);
-  const unsigned sock = socket < 0 ? 0u : static_cast<unsigned>(socket);
-  if (rte_eth_dev_configure(port, 1, 1, &conf) != 0 || rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd) != 0 ||
-      rte_eth_rx_queue_setup(port, 0, rxd, sock, nullptr, pool) != 0 ||
-      rte_eth_tx_queue_setup(port, 0, txd, sock, nullptr) != 0) {
+  if (!dpdk::configure_port(port, pool, kDescriptors)) {
     throw std::runtime_error("--memif: configuring the memif port failed");
   }
   port_open = true;
@@ -172,7 +160,7 @@ void MemifPort::Impl::poll() {
     // send to us only after the first rx_burst.
     const std::uint16_t n = rte_eth_rx_burst(port, 0, burst.data(), kBurst);
     if (n == 0) {
-      forein::net::sw::back_off(++idle);
+      forein::net::dpdk::back_off(++idle);
       continue;
     }
     idle = 0;

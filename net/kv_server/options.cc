@@ -7,20 +7,12 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/parse.h"
 #include "forein/offload/registry.h"
 
 namespace forein::net::kv {
 
 namespace {
-
-template <typename T>
-bool parse_number(std::string_view text, T min, T max, T* out) {
-  T v{};
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < min || v > max) return false;
-  *out = v;
-  return true;
-}
 
 // HOST:PORT; the port may be 0 when allow_zero.
 bool parse_host_port(std::string_view text, bool allow_zero, std::string* host,
@@ -47,14 +39,6 @@ bool valid_memif_path(std::string_view path) {
   return true;
 }
 
-// A.B.C (three numbers 0..255): A.B.C.1 in host order.
-bool parse_net(std::string_view net, std::uint32_t* first_host) {
-  if (std::count(net.begin(), net.end(), '.') != 2) return false;
-  in_addr a{};
-  if (::inet_pton(AF_INET, (std::string(net) + ".1").c_str(), &a) != 1) return false;
-  *first_host = ntohl(a.s_addr);
-  return true;
-}
 
 }  // namespace
 
@@ -161,6 +145,7 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
       out->memif_socket = std::string(value);
     } else if (arg == "--memif-net") {
       if (!parse_net(value, &out->memif_ip)) return bad("expected A.B.C (the link's /24; the server is A.B.C.1)");
+      out->memif_ip += 1;  // the server is the link's .1
       out->memif_net = std::string(value);
       memif_net_given = true;
     } else if (arg == "--shard") {
@@ -192,9 +177,12 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
     *error = "--memif-net needs --memif PATH";
     return false;
   }
-  if (!out->memif_socket.empty() && !memif_net_given && !parse_net(out->memif_net, &out->memif_ip)) {
-    *error = "bad default memif network";
-    return false;
+  if (!out->memif_socket.empty() && !memif_net_given) {
+    if (!parse_net(out->memif_net, &out->memif_ip)) {
+      *error = "bad default memif network";
+      return false;
+    }
+    out->memif_ip += 1;  // the server is the link's .1
   }
   if (!out->agent_token.empty() && out->agent.empty()) {
     *error = "--agent-token needs --agent";

@@ -1,22 +1,16 @@
 #include "options.h"
 
+#include "common/parse.h"
+#include "dpdk/eal.h"
+
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdlib>
 #include <string_view>
 
 namespace forein::net::sw {
 namespace {
 
-// A whole decimal number in [min, max].
-bool parse_u64(std::string_view text, std::uint64_t min, std::uint64_t max, std::uint64_t* out) {
-  std::uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < min || v > max) return false;
-  *out = v;
-  return true;
-}
 
 // P0,P1,...: 1 to 64 UDP ports, 1..65535 each.
 bool parse_ports(std::string_view text, std::vector<std::uint16_t>* out) {
@@ -24,7 +18,7 @@ bool parse_ports(std::string_view text, std::vector<std::uint16_t>* out) {
   while (true) {
     const std::size_t comma = text.find(',');
     std::uint64_t p = 0;
-    if (!parse_u64(text.substr(0, comma), 1, 65535, &p) || out->size() == 64) return false;
+    if (!parse_number<std::uint64_t>(text.substr(0, comma), 1, 65535, &p) || out->size() == 64) return false;
     out->push_back(static_cast<std::uint16_t>(p));
     if (comma == std::string_view::npos) return true;
     text.remove_prefix(comma + 1);
@@ -125,10 +119,10 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
         o->index = std::strtoull(argv[++i], &end, 10);
         if (end != nullptr && *end == '\0') continue;
       } else if (arg == "--keys") {
-        if (parse_u64(argv[++i], 1, std::uint64_t{1} << 40, &o->keys)) continue;
+        if (parse_number<std::uint64_t>(argv[++i], 1, std::uint64_t{1} << 40, &o->keys)) continue;
       } else if (arg == "--service-port") {
         std::uint64_t p = 0;
-        if (parse_u64(argv[++i], 1, 65535, &p)) {
+        if (parse_number<std::uint64_t>(argv[++i], 1, 65535, &p)) {
           o->service_port = static_cast<std::uint16_t>(p);
           continue;
         }
@@ -179,8 +173,7 @@ std::vector<std::string> eal_args(const Options& o) {
   if (o.eal_given) {
     eal.insert(eal.end(), o.eal.begin(), o.eal.end());
   } else {
-    eal.insert(eal.end(), {"--no-huge", "--no-pci", "-m", "256", "--file-prefix",
-                           "forein-switch-" + std::to_string(::getpid()), "-l", "0"});
+    eal = dpdk::default_eal_args("forein-switch", "forein-switch");
   }
   for (int side = 0; side < 2; ++side) {
     eal.push_back("--vdev");

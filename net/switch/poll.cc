@@ -6,7 +6,7 @@
 #include <array>
 #include <cstdint>
 
-#include "back_off.h"
+#include "dpdk/back_off.h"
 
 namespace forein::net::sw {
 namespace {
@@ -52,7 +52,7 @@ void poll_ports(Side sides[2], Forwarder& forward, const std::atomic<bool>& stop
     if (got > 0) {
       idle = 0;
     } else {
-      back_off(++idle);
+      dpdk::back_off(++idle);
     }
   }
 }

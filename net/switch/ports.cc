@@ -3,8 +3,6 @@
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <pthread.h>
-#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,18 +20,14 @@
 #include <cstring>
 #include <vector>
 
+#include "common/parse.h"
+#include "dpdk/eal.h"
+
 namespace forein::net::sw {
 namespace {
 
 constexpr std::uint16_t kDescriptors = 512;
 constexpr unsigned kPoolSize = 4095;
-
-bool parse_net(const std::string& s, std::uint32_t* base) {
-  in_addr a{};
-  if (inet_pton(AF_INET, (s + ".0").c_str(), &a) != 1) return false;
-  *base = ntohl(a.s_addr);
-  return true;
-}
 
 // The kernel side of a TAP device: address, netmask, up; its MAC.
 bool configure_iface(Side& side) {
@@ -105,15 +99,7 @@ bool prepare_memif_socket(const std::string& path) {
 }
 
 bool start_port(std::uint16_t port, rte_mempool* pool) {
-  rte_eth_conf conf{};
-  if (rte_eth_dev_configure(port, 1, 1, &conf) != 0) return false;
-  std::uint16_t rxd = kDescriptors, txd = kDescriptors;
-  if (rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd) != 0) return false;
-  const int socket = rte_eth_dev_socket_id(port);
-  const unsigned sock = socket < 0 ? 0u : static_cast<unsigned>(socket);
-  if (rte_eth_rx_queue_setup(port, 0, rxd, sock, nullptr, pool) != 0) return false;
-  if (rte_eth_tx_queue_setup(port, 0, txd, sock, nullptr) != 0) return false;
-  if (rte_eth_dev_start(port) != 0) return false;
+  if (!dpdk::configure_port(port, pool, kDescriptors) || rte_eth_dev_start(port) != 0) return false;
   rte_eth_promiscuous_enable(port);  // best effort
   return true;
 }
@@ -166,18 +152,10 @@ bool init_sides(const Options& o, Side sides[2]) {
 }
 
 bool init_eal(const Options& o) {
-  cpu_set_t cpus;
-  const bool have_cpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0;
-  std::vector<std::string> eal = eal_args(o);
-  std::vector<char*> eal_argv;
-  for (auto& a : eal) eal_argv.push_back(a.data());
-  rte_openlog_stream(stderr);
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
+  if (!dpdk::start_eal(eal_args(o))) {
     std::fprintf(stderr, "forein-switch: EAL init failed: %s\n", rte_strerror(rte_errno));
     return false;
   }
-  // EAL pinned this thread to one lcore; on shared cores let it run anywhere.
-  if (have_cpus) pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
   return true;
 }
 

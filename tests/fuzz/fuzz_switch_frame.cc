@@ -14,8 +14,6 @@
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "dpdk/eal.h"
 #include "forein/offload/registry.h"
 #include "forward.h"
 #include "image.h"
@@ -40,13 +39,11 @@ void require(bool ok) {
 }
 
 void start_eal() {
-  // A file prefix of its own, as every forein process: runs never meet.
-  std::vector<std::string> args = {"fuzz_switch_frame", "--no-huge", "--no-pci", "-m", "64", "-l", "0",
-                                   "--log-level=1", "--no-telemetry", "--file-prefix",
-                                   "fuzz-switch-" + std::to_string(::getpid())};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  require(rte_eal_init(static_cast<int>(argv.size()), argv.data()) >= 0);
+  // The switch's own EAL defaults (a file prefix of this process's own),
+  // smaller, and quiet.
+  std::vector<std::string> args = forein::net::dpdk::default_eal_args("fuzz_switch_frame", "fuzz-switch");
+  args.insert(args.end(), {"--log-level=1", "--no-telemetry"});
+  require(forein::net::dpdk::start_eal(std::move(args)));
   pool = rte_pktmbuf_pool_create("fuzz_pool", 256, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
   require(pool != nullptr);
 }

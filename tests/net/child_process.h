@@ -196,6 +196,12 @@ inline std::string exit_json(ChildProcess& child, int rc = 0) {
   return json;
 }
 
+// SIGTERM, then the exit JSON line of a program that stops cleanly (exit 0).
+inline std::string stop_json(ChildProcess& child) {
+  child.signal(SIGTERM);
+  return exit_json(child);
+}
+
 // A fresh directory (memif socket files and the like), removed afterwards.
 struct TempDir {
   std::string path;

@@ -342,12 +342,7 @@ TEST_CASE("forein-kv-server --memif: load through forein-switch's memif server s
   CHECK(json_number(memif, "fragments_sent") > 1);
   CHECK(json_number(memif, "tx_full") == 0);
 
-  sw.signal(SIGTERM);
-  const std::string sw_out = sw.read_all();
-  INFO(sw_out);
-  CHECK(sw.wait_exit() == 0);
-  const std::string counters = forein::testing::last_line(sw_out);
-  REQUIRE(counters.starts_with("{"));
+  const std::string counters = forein::testing::stop_json(sw);
   CHECK(json_number(forein::testing::json_object(counters, "server"), "forwarded") > 1000);
   CHECK(json_number(counters, "hinted") > 0);
 
@@ -359,12 +354,7 @@ TEST_CASE("forein-kv-server --memif: load through forein-switch's memif server s
   REQUIRE(ready_port(sw2) > 0);
   CHECK(via.call(forein::testing::request(Op::kGet, "memif-key")).value == "memif-value");
 
-  server.signal(SIGTERM);
-  const std::string server_out = server.read_all();
-  INFO(server_out);
-  CHECK(server.wait_exit() == 0);
-  const std::string exit_line = forein::testing::last_line(server_out);
-  REQUIRE(exit_line.starts_with("{"));
+  const std::string exit_line = forein::testing::stop_json(server);
   CHECK(json_number(memif_object(exit_line), "rx") > json_number(memif, "rx"));
   CHECK(json_number(memif_object(exit_line), "fragments_sent") > 1);
   CHECK(json_number(memif_object(exit_line), "rejoins") >= 1);

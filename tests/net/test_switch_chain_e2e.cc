@@ -31,15 +31,6 @@ using forein::testing::json_object;
 using forein::testing::ready_port;
 using forein::testing::TapNets;
 
-// The switch's exit JSON line after SIGTERM.
-std::string stop_switch(ChildProcess& sw) {
-  sw.signal(SIGTERM);
-  const std::string out = sw.read_all();
-  INFO(out);
-  CHECK(sw.wait_exit() == 0);
-  return forein::testing::last_line(out);
-}
-
 }  // namespace
 
 TEST_CASE("forein-switch chain: core, aggregation and edge switches hand the fattree walk on", "[e2e][switch]") {
@@ -102,7 +93,7 @@ TEST_CASE("forein-switch chain: core, aggregation and edge switches hand the fat
   // Each switch did its part: the core hinted (fat root + set 0), the
   // later switches continued the walk from the temporary header and took
   // walks to tree nodes below the one the core switch named.
-  const std::string core_out = stop_switch(core), agg_out = stop_switch(agg), edge_out = stop_switch(edge);
+  const std::string core_out = forein::testing::stop_json(core), agg_out = forein::testing::stop_json(agg), edge_out = forein::testing::stop_json(edge);
   CHECK(json_number(json_object(core_out, "client"), "hinted") > 1000);
   CHECK(json_number(json_object(agg_out, "client"), "hinted") > 1000);
   CHECK(json_number(json_object(edge_out, "client"), "hinted") > 1000);

@@ -122,12 +122,7 @@ TEST_CASE("forein-switch: load through the DPDK switch with hints; malformed fra
       CHECK(entries->back().key == forein::net::dataset_key(899));
       CHECK(entries->back().value == forein::net::dataset_value(899));
 
-      sw.signal(SIGTERM);
-      const std::string sw_out = sw.read_all();
-      INFO(sw_out);
-      CHECK(sw.wait_exit() == 0);
-      const std::string counters = forein::testing::last_line(sw_out);
-      REQUIRE(counters.starts_with("{"));
+      const std::string counters = forein::testing::stop_json(sw);
       const std::string client = json_object(counters, "client");
       CHECK(json_number(client, "hinted") > 0);
       CHECK(json_number(client, "malformed") == kGarbage + kTruncated);

@@ -95,12 +95,7 @@ TEST_CASE("forein-switch on memif: GETs from forein-switch-gen hinted; garbage c
       const long long probes2 = 64 * json_number(json2, "probe_rounds");
 
       // 3. The switch's exit line: the garbage counted, nothing else lost.
-      sw.signal(SIGTERM);
-      const std::string sw_out = sw.read_all();
-      INFO(sw_out);
-      CHECK(sw.wait_exit() == 0);
-      const std::string counters = last_line(sw_out);
-      REQUIRE(counters.starts_with("{"));
+      const std::string counters = forein::testing::stop_json(sw);
       const std::string client = json_object(counters, "client");
       const std::string srv = json_object(counters, "server");
       CHECK(json_number(client, "malformed") == kGarbage);       // wrong protocol version

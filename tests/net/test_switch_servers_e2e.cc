@@ -189,11 +189,7 @@ TEST_CASE("forein-switch with three servers: every key answered by its owner", "
       CHECK(scan.more);
 
       // 5. The switch's exit line counts requests per server.
-      bed.sw().signal(SIGTERM);
-      const std::string sw_out = bed.sw().read_all();
-      INFO(sw_out);
-      CHECK(bed.sw().wait_exit() == 0);
-      const std::string counters = forein::testing::last_line(sw_out);
+      const std::string counters = forein::testing::stop_json(bed.sw());
       for (int i = 0; i < kServers; ++i) CHECK(routed_to(counters, bed.port(i)) > 100);
       for (int i = 0; i < kServers; ++i) {
         bed.server(i).signal(SIGTERM);

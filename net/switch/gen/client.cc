@@ -19,7 +19,7 @@
 #include "protocol/dataset.h"
 #include "protocol/packet.h"
 #include "server_stats.h"
-#include "switch/back_off.h"
+#include "dpdk/back_off.h"
 
 namespace forein::net::swgen {
 namespace {
@@ -77,7 +77,7 @@ class Client {
           request_.write(m, base | k, k * o_.keys / count);
         });
         sent += took;
-        if (took == 0) forein::net::sw::back_off(64);
+        if (took == 0) forein::net::dpdk::back_off(64);
       }
       unsigned back = 0, idle = 0;
       const auto round_end = std::min(deadline, Clock::now() + std::chrono::milliseconds(200));
@@ -93,7 +93,7 @@ class Client {
         if (got > 0) {
           idle = 0;
         } else {
-          forein::net::sw::back_off(++idle);
+          forein::net::dpdk::back_off(++idle);
         }
       }
       if (back == count) {
@@ -109,7 +109,7 @@ class Client {
       unsigned idle2 = 64;
       while (Clock::now() < pause_end) {
         receive([](const forein::net::Packet&) {});
-        forein::net::sw::back_off(++idle2);
+        forein::net::dpdk::back_off(++idle2);
       }
     }
     return false;
@@ -159,7 +159,7 @@ class Client {
         // them; a sleep (the kernel's timer slack is ~50 us) would idle all.
         rte_pause();
       } else {
-        forein::net::sw::back_off(++idle);
+        forein::net::dpdk::back_off(++idle);
       }
     }
   }

@@ -1,5 +1,7 @@
 #include "frames.h"
 
+#include "common/parse.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -22,12 +24,6 @@ constexpr std::size_t kL2L3L4 = sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr) + s
 // protocol/packet.h's layout of a datagram.
 constexpr std::size_t kVersionAt = 2, kSeqAt = 8, kKeyAt = forein::net::kHeaderBytes;
 
-bool parse_net(const std::string& s, std::uint32_t* base) {
-  in_addr a{};
-  if (inet_pton(AF_INET, (s + ".0").c_str(), &a) != 1) return false;
-  *base = ntohl(a.s_addr);
-  return true;
-}
 
 void put_be64(std::byte* at, std::uint64_t v) {
   for (int b = 0; b < 8; ++b) at[b] = static_cast<std::byte>(v >> (56 - 8 * b));

@@ -1,8 +1,10 @@
 #include "options.h"
 
+#include "common/parse.h"
+#include "dpdk/eal.h"
+
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -10,13 +12,6 @@
 namespace forein::net::swgen {
 namespace {
 
-bool parse_u64(std::string_view text, std::uint64_t min, std::uint64_t max, std::uint64_t* out) {
-  std::uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < min || v > max) return false;
-  *out = v;
-  return true;
-}
 
 bool parse_double(const char* text, double min, double max, double* out) {
   char* end = nullptr;
@@ -32,17 +27,6 @@ bool socket_path_ok(std::string_view p) {
   return p.starts_with('/') && p.size() < 108 && p.find_first_of(",=") == std::string_view::npos;
 }
 
-// A.B.C: three numbers 0..255.
-bool net_ok(std::string_view n) {
-  for (int part = 0; part < 3; ++part) {
-    const std::size_t dot = n.find('.');
-    if ((part < 2) == (dot == std::string_view::npos)) return false;
-    std::uint64_t v = 0;
-    if (!parse_u64(n.substr(0, dot), 0, 255, &v)) return false;
-    if (dot != std::string_view::npos) n.remove_prefix(dot + 1);
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -117,6 +101,7 @@ std::optional<int> parse_options(int argc, char** argv, GenOptions* o) {
     if (i + 1 < argc) {
       const char* v = argv[++i];
       std::uint64_t n = 0;
+      std::uint32_t base = 0;
       if (arg == "--mode") {
         ok = std::string_view(v) == "forward" || std::string_view(v) == "client";
         o->mode = std::string_view(v) == "client" ? Mode::kClient : Mode::kForward;
@@ -125,50 +110,50 @@ std::optional<int> parse_options(int argc, char** argv, GenOptions* o) {
         ok = hp.rfind(':') != std::string_view::npos && hp.rfind(':') > 0 && hp.rfind(':') + 1 < hp.size();
         if (ok) o->server_stats = v;
       } else if (arg == "--server-pid") {
-        ok = parse_u64(v, 1, 1u << 30, &n);
+        ok = parse_number<std::uint64_t>(v, 1, 1u << 30, &n);
         o->server_pid = static_cast<int>(n);
       } else if (arg == "--timeout-ms") {
-        ok = parse_u64(v, 1, 3600000, &n);
+        ok = parse_number<std::uint64_t>(v, 1, 3600000, &n);
         o->timeout_ms = static_cast<std::uint32_t>(n);
       } else if (arg == "--client-socket" || arg == "--server-socket") {
         ok = socket_path_ok(v);
         if (ok) o->socket[arg == "--client-socket" ? 0 : 1] = v;
       } else if (arg == "--client-net" || arg == "--server-net") {
-        ok = net_ok(v);
+        ok = parse_net(v, &base);
         if (ok) o->net[arg == "--client-net" ? 0 : 1] = v;
       } else if (arg == "--service-port") {
-        ok = parse_u64(v, 1, 65535, &n);
+        ok = parse_number<std::uint64_t>(v, 1, 65535, &n);
         o->service_port = static_cast<std::uint16_t>(n);
       } else if (arg == "--keys") {
-        ok = parse_u64(v, 1, std::uint64_t{1} << 40, &o->keys);
+        ok = parse_number<std::uint64_t>(v, 1, std::uint64_t{1} << 40, &o->keys);
       } else if (arg == "--dist") {
         ok = std::string_view(v) == "uniform" || std::string_view(v) == "zipf";
         o->dist = std::string_view(v) == "zipf" ? load::Distribution::kZipf : load::Distribution::kUniform;
       } else if (arg == "--zipf") {
         ok = parse_double(v, 0.01, 0.999, &o->theta);
       } else if (arg == "--seed") {
-        ok = parse_u64(v, 0, UINT64_MAX, &o->seed);
+        ok = parse_number<std::uint64_t>(v, 0, UINT64_MAX, &o->seed);
       } else if (arg == "--seconds") {
         ok = parse_double(v, 0.01, 3600, &o->seconds);
       } else if (arg == "--count") {
-        ok = parse_u64(v, 1, std::uint64_t{1} << 40, &o->count);
+        ok = parse_number<std::uint64_t>(v, 1, std::uint64_t{1} << 40, &o->count);
       } else if (arg == "--burst") {
-        ok = parse_u64(v, 1, 256, &n);
+        ok = parse_number<std::uint64_t>(v, 1, 256, &n);
         o->burst = static_cast<unsigned>(n);
       } else if (arg == "--window") {
-        ok = parse_u64(v, 0, 1u << 20, &n);
+        ok = parse_number<std::uint64_t>(v, 0, 1u << 20, &n);
         o->window = static_cast<unsigned>(n);
       } else if (arg == "--probe-timeout-ms") {
-        ok = parse_u64(v, 1, 3600000, &n);
+        ok = parse_number<std::uint64_t>(v, 1, 3600000, &n);
         o->probe_timeout_ms = static_cast<std::uint32_t>(n);
       } else if (arg == "--connect-timeout-ms") {
-        ok = parse_u64(v, 1, 3600000, &n);
+        ok = parse_number<std::uint64_t>(v, 1, 3600000, &n);
         o->connect_timeout_ms = static_cast<std::uint32_t>(n);
       } else if (arg == "--garbage") {
-        ok = parse_u64(v, 0, 1000, &n);
+        ok = parse_number<std::uint64_t>(v, 0, 1000, &n);
         o->garbage = static_cast<unsigned>(n);
       } else if (arg == "--switch-pid") {
-        ok = parse_u64(v, 1, 1u << 30, &n);
+        ok = parse_number<std::uint64_t>(v, 1, 1u << 30, &n);
         o->switch_pid = static_cast<int>(n);
       }
       if (!ok) --i;
@@ -207,8 +192,7 @@ std::vector<std::string> eal_args(const GenOptions& o) {
   if (o.eal_given) {
     eal.insert(eal.end(), o.eal.begin(), o.eal.end());
   } else {
-    eal.insert(eal.end(), {"--no-huge", "--no-pci", "-m", "256", "--file-prefix",
-                           "forein-switch-gen-" + std::to_string(::getpid()), "-l", "0"});
+    eal = dpdk::default_eal_args("forein-switch-gen", "forein-switch-gen");
   }
   for (int side = 0; side < sides(o); ++side) {
     // The memif client of the switch's socket; a fixed locally administered

@@ -1,7 +1,5 @@
 #include "ports.h"
 
-#include <pthread.h>
-#include <sched.h>
 #include <time.h>
 
 #include <rte_eal.h>
@@ -16,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "dpdk/eal.h"
+
 namespace forein::net::swgen {
 namespace {
 
@@ -23,15 +23,7 @@ constexpr std::uint16_t kDescriptors = 1024;
 constexpr unsigned kPoolSize = 8191;
 
 bool start_port(std::uint16_t port, rte_mempool* pool) {
-  rte_eth_conf conf{};
-  if (rte_eth_dev_configure(port, 1, 1, &conf) != 0) return false;
-  std::uint16_t rxd = kDescriptors, txd = kDescriptors;
-  if (rte_eth_dev_adjust_nb_rx_tx_desc(port, &rxd, &txd) != 0) return false;
-  const int socket = rte_eth_dev_socket_id(port);
-  const unsigned sock = socket < 0 ? 0u : static_cast<unsigned>(socket);
-  if (rte_eth_rx_queue_setup(port, 0, rxd, sock, nullptr, pool) != 0) return false;
-  if (rte_eth_tx_queue_setup(port, 0, txd, sock, nullptr) != 0) return false;
-  return rte_eth_dev_start(port) == 0;
+  return dpdk::configure_port(port, pool, kDescriptors) && rte_eth_dev_start(port) == 0;
 }
 
 bool link_up(std::uint16_t port) {
@@ -42,19 +34,10 @@ bool link_up(std::uint16_t port) {
 }  // namespace
 
 bool init_eal(const GenOptions& o) {
-  cpu_set_t cpus;
-  const bool have_cpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0;
-  std::vector<std::string> eal = eal_args(o);
-  std::vector<char*> eal_argv;
-  for (auto& a : eal) eal_argv.push_back(a.data());
-  rte_openlog_stream(stderr);
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
+  if (!dpdk::start_eal(eal_args(o))) {
     std::fprintf(stderr, "forein-switch-gen: EAL init failed: %s\n", rte_strerror(rte_errno));
     return false;
   }
-  // EAL pinned this thread to one lcore; on shared cores let it run anywhere
-  // (the switch does the same).
-  if (have_cpus) pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
   return true;
 }
 

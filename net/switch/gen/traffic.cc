@@ -10,7 +10,7 @@
 
 #include "gen_limits.h"
 #include "load/workload.h"
-#include "switch/back_off.h"
+#include "dpdk/back_off.h"
 
 namespace forein::net::swgen {
 namespace {
@@ -73,7 +73,7 @@ GarbageSent Traffic::send_garbage(unsigned n) {
     for (unsigned done = 0; done < n;) {
       const unsigned took = send(side, n - done, [&](rte_mbuf* m, unsigned i) { write(m, done + i); });
       done += took;
-      if (took == 0) forein::net::sw::back_off(64);
+      if (took == 0) forein::net::dpdk::back_off(64);
     }
     return static_cast<std::uint64_t>(n);
   };
@@ -101,7 +101,7 @@ bool Traffic::probe(bool need_hints, std::uint32_t timeout_ms) {
         request_.write(m, base | k, k * o_.keys / count);
       });
       sent += took;
-      if (took == 0) forein::net::sw::back_off(64);
+      if (took == 0) forein::net::dpdk::back_off(64);
     }
     unsigned back = 0, hinted = 0, idle = 0;
     // A round waits up to 200 ms for its frames; late ones of older rounds
@@ -116,7 +116,7 @@ bool Traffic::probe(bool need_hints, std::uint32_t timeout_ms) {
       if (got > 0) {
         idle = 0;
       } else {
-        forein::net::sw::back_off(++idle);
+        forein::net::dpdk::back_off(++idle);
       }
     }
     if (back == count && (!need_hints || hinted == count)) return true;
@@ -125,7 +125,7 @@ bool Traffic::probe(bool need_hints, std::uint32_t timeout_ms) {
     unsigned idle2 = 64;
     while (Clock::now() < pause_end) {
       receive(ignored, [](const Forwarded&) {});
-      forein::net::sw::back_off(++idle2);
+      forein::net::dpdk::back_off(++idle2);
     }
   }
   return false;
@@ -164,7 +164,7 @@ RunResult Traffic::run() {
       // a sleep here (the kernel's timer slack is ~50 us) would idle both.
       rte_pause();
     } else {
-      forein::net::sw::back_off(++idle);
+      forein::net::dpdk::back_off(++idle);
     }
   }
   r.seconds = seconds_since(start);
@@ -178,7 +178,7 @@ RunResult Traffic::run() {
       last = Clock::now();
       idle = 0;
     } else {
-      forein::net::sw::back_off(++idle);
+      forein::net::dpdk::back_off(++idle);
     }
   }
   r.total = t;

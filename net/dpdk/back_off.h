@@ -1,5 +1,5 @@
 // Idle back-off for DPDK poll loops on shared cores (docs/network.md,
-// "forein-switch"): forein-switch's data plane and forein-switch-gen.
+// "forein-switch"): forein-switch, forein-switch-gen and forein-kv-server --memif.
 #pragma once
 
 #include <rte_pause.h>
@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-namespace forein::net::sw {
+namespace forein::net::dpdk {
 
 // After `idle` empty polls in a row: a few pause spins, then sleeps
 // doubling from 1 us to 256 us, so a poller shares the cores with the
@@ -22,4 +22,4 @@ inline void back_off(unsigned idle) {
   }
 }
 
-}  // namespace forein::net::sw
+}  // namespace forein::net::dpdk
