@@ -256,6 +256,7 @@ grpc::Status AgentService::Stats(grpc::ServerContext* ctx, const control::StatsR
   reply->set_calls(calls_.load(std::memory_order_relaxed));
   reply->set_auth_failures(auth_failures_.load(std::memory_order_relaxed));
   reply->set_malformed_batches(malformed_batches_.load(std::memory_order_relaxed));
+  if (options_.port_stats) options_.port_stats(reply);
   return grpc::Status::OK;
 }
 

@@ -35,6 +35,9 @@ struct AgentOptions {
   // Hint lookups answered for an index (Stats' hint_lookups); unset: 0.
   // forein-switch counts the ones its data plane makes.
   std::function<std::uint64_t(std::uint64_t index_id)> hint_lookups = nullptr;
+  // Adds the data plane's port counters to a Stats reply (forein-switch);
+  // unset: none.
+  std::function<void(control::StatsReply* reply)> port_stats = nullptr;
 };
 
 class AgentService final : public control::SwitchAgent::Service {

@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace forein::control::v1 {
+class StatsReply;
+}
+
 namespace forein::net::sw {
 
 // Per port, written by the data plane only (relaxed), read by anyone.
@@ -16,6 +20,14 @@ struct PortCounters {
   std::atomic<std::uint64_t> not_ipv4{0}, bad_ip{0}, not_for_switch{0}, no_room{0}, tx_full{0},
       fragment{0};
 };
+
+// The drop reasons by name, in the exit line's and Stats' order.
+inline constexpr struct {
+  const char* name;
+  std::atomic<std::uint64_t> PortCounters::*counter;
+} kDropReasons[] = {{"not_ipv4", &PortCounters::not_ipv4}, {"bad_ip", &PortCounters::bad_ip},
+                    {"not_for_switch", &PortCounters::not_for_switch}, {"no_room", &PortCounters::no_room},
+                    {"tx_full", &PortCounters::tx_full}, {"fragment", &PortCounters::fragment}};
 
 // A load and a store, not an atomic add: each counter has one writer.
 inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
@@ -42,5 +54,8 @@ struct SwitchTotals {
 // Both ports' counters, their totals and the switch's (a "servers" array
 // when there are any; "stage" and "deeper"), as one JSON object.
 std::string counters_json(const Side* sides, const SwitchTotals& totals);
+
+// Both ports' counters for the agent's Stats reply (its `ports`).
+void add_port_stats(const Side* sides, forein::control::v1::StatsReply* reply);
 
 }  // namespace forein::net::sw

@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
     sw::Forwarder forward(sides, &image, sw::Routing{o.servers, o.keys, o.service_port, o.hints, o.stage});
     forein::net::AgentOptions agent_options;
     agent_options.token = o.token;
+    agent_options.port_stats = [&sides](forein::net::control::StatsReply* reply) { sw::add_port_stats(sides, reply); };
     const std::uint64_t index = o.index;
     const std::size_t images = std::max<std::size_t>(1, o.servers.size());
     agent_options.hint_lookups = [&forward, index, images](std::uint64_t id) -> std::uint64_t {

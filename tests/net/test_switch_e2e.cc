@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "agent_client.h"
 #include "child_process.h"
 #include "tap_switch.h"
 #include "protocol/dataset.h"
@@ -121,6 +122,21 @@ TEST_CASE("forein-switch: load through the DPDK switch with hints; malformed fra
       REQUIRE(entries.has_value());
       CHECK(entries->back().key == forein::net::dataset_key(899));
       CHECK(entries->back().value == forein::net::dataset_value(899));
+
+      // 4. The same port counters over the in-process agent's Stats call.
+      const forein::net::AgentClient agent("127.0.0.1:" + std::to_string(agent_port));
+      forein::net::control::StatsReply st;
+      REQUIRE(agent.stats(&st).ok());
+      REQUIRE(st.ports_size() == 2);
+      CHECK(st.ports(0).port() == "client");
+      CHECK(st.ports(0).iface() == client_iface);
+      CHECK(st.ports(0).hinted() > 0);
+      CHECK(st.ports(0).malformed() == kGarbage + kTruncated);
+      CHECK(st.ports(0).dropped() >= kBadFrames + kNotIp);
+      CHECK(st.ports(1).port() == "server");
+      CHECK(st.ports(1).forwarded() > 0);
+      REQUIRE(st.ports(1).dropped_by_reason().contains("not_ipv4"));
+      CHECK(st.ports(1).dropped_by_reason().at("not_ipv4") >= kNotIp);
 
       const std::string counters = forein::testing::stop_json(sw);
       const std::string client = json_object(counters, "client");
