@@ -115,8 +115,15 @@ LatchedPage Tree::Impl::latch(PageId id) {
 
 OptNode Tree::Impl::read_root(OpCounters& c) const {
   OptNode n;
-  if (!read_begin(root_.load(std::memory_order_acquire), n)) {
-    throw CorruptionError("forein: root page outside the tree's pages");
+  for (;;) {
+    const PageId root = root_.load(std::memory_order_acquire);
+    if (!read_begin(root, n)) throw CorruptionError("forein: root page outside the tree's pages");
+    // The version must be taken while the page is still the root. A root
+    // replaced, retired and reclaimed between the load and read_begin is
+    // a free page with a stable version: nothing later would tell the
+    // reader (a child's version is checked against its parent's, the
+    // root's against nothing but this).
+    if (root_.load(std::memory_order_acquire) == root) break;
   }
   ++c.nodes_visited;
   return n;
