@@ -19,7 +19,7 @@ std::uint64_t load(const std::atomic<std::uint64_t>& c) { return c.load(std::mem
 // Stable field names for the ParseError values 1.. (docs/network.md).
 constexpr const char* kParseErrorNames[kParseErrors] = {
     "none",         "truncated",    "bad_magic",      "unknown_version", "unknown_op",
-    "unknown_flags", "key_too_long", "trailing_bytes", "bad_scan_entries"};
+    "unknown_flags", "key_too_long", "trailing_bytes", "bad_scan_entries", "bad_visibility"};
 
 }  // namespace
 
@@ -48,6 +48,7 @@ void ServerStats::count_reply(Op op, Status status) {
     case Status::kBadRequest: bump(bad_request_); break;
     case Status::kTooLarge: bump(too_large_); break;
     case Status::kServerError: bump(server_error_); break;
+    case Status::kMismatch: break;  // a data node's reply; a KV server never sends it
   }
 }
 

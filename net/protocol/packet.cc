@@ -34,7 +34,7 @@ void store_be(std::byte* p, T v) {
 constexpr std::size_t kEntryHeaderBytes = 6;  // u16 key length, u32 value length
 
 bool known_op(std::uint8_t op) {
-  return op >= static_cast<std::uint8_t>(Op::kGet) && op <= static_cast<std::uint8_t>(Op::kStats);
+  return op >= static_cast<std::uint8_t>(Op::kGet) && op <= static_cast<std::uint8_t>(Op::kClear);
 }
 
 // Walks SCAN entries in [p, p + n); calls f(key, value) for each. Returns
@@ -64,6 +64,7 @@ struct Layout {
   std::size_t key_len = 0;
   std::size_t value_len = 0;
   std::size_t value_end = 0;  // kHeaderBytes + K + V: where the trailers start
+  std::size_t visibility = 0;  // where the visibility header starts (0: none)
 };
 
 ParseError check(std::span<const std::byte> d, Layout* l) {
@@ -84,8 +85,16 @@ ParseError check(std::span<const std::byte> d, Layout* l) {
   l->value_end = static_cast<std::size_t>(total);
   if ((l->flags & kFlagHint) != 0) total += kHintTrailerBytes;
   if ((l->flags & kFlagFattree) != 0) total += kFattreeHeaderBytes;
+  if ((l->flags & kFlagVisibility) != 0) {
+    l->visibility = static_cast<std::size_t>(total);
+    total += kVisibilityHeaderBytes;
+  }
   if (d.size() < total) return ParseError::kTruncated;
   if (d.size() > total) return ParseError::kTrailingBytes;
+  if (l->visibility != 0 && (load_be<std::uint8_t>(p + l->visibility + 2) > kMaxVisState ||
+                             load_be<std::uint8_t>(p + l->visibility + 3) != 0)) {
+    return ParseError::kBadVisibility;
+  }
   auto count = load_be<std::uint32_t>(p + 20);
   if (op == static_cast<std::uint8_t>(Op::kReply) && count > 0) {
     std::int64_t n = walk_entries(p + kHeaderBytes + l->key_len, l->value_len,
@@ -131,6 +140,31 @@ FattreeHeader load_fattree(const std::byte* p) {
 
 }  // namespace
 
+VisibilityHeader load_visibility(const std::byte* p) {
+  VisibilityHeader v;
+  v.slot = load_be<std::uint16_t>(p);
+  v.state = static_cast<VisState>(load_be<std::uint8_t>(p + 2));
+  v.fingerprint = load_be<std::uint32_t>(p + 4);
+  v.ts = load_be<std::uint32_t>(p + 8);
+  v.aux = load_be<std::uint32_t>(p + 12);
+  return v;
+}
+
+void store_visibility(std::byte* p, const VisibilityHeader& v) {
+  store_be<std::uint16_t>(p, v.slot);
+  store_be<std::uint8_t>(p + 2, static_cast<std::uint8_t>(v.state));
+  store_be<std::uint8_t>(p + 3, 0);
+  store_be<std::uint32_t>(p + 4, v.fingerprint);
+  store_be<std::uint32_t>(p + 8, v.ts);
+  store_be<std::uint32_t>(p + 12, v.aux);
+}
+
+std::size_t visibility_offset(std::span<const std::byte> datagram) {
+  Layout l;
+  if (check(datagram, &l) != ParseError::kNone) return 0;
+  return l.visibility;
+}
+
 const char* to_string(ParseError e) {
   switch (e) {
     case ParseError::kNone: return "none";
@@ -142,6 +176,7 @@ const char* to_string(ParseError e) {
     case ParseError::kKeyTooLong: return "key_too_long";
     case ParseError::kTrailingBytes: return "trailing_bytes";
     case ParseError::kBadScanEntries: return "bad_scan_entries";
+    case ParseError::kBadVisibility: return "bad_visibility";
   }
   return "unknown";
 }
@@ -166,21 +201,26 @@ ParseError parse_packet(std::span<const std::byte> datagram, Packet* out) {
   std::size_t at = l.value_end;
   out->hints.reset();
   out->fattree.reset();
+  out->visibility.reset();
   if ((l.flags & kFlagHint) != 0) {
     out->hints = load_hints(p + at);
     at += kHintTrailerBytes;
   }
   if ((l.flags & kFlagFattree) != 0) out->fattree = load_fattree(p + at);
+  if (l.visibility != 0) out->visibility = load_visibility(p + l.visibility);
   return ParseError::kNone;
 }
 
 std::size_t encoded_size(const Packet& p) {
   return kHeaderBytes + p.key.size() + p.value.size() + (p.hints ? kHintTrailerBytes : 0) +
-         (p.fattree ? kFattreeHeaderBytes : 0);
+         (p.fattree ? kFattreeHeaderBytes : 0) + (p.visibility ? kVisibilityHeaderBytes : 0);
 }
 
 std::vector<std::byte> encode_packet(const Packet& p) {
   if (!known_op(static_cast<std::uint8_t>(p.op))) throw InvalidArgument("encode_packet: unknown op");
+  if (p.visibility && static_cast<std::uint8_t>(p.visibility->state) > kMaxVisState) {
+    throw InvalidArgument("encode_packet: unknown visibility state");
+  }
   if (p.key.size() > kMaxKeyBytes) throw InvalidArgument("encode_packet: key too long");
   std::size_t size = encoded_size(p);
   if (size > kMaxDatagram) throw InvalidArgument("encode_packet: packet over kMaxDatagram");
@@ -193,7 +233,7 @@ std::vector<std::byte> encode_packet(const Packet& p) {
     }
   }
   std::uint8_t flags = (p.hints ? kFlagHint : 0) | (p.fattree ? kFlagFattree : 0) |
-                       (p.more ? kFlagMore : 0);
+                       (p.more ? kFlagMore : 0) | (p.visibility ? kFlagVisibility : 0);
   std::vector<std::byte> out(size);
   std::byte* b = out.data();
   store_be<std::uint16_t>(b, kMagic);
@@ -214,7 +254,11 @@ std::vector<std::byte> encode_packet(const Packet& p) {
     store_hints(b + at, *p.hints);
     at += kHintTrailerBytes;
   }
-  if (p.fattree) store_fattree(b + at, *p.fattree);
+  if (p.fattree) {
+    store_fattree(b + at, *p.fattree);
+    at += kFattreeHeaderBytes;
+  }
+  if (p.visibility) store_visibility(b + at, *p.visibility);
   return out;
 }
 
@@ -277,12 +321,15 @@ bool set_hint_trailer(std::vector<std::byte>& datagram, const StartHints& hints)
 bool set_fattree_header(std::vector<std::byte>& datagram, const FattreeHeader& header) {
   Layout l;
   if (check(datagram, &l) != ParseError::kNone) return false;
+  // The fattree header goes before a visibility header, if there is one.
+  const std::size_t tail = l.visibility != 0 ? kVisibilityHeaderBytes : 0;
   if ((l.flags & kFlagFattree) == 0) {
     if (datagram.size() + kFattreeHeaderBytes > kMaxDatagram) return false;
-    datagram.resize(datagram.size() + kFattreeHeaderBytes);
+    const std::size_t at = datagram.size() - tail;
+    datagram.insert(datagram.begin() + static_cast<std::ptrdiff_t>(at), kFattreeHeaderBytes, std::byte{0});
     store_be<std::uint8_t>(datagram.data() + 4, l.flags | kFlagFattree);
   }
-  store_fattree(datagram.data() + datagram.size() - kFattreeHeaderBytes, header);
+  store_fattree(datagram.data() + datagram.size() - tail - kFattreeHeaderBytes, header);
   return true;
 }
 

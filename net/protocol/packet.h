@@ -26,6 +26,9 @@
 //               u16, 0 u16, secondary node u32, secondary level u16, 0 u16
 //          16   fattree header (kFlagFattree): current address u64,
 //               server id u16, levels resolved u16, 0 u32
+//          16   visibility header (kFlagVisibility, Switch-delta): slot
+//               u16, state u8 (VisState), 0 u8, fingerprint u32,
+//               timestamp u32, aux u32 (protocol/visibility.h)
 //
 // The datagram's length must be exactly what the header and flags say.
 // Parsers check every length against the datagram and never read outside
@@ -60,6 +63,15 @@ enum class Op : std::uint8_t {
   kReply = 5,
   kError = 6,
   kStats = 7,  // server counters, as JSON in the reply's value
+  // Switch-delta's ordered writes (docs/protocol.md, "Switch-delta";
+  // protocol/visibility.h has the fields each one carries).
+  kLogAppend = 8,   // client -> data node: append (key, record) to the log
+  kLogRead = 9,     // client -> data node: the record at a log location, key checked
+  kLogFetch = 10,   // metadata node -> data node: log entries from a log id (recovery)
+  kMetaGet = 11,    // client -> metadata node (or the switch's slot): key -> location
+  kMetaPut = 12,    // client -> metadata node: phase 2 of a write the switch did not take
+  kMetaAsync = 13,  // switch -> metadata node: the copy of a write the switch took
+  kClear = 14,      // metadata node -> switch: clear a slot if it still holds this timestamp
 };
 
 enum class Status : std::uint8_t {
@@ -68,12 +80,38 @@ enum class Status : std::uint8_t {
   kBadRequest = 2,  // well-formed packet the server cannot serve (key too long ...)
   kTooLarge = 3,    // the reply would not fit one datagram
   kServerError = 4,
+  kMismatch = 5,  // LOG_READ: the entry at that location holds another key (retry the read)
 };
 
 inline constexpr std::uint8_t kFlagHint = 1u << 0;     // hint trailer present
 inline constexpr std::uint8_t kFlagFattree = 1u << 1;  // fattree header present
 inline constexpr std::uint8_t kFlagMore = 1u << 2;     // SCAN reply: more entries follow the last key
-inline constexpr std::uint8_t kKnownFlags = kFlagHint | kFlagFattree | kFlagMore;
+inline constexpr std::uint8_t kFlagVisibility = 1u << 3;  // visibility header present
+inline constexpr std::uint8_t kKnownFlags = kFlagHint | kFlagFattree | kFlagMore | kFlagVisibility;
+inline constexpr std::size_t kVisibilityHeaderBytes = 16;
+
+// Switch-delta's header (section IV-A: hash index, fingerprint and
+// timestamp of the operation) and what the switch did with the packet.
+enum class VisState : std::uint8_t {
+  kNone = 0,      // as the host sent it
+  kStored = 1,    // data-write reply: the switch stored it; the write is committed
+  kFallback = 2,  // data-write reply: the slot was busy; the client runs phase 2
+  kSwitchRead = 3,  // META_GET reply answered from the switch's slot
+  kHeld = 4,      // META_PUT reply turned back to the metadata node: the slot
+                  // still holds an older write (aux: its timestamp; value:
+                  // its metadata); resend once the slot clears
+};
+inline constexpr std::uint8_t kMaxVisState = 4;
+
+struct VisibilityHeader {
+  std::uint16_t slot = 0;
+  VisState state = VisState::kNone;
+  std::uint32_t fingerprint = 0;
+  std::uint32_t ts = 0;
+  std::uint32_t aux = 0;
+
+  bool operator==(const VisibilityHeader&) const = default;
+};
 
 // Fat-B+Tree's temporary header (section III-D): where the switches' walk
 // got to and which server holds the key.
@@ -95,6 +133,7 @@ struct Packet {
   std::string value;
   std::optional<StartHints> hints;
   std::optional<FattreeHeader> fattree;
+  std::optional<VisibilityHeader> visibility;
 };
 
 enum class ParseError : std::uint8_t {
@@ -107,8 +146,9 @@ enum class ParseError : std::uint8_t {
   kKeyTooLong,
   kTrailingBytes,   // longer than its lengths say
   kBadScanEntries,  // a SCAN reply's entries do not add up to the value area
+  kBadVisibility,   // a visibility header with an unknown state or nonzero padding
 };
-inline constexpr std::size_t kParseErrors = 9;
+inline constexpr std::size_t kParseErrors = 10;
 const char* to_string(ParseError e);
 
 // Decodes a datagram. On error *out is unspecified.
@@ -142,6 +182,12 @@ bool set_hint_trailer(std::vector<std::byte>& datagram, const StartHints& hints)
 // kMaxDatagram).
 std::size_t set_hint_trailer_in_place(std::span<std::byte> buffer, std::size_t length, const StartHints& hints);
 bool set_fattree_header(std::vector<std::byte>& datagram, const FattreeHeader& header);
+
+// Where a valid datagram's visibility header starts, or 0 (not valid, or
+// no header): a switch reads and rewrites the header in the frame.
+std::size_t visibility_offset(std::span<const std::byte> datagram);
+VisibilityHeader load_visibility(const std::byte* p);
+void store_visibility(std::byte* p, const VisibilityHeader& v);
 
 // The key of a valid datagram without copying it (empty on error).
 std::string_view packet_key(std::span<const std::byte> datagram);

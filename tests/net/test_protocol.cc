@@ -58,7 +58,7 @@ bool same_hints(const std::optional<StartHints>& a, const std::optional<StartHin
 bool same(const Packet& a, const Packet& b) {
   return a.op == b.op && a.status == b.status && a.more == b.more && a.seq == b.seq &&
          a.count == b.count && a.key == b.key && a.value == b.value && same_hints(a.hints, b.hints) &&
-         a.fattree == b.fattree;
+         a.fattree == b.fattree && a.visibility == b.visibility;
 }
 
 ParseError parse(const Bytes& d, Packet* out = nullptr) {
@@ -84,7 +84,7 @@ Bytes bytes(std::initializer_list<int> v) {
 // A valid packet of each op, its trailers chosen by the two flags.
 std::vector<Packet> samples(bool with_hint, bool with_fattree) {
   std::vector<Packet> out;
-  for (int op = 1; op <= 7; ++op) {
+  for (int op = 1; op <= 14; ++op) {
     Packet p;
     p.op = static_cast<Op>(op);
     p.seq = 0x8000000000000000ull + static_cast<std::uint64_t>(op);
@@ -100,6 +100,12 @@ std::vector<Packet> samples(bool with_hint, bool with_fattree) {
     if (p.op == Op::kError) p.status = Status::kTooLarge;
     if (with_hint) p.hints = hints(0xDEADBEEF, 3, 7, 0);
     if (with_fattree) p.fattree = FattreeHeader{0xFFFFFFFFFFFFFFFFull, 65535, 4};
+    // Switch-delta's ops carry the visibility header; so may any other.
+    if (op >= 8 || op % 3 == 0) {
+      p.visibility = forein::net::VisibilityHeader{static_cast<std::uint16_t>(0xFFF0 + op),
+                                                   static_cast<forein::net::VisState>(op % 5), 0xFFFFFFFFu,
+                                                   0x80000000u + static_cast<std::uint32_t>(op), 0xFFFFFFFFu};
+    }
     out.push_back(p);
   }
   // Edge sizes: empty key and value, the longest key.
@@ -223,12 +229,12 @@ TEST_CASE("every ParseError is reachable", "[net][protocol]") {
   expect(d, ParseError::kUnknownVersion);
   d[2] = std::byte{0};
   expect(d, ParseError::kUnknownVersion);
-  for (int op : {0, 8, 255}) {
+  for (int op : {0, 15, 255}) {
     d = good;
     d[3] = static_cast<std::byte>(op);
     expect(d, ParseError::kUnknownOp);
   }
-  for (int bit = 3; bit < 8; ++bit) {
+  for (int bit = 4; bit < 8; ++bit) {
     d = good;
     d[4] = static_cast<std::byte>(1 << bit);
     expect(d, ParseError::kUnknownFlags);
@@ -267,6 +273,20 @@ TEST_CASE("every ParseError is reachable", "[net][protocol]") {
   d[kHeaderBytes] = std::byte{0x04};  // first key length 1025+
   d[kHeaderBytes + 1] = std::byte{0x01};
   expect(d, ParseError::kBadScanEntries);
+
+  // A visibility header with an unknown state, or nonzero padding.
+  Packet v = p;
+  v.visibility = forein::net::VisibilityHeader{7, forein::net::VisState::kStored, 0xABCD, 9, 0};
+  const Bytes with_visibility = encode_packet(v);
+  REQUIRE(parse(with_visibility) == ParseError::kNone);
+  const std::size_t at = forein::net::visibility_offset(with_visibility);
+  REQUIRE(at == with_visibility.size() - forein::net::kVisibilityHeaderBytes);
+  d = with_visibility;
+  d[at + 2] = std::byte{forein::net::kMaxVisState + 1};
+  expect(d, ParseError::kBadVisibility);
+  d = with_visibility;
+  d[at + 3] = std::byte{1};
+  expect(d, ParseError::kBadVisibility);
 
   CHECK(seen.size() == kParseErrors);
   std::set<std::string> names;
@@ -451,7 +471,11 @@ TEST_CASE("encode_packet rejects what the parser would", "[net][protocol]") {
   Packet bad;
   bad.op = static_cast<Op>(0);
   CHECK_THROWS_AS(encode_packet(bad), InvalidArgument);
-  bad.op = static_cast<Op>(8);
+  bad.op = static_cast<Op>(15);
+  CHECK_THROWS_AS(encode_packet(bad), InvalidArgument);
+  bad.op = Op::kClear;
+  bad.visibility = forein::net::VisibilityHeader{};
+  bad.visibility->state = static_cast<forein::net::VisState>(forein::net::kMaxVisState + 1);
   CHECK_THROWS_AS(encode_packet(bad), InvalidArgument);
 }
 
