@@ -38,18 +38,28 @@ static bool forein_relopts_ready = false;
 static emit_log_hook_type prev_emit_log_hook = NULL;
 static bool forein_log_hook_ready = false;
 
-/* offload = a registered backend (offload/core/registry.cc) */
+/*
+ * offload = a registered backend that serves lookups (offload/core/
+ * registry.cc: backend_for_lookups): one that gives start hints, or none.
+ */
 static void
 validate_offload(const char *value)
 {
+	char		errbuf[512];
+
 	if (value == NULL)
 		return;
 	if (forein_offload_backend_id(value) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for forein option \"offload\": \"%s\"", value),
-				 errdetail("Registered offload backends: %s.",
-						   forein_offload_backend_names())));
+				 errdetail("Offload backends an index can use: %s.",
+						   forein_offload_lookup_backend_names())));
+	if (forein_offload_lookup_backend_id(value, errbuf, sizeof(errbuf)) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for forein option \"offload\": \"%s\"", value),
+				 errdetail("%s.", errbuf)));
 }
 
 /* Registers the reloptions once per backend, on first use */
@@ -121,7 +131,8 @@ forein_index_backend(Relation index)
 	if (opts != NULL && opts->offload_offset != 0)
 		value = (const char *) opts + opts->offload_offset;
 	id = forein_offload_backend_id(value);
-	return id >= 0 ? id : forein_offload_backend_id("none");
+	return id >= 0 && forein_offload_backend_serves_lookups(id) ? id
+		: forein_offload_backend_id("none");
 }
 
 /* Does the index's backend give hints at all? (on every scan start) */

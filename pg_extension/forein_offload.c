@@ -230,7 +230,9 @@ backend_server_capacity(int id)
 
 /*
  * The image room of a table buffer: the largest image any registered
- * backend publishes at the server's capacity (backend_server_capacity).
+ * backend an index can use publishes at the server's capacity
+ * (backend_server_capacity). Backends that give no start hints
+ * (switch_visibility) are refused by the offload reloption: no room.
  */
 static Size
 image_room(void)
@@ -239,7 +241,8 @@ image_room(void)
 	int			id;
 
 	for (id = 0; id < forein_offload_backend_count(); id++)
-		room = Max(room, forein_offload_max_image_bytes(id, backend_server_capacity(id)));
+		if (forein_offload_backend_serves_lookups(id))
+			room = Max(room, forein_offload_max_image_bytes(id, backend_server_capacity(id)));
 	return MAXALIGN(room);
 }
 

@@ -55,7 +55,7 @@ void report(const char* name, const RunResult& r, std::size_t n) {
 
 int usage(const char* argv0) {
   std::fprintf(stderr, "usage: %s [--backend NAME]\n  backends: %s\n", argv0,
-               forein::offload::registered_backend_names().c_str());
+               forein::offload::lookup_backend_names().c_str());
   return 2;
 }
 
@@ -70,10 +70,12 @@ int main(int argc, char** argv) {
       return usage(argv[0]);
     }
   }
-  const forein::offload::BackendInfo* info = forein::offload::find_backend(backend_name);
-  if (info == nullptr) {
-    std::fprintf(stderr, "forein_demo: unknown offload backend '%s'; registered backends: %s\n",
-                 backend_name.c_str(), forein::offload::registered_backend_names().c_str());
+  // A backend the demo's tree can look keys up with (start hints, or none).
+  const forein::offload::BackendInfo* info = nullptr;
+  try {
+    info = &forein::offload::backend_for_lookups(backend_name);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "forein_demo: %s\n", e.what());
     return 2;
   }
   constexpr std::size_t kKeys = 1'000'000, kProbes = 500'000;

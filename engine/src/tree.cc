@@ -362,6 +362,31 @@ bool Tree::erase(std::string_view key, const StartHints* hints) {
   return impl_->erase(key, hints);
 }
 
+// locate_leaf_fast()'s root descent, stopping one level above the leaves:
+// the leaf's page is prefetched, not read. Every node is read under its
+// optimistic version and the walk stops at the first one that changed;
+// the pages themselves never go away (page_store.h), and Node's readers
+// clamp what a torn read yields, so nothing here can fault.
+void Tree::prefetch(std::string_view key) const {
+  const SearchKey k(key);
+  OptNode n;
+  if (!impl_->read_begin(impl_->root_.load(std::memory_order_acquire), n)) return;
+  for (std::size_t depth = 0; depth < detail::kMaxLevels; ++depth) {
+    const Node v = n.node;
+    if (!v.is_node() || v.dead() || !v.below_hi(k) || v.level() == 0) return;
+    const std::uint16_t level = v.level();
+    const PageId child = v.child_at(v.child_index(k));
+    if (!impl_->valid(n)) return;
+    if (level == 1) {
+      if (const std::byte* leaf = impl_->store_->page(child)) __builtin_prefetch(leaf);
+      return;
+    }
+    OptNode next;
+    if (!impl_->read_begin(child, next) || !impl_->valid(n)) return;
+    n = next;
+  }
+}
+
 Hint Tree::Impl::leaf_hint(const SearchKey& k, const StartHints* hints, OpCounters& c) const {
   for (;;) {
     const OpCounters saved = c;

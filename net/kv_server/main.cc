@@ -1,7 +1,9 @@
 // forein-kv-server: the papers' server (docs/network.md, "forein-kv-server").
 // Prints `listening HOST:PORT` and then `ready` once it serves; on SIGINT or SIGTERM stops cleanly
 // and prints its counters as one JSON line. Bad flags, an unknown backend or
-// an address in use: a message on stderr and exit code 2.
+// an address in use: a message on stderr and exit code 2. Metadata mode
+// (--mode metadata): a data node that does not answer the start-up replay
+// of its log, exit code 1.
 #include <signal.h>
 
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include "forein/offload/registry.h"
 #include "protocol/dataset.h"
 #include "kv_server/data.h"
+#include "kv_server/log_catchup.h"
 #include "kv_server/options.h"
 #include "kv_server/server.h"
 
@@ -36,9 +39,11 @@ int main(int argc, char** argv) {
     std::fputs(usage_text(argv[0]).c_str(), stdout);
     return 0;
   }
-  if (forein::offload::find_backend(options.backend) == nullptr) {
-    return fail("unknown offload backend '" + options.backend +
-                "'; registered backends: " + forein::offload::registered_backend_names());
+  // A backend the server can look keys up with (start hints, or none).
+  try {
+    forein::offload::backend_for_lookups(options.backend);
+  } catch (const std::exception& e) {
+    return fail(e.what());
   }
   if (!options.agent.empty() && !have_agent_client()) {
     return fail("--agent: this build has no gRPC agent client (net/agent)");
@@ -58,7 +63,8 @@ int main(int argc, char** argv) {
 
   try {
     const Rows rows =
-        options.data_file.empty()
+        options.mode == ServerMode::kMetadata ? Rows{}  // rebuilt from the data nodes' logs
+        : options.data_file.empty()
             ? generated_rows(forein::net::shard_first(options.shard, options.shards, options.keys),
                              forein::net::shard_first(options.shard + 1, options.shards, options.keys))
             : load_data_file(options.data_file);
@@ -75,6 +81,9 @@ int main(int argc, char** argv) {
     std::printf("%s\n", server.stats_json().c_str());
     std::fflush(stdout);
     return 0;
+  } catch (const RecoveryError& e) {
+    std::fprintf(stderr, "forein-kv-server: %s\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     return fail(e.what());
   }

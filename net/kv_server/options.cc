@@ -40,11 +40,65 @@ bool valid_memif_path(std::string_view path) {
 }
 
 
+// on|off.
+bool parse_on_off(std::string_view text, bool* out) {
+  if (text == "on") {
+    *out = true;
+  } else if (text == "off") {
+    *out = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// H:P[,H:P...], at most max entries.
+bool parse_host_port_list(std::string_view text, std::size_t max, std::vector<HostPort>* out) {
+  out->clear();
+  for (;;) {
+    const std::size_t comma = text.find(',');
+    HostPort hp;
+    if (!parse_host_port(text.substr(0, comma), false, &hp.host, &hp.port)) return false;
+    out->push_back(std::move(hp));
+    if (out->size() > max) return false;
+    if (comma == std::string_view::npos) return true;
+    text = text.substr(comma + 1);
+  }
+}
+
+// --mode metadata's rules: the index comes from the data nodes' logs, one
+// event loop serves it.
+bool check_metadata_options(ServerOptions* out, std::string* error) {
+  if (out->data_nodes.empty()) {
+    *error = "--mode metadata needs --data-nodes H:P[,H:P...] (the index is rebuilt from their logs)";
+    return false;
+  }
+  if (out->threads_given && out->threads != 1) {
+    *error = "--threads must be 1 in metadata mode (one event loop serves the socket, the deferred "
+             "batches and the catch-up timer)";
+    return false;
+  }
+  out->threads = 1;
+  if (out->keys_given || !out->data_file.empty()) {
+    *error = "--keys and --data are not used in metadata mode (the index is rebuilt from the data nodes' logs)";
+    return false;
+  }
+  if (out->shards > 1) {
+    *error = "--shard is not supported in metadata mode (one metadata node follows every data node's log)";
+    return false;
+  }
+  if (!out->memif_socket.empty()) {
+    *error = "--memif is not supported in metadata mode";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string usage_text(const char* argv0) {
   return std::string("usage: ") + argv0 +
-         " --listen HOST:PORT (--keys N | --data FILE) [--backend NAME]\n"
+         " [--mode kv] --listen HOST:PORT (--keys N | --data FILE) [--backend NAME]\n"
          "       [--agent HOST:PORT] [--agent-token T] [--threads T] [--refresh-ms MS]\n"
          "       [--sample-rate N] [--shard I/K] [--fat-root-ranges N] [--layer-nodes N]\n"
          "       [--memif PATH [--memif-net A.B.C]]\n"
@@ -54,13 +108,25 @@ std::string usage_text(const char* argv0) {
          "               nodes per cached layer (1..4096); default the paper's 600 and 3600\n"
          "  --memif PATH: also serve on a DPDK memif port joining forein-switch's socket PATH\n"
          "               (--server-port memif:PATH), as A.B.C.1 of --memif-net (default 10.77.1)\n"
-         "  backends: " + offload::registered_backend_names() + "\n";
+         "  metadata mode (Switch-delta's metadata node; the index is rebuilt from the data nodes' logs):\n"
+         "       " + std::string(argv0) + " --mode metadata --listen HOST:PORT --data-nodes H:P[,H:P...]\n"
+         "       [--switch H:P] [--deferred on|off] [--batch N] [--visibility-timeout-us U]\n"
+         "       [--backend NAME] [--agent HOST:PORT] [--threads 1]\n"
+         "  --data-nodes: data node i at position i (1..1024 of them)\n"
+         "  --switch H:P: where CLEARs go until a switch packet names an address\n"
+         "  --deferred: buffer the switch's META_ASYNC copies and apply them in sorted,\n"
+         "               prefetched batches (default on; off: apply each at once)\n"
+         "  --batch N: deferred updates per batch, 1..4096 (default 16)\n"
+         "  --visibility-timeout-us U: catch-up period for lost META_ASYNC copies,\n"
+         "               100..60000000 (default 2000)\n"
+         "  backends: " + offload::lookup_backend_names() + "\n";
 }
 
 bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error, bool* help) {
   *help = false;
   bool listen_given = false;
   bool memif_net_given = false;
+  std::string metadata_flag;  // the last metadata-mode flag given, for kv mode's error
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     std::string_view value;
@@ -81,7 +147,9 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
                        arg == "--backend" || arg == "--agent" || arg == "--agent-token" ||
                        arg == "--threads" || arg == "--refresh-ms" || arg == "--sample-rate" ||
                        arg == "--shard" || arg == "--fat-root-ranges" || arg == "--layer-nodes" ||
-                       arg == "--memif" || arg == "--memif-net";
+                       arg == "--memif" || arg == "--memif-net" || arg == "--mode" ||
+                       arg == "--data-nodes" || arg == "--switch" || arg == "--deferred" ||
+                       arg == "--batch" || arg == "--visibility-timeout-us";
     if (!known) {
       *error = "unknown argument '" + std::string(arg) + "'";
       return false;
@@ -97,7 +165,38 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
       *error = "bad value '" + std::string(value) + "' for " + std::string(arg) + ": " + what;
       return false;
     };
-    if (arg == "--listen") {
+    if (arg == "--deferred" || arg == "--batch" || arg == "--visibility-timeout-us" ||
+        arg == "--data-nodes" || arg == "--switch") {
+      metadata_flag = std::string(arg);
+    }
+    if (arg == "--mode") {
+      if (value == "kv") {
+        out->mode = ServerMode::kKv;
+      } else if (value == "metadata") {
+        out->mode = ServerMode::kMetadata;
+      } else {
+        return bad("expected kv or metadata");
+      }
+    } else if (arg == "--data-nodes") {
+      if (!parse_host_port_list(value, 1024, &out->data_nodes)) {
+        return bad("expected H:P[,H:P...] (1..1024 data nodes, data node i at position i)");
+      }
+    } else if (arg == "--switch") {
+      if (!parse_host_port(value, false, &out->switch_address.host, &out->switch_address.port)) {
+        return bad("expected HOST:PORT");
+      }
+      out->switch_given = true;
+    } else if (arg == "--deferred") {
+      if (!parse_on_off(value, &out->deferred)) return bad("expected on or off");
+    } else if (arg == "--batch") {
+      if (!parse_number<std::uint32_t>(value, 1, 4096, &out->batch)) {
+        return bad("expected 1..4096 deferred updates per batch");
+      }
+    } else if (arg == "--visibility-timeout-us") {
+      if (!parse_number<std::uint32_t>(value, 100, 60'000'000, &out->visibility_timeout_us)) {
+        return bad("expected microseconds, 100..60000000");
+      }
+    } else if (arg == "--listen") {
       if (!parse_host_port(value, true, &out->listen_host, &out->listen_port)) {
         return bad("expected HOST:PORT (PORT 0 picks a free port)");
       }
@@ -121,6 +220,7 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
       out->agent_token = std::string(value);
     } else if (arg == "--threads") {
       if (!parse_number<unsigned>(value, 1, 64, &out->threads)) return bad("expected 1..64");
+      out->threads_given = true;
     } else if (arg == "--refresh-ms") {
       if (!parse_number<std::uint32_t>(value, 1, 3'600'000, &out->refresh_ms)) {
         return bad("expected milliseconds, 1..3600000");
@@ -161,9 +261,17 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
     *error = "--listen HOST:PORT is required";
     return false;
   }
-  if (out->keys_given == !out->data_file.empty()) {
-    *error = "give exactly one of --keys N and --data FILE";
-    return false;
+  if (out->mode == ServerMode::kMetadata) {
+    if (!check_metadata_options(out, error)) return false;
+  } else {
+    if (!metadata_flag.empty()) {
+      *error = metadata_flag + " is a metadata-mode flag (give --mode metadata)";
+      return false;
+    }
+    if (out->keys_given == !out->data_file.empty()) {
+      *error = "give exactly one of --keys N and --data FILE";
+      return false;
+    }
   }
   if ((out->fat_root_ranges != 0 || out->layer_nodes != 0) && out->backend != "fattree") {
     *error = "--fat-root-ranges and --layer-nodes are fattree settings (give --backend fattree)";

@@ -3,10 +3,23 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace forein::net::kv {
 
+// kv: the papers' KV server (the tree bulk-loaded from --keys/--data).
+// metadata: Switch-delta's metadata node (metadata_node.h): key -> log
+// location, rebuilt from the data nodes' logs.
+enum class ServerMode : std::uint8_t { kKv, kMetadata };
+
+struct HostPort {
+  std::string host;
+  std::uint16_t port = 0;
+  std::string text() const { return host + ":" + std::to_string(port); }
+};
+
 struct ServerOptions {
+  ServerMode mode = ServerMode::kKv;
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 0;       // 0: the kernel picks a free port
   bool keys_given = false;
@@ -15,7 +28,8 @@ struct ServerOptions {
   std::string backend = "switch_lpm";  // offload backend ("none" allowed)
   std::string agent;                   // HOST:PORT of forein-agent; empty: none
   std::string agent_token;
-  unsigned threads = 2;                // UDP worker threads, 1..64
+  unsigned threads = 2;                // UDP worker threads, 1..64 (metadata mode: 1)
+  bool threads_given = false;
   std::uint32_t refresh_ms = 100;      // offload refresh period
   std::uint32_t sample_rate = 16;      // 1 in N accesses sampled for the offload planner
   // --shard I/K (with --keys): this server owns dataset shard I of K
@@ -32,6 +46,17 @@ struct ServerOptions {
   std::string memif_socket;
   std::string memif_net = "10.77.1";
   std::uint32_t memif_ip = 0;  // host order, from memif_net
+
+  // Metadata mode (--mode metadata; docs/network.md, "Metadata mode").
+  // --data-nodes: data node i at position i (LOG_FETCH for recovery and
+  // catch-up; LogLocation::node indexes this list).
+  std::vector<HostPort> data_nodes;
+  // --switch: where CLEARs go until a switch packet names an address.
+  bool switch_given = false;
+  HostPort switch_address;
+  bool deferred = true;                      // --deferred on|off (off: "w/o DMP")
+  std::uint32_t batch = 16;                  // --batch: deferred updates per batch
+  std::uint32_t visibility_timeout_us = 2000;  // --visibility-timeout-us
 };
 
 // Parses argv. On a bad command line returns false with a message in

@@ -1,5 +1,7 @@
 #include "kv_server/server.h"
 
+#include "common/udp_listen.h"
+
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -59,7 +61,7 @@ Server::Server(const ServerOptions& options, const Rows& rows) : options_(option
   offload::BackendConfig config;
   config.fat_root_ranges = options_.fat_root_ranges;
   config.layer_nodes = options_.layer_nodes;
-  backend_ = std::make_unique<offload::Backend>(offload::backend_by_name(options_.backend), config);
+  backend_ = std::make_unique<offload::Backend>(offload::backend_for_lookups(options_.backend), config);
   offload::ManagerOptions mo;
   // The index the agent mirror publishes under (forein-load --agent's
   // default --index).
@@ -77,6 +79,9 @@ Server::Server(const ServerOptions& options, const Rows& rows) : options_(option
   tree_->bulk_load(rows);
   handler_ = std::make_unique<RequestHandler>(*tree_, manager_.get(), stats_,
                                               [this] { return stats_json(); }, owned_range(options_));
+  if (options_.mode == ServerMode::kMetadata) {
+    metadata_ = std::make_unique<MetadataNode>(options_, *tree_, stats_, [this] { return stats_json(); });
+  }
 }
 
 Server::~Server() {
@@ -88,55 +93,7 @@ Server::~Server() {
 }
 
 std::uint16_t Server::bind() {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
-  addrinfo* res = nullptr;
-  const std::string port_text = std::to_string(options_.listen_port);
-  if (const int rc = ::getaddrinfo(options_.listen_host.c_str(), port_text.c_str(), &hints, &res);
-      rc != 0 || res == nullptr) {
-    throw std::runtime_error("cannot resolve listen host '" + options_.listen_host +
-                             "': " + ::gai_strerror(rc));
-  }
-  sockaddr_storage addr{};
-  std::memcpy(&addr, res->ai_addr, res->ai_addrlen);
-  const socklen_t addr_len = res->ai_addrlen;
-  const int family = res->ai_family;
-  ::freeaddrinfo(res);
-
-  const auto set_port = [&](std::uint16_t port) {
-    if (family == AF_INET) {
-      reinterpret_cast<sockaddr_in*>(&addr)->sin_port = htons(port);
-    } else {
-      reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port = htons(port);
-    }
-  };
-  const std::string where = options_.listen_host + ":" + port_text;
-  for (unsigned i = 0; i < options_.threads; ++i) {
-    const int fd = ::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw std::runtime_error("socket: " + errno_text(errno));
-    sockets_.push_back(fd);
-    const int one = 1;
-    if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
-      throw std::runtime_error("SO_REUSEPORT: " + errno_text(errno));
-    }
-    const int rcvbuf = 4 << 20;
-    (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);  // best effort
-    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), addr_len) != 0) {
-      throw std::runtime_error("cannot listen on " + where + ": " + errno_text(errno));
-    }
-    if (i == 0) {
-      sockaddr_storage bound{};
-      socklen_t len = sizeof bound;
-      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
-        throw std::runtime_error("getsockname: " + errno_text(errno));
-      }
-      port_ = ntohs(family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
-                                      : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
-      set_port(port_);  // the others join the port the first one got
-    }
-  }
+  port_ = listen_udp(options_.listen_host, options_.listen_port, options_.threads, &sockets_);
   if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + errno_text(errno));
   if (!options_.memif_socket.empty()) {
     memif_ = std::make_unique<MemifPort>(
@@ -158,6 +115,13 @@ void Server::start() {
   }
 #endif
   manager_->attach(*tree_);
+  if (metadata_) {
+    // Metadata mode: the index is rebuilt from the data nodes' logs before
+    // the node serves (requests wait in the socket), then one event loop.
+    metadata_->recover();
+    workers_.emplace_back([this] { metadata_->run(sockets_.front(), stop_pipe_[0]); });
+    return;
+  }
   for (int fd : sockets_) workers_.emplace_back([this, fd] { worker(fd); });
   if (memif_) memif_->start();
 }
@@ -211,6 +175,7 @@ std::string Server::stats_json() {
 #endif
   extra += "}";
   if (memif_) extra += ",\"memif\":" + memif_->json();
+  if (metadata_) extra += "," + metadata_->json();
   return stats_.json(tree_->stats(), extra);
 }
 

@@ -18,6 +18,7 @@
 #include "kv_server/data.h"
 #include "kv_server/handler.h"
 #include "kv_server/memif_port.h"
+#include "kv_server/metadata_node.h"
 #include "kv_server/options.h"
 #include "kv_server/stats.h"
 
@@ -46,7 +47,9 @@ class Server {
   // reason (address in use, bad host, no memif socket ...).
   std::uint16_t bind();
   // Starts the agent mirror (--agent), the manager's refresh thread, the
-  // workers and the memif poll thread.
+  // workers and the memif poll thread. In metadata mode: replays the data
+  // nodes' logs into the tree (throws RecoveryError when a data node does
+  // not answer), then starts the metadata node's event loop.
   void start();
   // Stops the workers and the refresh thread; idempotent.
   void stop();
@@ -65,6 +68,7 @@ class Server {
   std::unique_ptr<RequestHandler> handler_;
   std::unique_ptr<AgentMirror> mirror_;  // --agent: the manager's device, mirrored
   std::unique_ptr<MemifPort> memif_;     // --memif: destroyed first (rte_eal_cleanup)
+  std::unique_ptr<MetadataNode> metadata_;  // --mode metadata: serves instead of the workers
   std::vector<int> sockets_;
   int stop_pipe_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};

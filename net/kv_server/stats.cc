@@ -16,10 +16,6 @@ void member(std::string& out, const char* name, std::uint64_t v) {
 
 std::uint64_t load(const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); }
 
-// Stable field names for the ParseError values 1.. (docs/network.md).
-constexpr const char* kParseErrorNames[kParseErrors] = {
-    "none",         "truncated",    "bad_magic",      "unknown_version", "unknown_op",
-    "unknown_flags", "key_too_long", "trailing_bytes", "bad_scan_entries", "bad_visibility"};
 
 }  // namespace
 
@@ -83,7 +79,7 @@ std::string ServerStats::json(const TreeStats& tree, const std::string& extra) c
   member(out, "drops", drops);
   out += ",\"drops_by_reason\":{";
   for (std::size_t i = 1; i < kParseErrors; ++i) {
-    member(out, kParseErrorNames[i], load(parse_errors_[i]));
+    member(out, to_string(static_cast<ParseError>(i)), load(parse_errors_[i]));
   }
   member(out, "not_request", load(drops_[static_cast<std::size_t>(DropReason::kNotRequest)]));
   member(out, "send_failed", load(drops_[static_cast<std::size_t>(DropReason::kSendFailed)]));

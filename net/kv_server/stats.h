@@ -23,14 +23,14 @@ inline constexpr std::size_t kDropReasons = 3;
 
 class ServerStats {
  public:
-  void count_request(Op op) { bump(requests_[static_cast<std::size_t>(op) & 7]); }
+  void count_request(Op op) { bump(requests_[static_cast<std::size_t>(op) % kOpSlots]); }
   void count_hinted() { bump(hinted_); }
   void count_reply(Op op, Status status);
   void count_parse_error(ParseError e) { bump(parse_errors_[static_cast<std::size_t>(e) % kParseErrors]); }
   void count_drop(DropReason r) { bump(drops_[static_cast<std::size_t>(r)]); }
   void count_datagram() { bump(datagrams_); }
 
-  std::uint64_t requests(Op op) const { return requests_[static_cast<std::size_t>(op) & 7].load(); }
+  std::uint64_t requests(Op op) const { return requests_[static_cast<std::size_t>(op) % kOpSlots].load(); }
   std::uint64_t parse_errors(ParseError e) const {
     return parse_errors_[static_cast<std::size_t>(e) % kParseErrors].load();
   }
@@ -44,7 +44,8 @@ class ServerStats {
   static void bump(std::atomic<std::uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
 
   std::atomic<std::uint64_t> datagrams_{0};
-  std::array<std::atomic<std::uint64_t>, 8> requests_{};  // by Op value
+  static constexpr std::size_t kOpSlots = 16;
+  std::array<std::atomic<std::uint64_t>, kOpSlots> requests_{};  // by Op value
   std::atomic<std::uint64_t> hinted_{0};                   // requests with a hint trailer
   std::atomic<std::uint64_t> ok_{0}, not_found_{0}, bad_request_{0}, too_large_{0},
       server_error_{0};

@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
+#include "load/ordered.h"
 #include "load/verify.h"
 #include "load/workload.h"
 #include "protocol/dataset.h"
@@ -73,6 +75,9 @@ struct Slot {
   Verifier::Ticket read_ticket = 0;
   bool is_write = false;
   Verifier::WriteId write_id = 0;
+  // write-only / write-heavy: the ordered operation's state machine.
+  std::optional<OrderedWrite> ordered_write;
+  std::optional<OrderedRead> ordered_read;
 };
 
 class Engine {
@@ -83,6 +88,7 @@ class Engine {
         socket_(o.target_host, o.target_port),
         gen_(o.workload, o.dist, o.keys, o.theta, o.seed),
         verifier_(o.keys),
+        ordered_(is_ordered(o.workload)),
         slots_(o.outstanding),
         timeout_(std::chrono::milliseconds(o.timeout_ms)) {
     report_.options = o;
@@ -168,8 +174,11 @@ class Engine {
 
   // Builds and sends the slot's current request.
   void issue(Slot& s, Clock::time_point now) {
+    if (ordered_) {
+      issue_ordered(s, now);
+      return;
+    }
     Packet p;
-    p.seq = next_seq_++;
     p.key = dataset_key(s.op.key);
     s.is_read = s.is_write = false;
     switch (s.op.kind) {
@@ -189,6 +198,9 @@ class Engine {
         break;
       case OpKind::kDelete:
         p.op = Op::kDelete;
+        break;
+      case OpKind::kWrite:  // only in the ordered workloads (issue_ordered)
+        p.op = Op::kPut;
         break;
     }
     if (p.op == Op::kPut) {
@@ -211,6 +223,36 @@ class Engine {
       p.hints = hints_->hint(p.key);
       if (p.hints) ++report_.hinted;
     }
+    send_new(s, p, now);
+  }
+
+  // Switch-delta's write or read: its first request (LOG_APPEND or
+  // META_GET); handle_ordered sends the next ones.
+  void issue_ordered(Slot& s, Clock::time_point now) {
+    s.is_read = s.is_write = false;
+    Packet p;
+    if (s.op.kind == OpKind::kWrite) {
+      const std::uint32_t version = next_version_++;
+      s.ordered_write.emplace(s.op.key, version, o_.record_bytes);
+      p = s.ordered_write->start();
+      if (o_.verify) {
+        s.is_write = true;
+        s.write_id = verifier_.begin_write(s.op.key, version);
+      }
+    } else {
+      s.ordered_read.emplace(s.op.key);
+      p = s.ordered_read->start();
+      if (o_.verify) {
+        s.is_read = true;
+        s.read_ticket = verifier_.begin_read();
+      }
+    }
+    send_new(s, p, now);
+  }
+
+  // A new request (new SEQ) for the slot: its first attempt.
+  void send_new(Slot& s, Packet& p, Clock::time_point now) {
+    p.seq = next_seq_++;
     s.seq = p.seq;
     s.datagram = encode_packet(p);
     s.attempts = 0;
@@ -254,6 +296,10 @@ class Engine {
     }
     const std::size_t i = it->second;
     Slot& s = slots_[i];
+    if (s.ordered_write || s.ordered_read) {
+      handle_ordered(i, r, now);
+      return true;
+    }
     bool ok = r.op == Op::kReply && (r.status == Status::kOk || r.status == Status::kNotFound);
     const Op sent = static_cast<Op>(static_cast<std::uint8_t>(s.datagram[3]));
     if (ok && r.status == Status::kNotFound && sent == Op::kPut) ok = false;
@@ -309,11 +355,60 @@ class Engine {
     return true;
   }
 
+  // The reply to an ordered operation's current request: its next request,
+  // or its end (committed, a record, an error).
+  void handle_ordered(std::size_t i, const Packet& r, Clock::time_point now) {
+    Slot& s = slots_[i];
+    Step step = s.ordered_write ? s.ordered_write->on_reply(r) : s.ordered_read->on_reply(r);
+    switch (step.kind) {
+      case Step::Kind::kRetry:
+        ++report_.read_retries;
+        [[fallthrough]];
+      case Step::Kind::kSend:
+        by_seq_.erase(s.seq);
+        send_new(s, step.request, now);
+        return;
+      case Step::Kind::kFailed:
+        ++report_.errors;
+        if (++printed_errors_ <= 10) {
+          std::fprintf(stderr, "forein-load: error: key %llu: %s\n", static_cast<unsigned long long>(s.op.key),
+                       step.why.c_str());
+        }
+        if (s.is_write) verifier_.write_failed(s.write_id);  // it may still land
+        if (s.is_read) verifier_.end_read(s.read_ticket);
+        break;
+      case Step::Kind::kDone: {
+        const auto ns = static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(now - s.started).count());
+        if (s.ordered_write) {
+          ++(s.ordered_write->one_rtt() ? report_.writes_one_rtt : report_.writes_two_phase);
+          report_.write_latency.record(ns);
+          if (s.is_write) verifier_.write_acked(s.write_id);
+        } else {
+          if (s.ordered_read->from_switch()) ++report_.reads_from_switch;
+          report_.read_latency.record(ns);
+          if (s.is_read) {
+            ++report_.verified;
+            std::string why;
+            if (!verifier_.check_record(s.op.key, s.read_ticket, s.ordered_read->record(), &why)) {
+              ++report_.wrong;
+              if (report_.wrong <= 10) std::fprintf(stderr, "forein-load: wrong answer: %s\n", why.c_str());
+            }
+            verifier_.end_read(s.read_ticket);
+          }
+        }
+        break;
+      }
+    }
+    finish(i, now, /*completed=*/true);
+  }
+
   const LoadOptions& o_;
   const HintSource* hints_;
   Socket socket_;
   WorkloadGenerator gen_;
   Verifier verifier_;
+  bool ordered_;
   std::vector<Slot> slots_;
   std::unordered_map<std::uint64_t, std::size_t> by_seq_;
   Clock::duration timeout_;
@@ -321,6 +416,7 @@ class Engine {
   std::size_t active_ = 0;
   std::uint64_t next_seq_ = 1;
   std::uint32_t next_version_ = 1;
+  std::uint64_t printed_errors_ = 0;
   RunReport report_;
 };
 

@@ -1,6 +1,8 @@
 // The request engine: a closed loop of K operations in flight over one
 // non-blocking UDP socket. Each slot runs one operation (a read-modify-
-// write is a GET then a PUT); a request waits for the reply with its SEQ
+// write is a GET then a PUT; write-only / write-heavy run Switch-delta's
+// ordered writes and reads, load/ordered.h, each phase a new request with
+// its own SEQ); a request waits for the reply with its SEQ
 // up to --timeout-ms, is resent with the same SEQ up to --retries times,
 // then given up (a timeout). Replies to SEQs no longer waited for (late
 // duplicates) are ignored. The thread sleeps in poll() until a reply or

@@ -18,9 +18,13 @@ const char* to_string(Workload w) {
     case Workload::kE: return "e";
     case Workload::kF: return "f";
     case Workload::kGetPutDel: return "getputdel";
+    case Workload::kWriteOnly: return "write-only";
+    case Workload::kWriteHeavy: return "write-heavy";
   }
   return "?";
 }
+
+bool is_ordered(Workload w) { return w == Workload::kWriteOnly || w == Workload::kWriteHeavy; }
 
 const char* to_string(Distribution d) {
   switch (d) {
@@ -66,16 +70,21 @@ bool split_host_port(const std::string& s, std::string* host, std::uint16_t* por
 
 std::string usage_text(const char* argv0) {
   return std::string("usage: ") + argv0 +
-         " --target HOST:PORT --keys N --workload a|b|c|d|e|f|getputdel\n"
+         " --target HOST:PORT --keys N\n"
+         "         --workload a|b|c|d|e|f|getputdel|write-only|write-heavy\n"
          "         [--dist uniform|zipf|latest] [--zipf THETA] [--seconds S]\n"
          "         [--outstanding K] [--verify] [--timeout-ms T] [--retries R] [--seed S]\n"
-         "         [--agent HOST:PORT [--agent-token T] [--index ID]]\n"
-         "  --target HOST:PORT   forein-kv-server's UDP address (IPv4 or a host name)\n"
+         "         [--record-bytes N] [--agent HOST:PORT [--agent-token T] [--index ID]]\n"
+         "  --target HOST:PORT   forein-kv-server's UDP address (IPv4 or a host name); for\n"
+         "                       write-only/write-heavy the switch's service address\n"
          "  --keys N             keys 0..N-1 the server was loaded with (N >= 1)\n"
          "  --workload W         YCSB a (50% read/50% update), b (95/5), c (100% read),\n"
          "                       d (95% read/5% insert, reads latest), e (95% scan/5% insert),\n"
          "                       f (50% read/50% read-modify-write), getputdel (90% get,\n"
-         "                       5% put of a new key, 5% delete)\n"
+         "                       5% put of a new key, 5% delete); Switch-delta's ordered\n"
+         "                       writes: write-only (100% write), write-heavy (50% read/\n"
+         "                       50% write): LOG_APPEND, then META_PUT unless the switch\n"
+         "                       took it; reads META_GET then LOG_READ\n"
          "  --dist D             key distribution: uniform (default), zipf, latest\n"
          "  --zipf THETA         Zipf exponent, 0 < THETA < 1 (default 0.99)\n"
          "  --seconds S          run time (default 10)\n"
@@ -84,8 +93,11 @@ std::string usage_text(const char* argv0) {
          "  --timeout-ms T       per-attempt timeout, 1..60000 (default 200)\n"
          "  --retries R          resends after a timeout, 0..100 (default 3)\n"
          "  --seed S             random seed (default: drawn; printed in the JSON)\n"
+         "  --record-bytes N     write-only/write-heavy: bytes per record, 27..4096\n"
+         "                       (default 128)\n"
          "  --agent HOST:PORT    forein-agent to fetch the index's offload image from\n"
          "                       (a few times a second); requests carry its hints\n"
+         "                       (not with write-only/write-heavy)\n"
          "  --agent-token T      bearer token for the agent's calls (needs --agent)\n"
          "  --index ID           the agent's index id (default 0, the one\n"
          "                       forein-kv-server publishes under; needs --agent)\n";
@@ -94,7 +106,7 @@ std::string usage_text(const char* argv0) {
 bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, bool* help) {
   LoadOptions o;
   o.index_id = kDatasetIndexId;
-  bool target = false, workload = false, dist_given = false, index_given = false;
+  bool target = false, workload = false, dist_given = false, index_given = false, record_given = false;
   *help = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -128,7 +140,8 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
       static constexpr std::pair<const char*, Workload> kNames[] = {
           {"a", Workload::kA}, {"b", Workload::kB}, {"c", Workload::kC},
           {"d", Workload::kD}, {"e", Workload::kE}, {"f", Workload::kF},
-          {"getputdel", Workload::kGetPutDel}};
+          {"getputdel", Workload::kGetPutDel}, {"write-only", Workload::kWriteOnly},
+          {"write-heavy", Workload::kWriteHeavy}};
       bool found = false;
       for (const auto& [name, w] : kNames) {
         if (val == name) {
@@ -136,7 +149,7 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
           found = true;
         }
       }
-      if (!found) return bad("a|b|c|d|e|f|getputdel");
+      if (!found) return bad("a|b|c|d|e|f|getputdel|write-only|write-heavy");
       workload = true;
     } else if (arg == "--dist") {
       if (val == "uniform") {
@@ -162,6 +175,12 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
     } else if (arg == "--seed") {
       if (!parse_uint(val, &o.seed)) return bad("an unsigned integer");
       o.seed_given = true;
+    } else if (arg == "--record-bytes") {
+      if (!parse_uint(val, &o.record_bytes) || o.record_bytes < kMinRecordBytes ||
+          o.record_bytes > kMaxRecordBytes) {
+        return bad("27..4096");
+      }
+      record_given = true;
     } else if (arg == "--agent") {
       std::string host;
       std::uint16_t port = 0;
@@ -192,6 +211,14 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
   }
   if (o.agent.empty() && (!o.agent_token.empty() || index_given)) {
     *error = std::string(o.agent_token.empty() ? "--index" : "--agent-token") + " needs --agent";
+    return false;
+  }
+  if (is_ordered(o.workload) && !o.agent.empty()) {
+    *error = std::string("--agent: hints are not used by --workload ") + to_string(o.workload);
+    return false;
+  }
+  if (!is_ordered(o.workload) && record_given) {
+    *error = "--record-bytes needs --workload write-only or write-heavy";
     return false;
   }
   // YCSB D reads the latest keys unless told otherwise.

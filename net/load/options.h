@@ -1,15 +1,28 @@
 // forein-load's command line (docs/network.md, "forein-load").
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "protocol/visibility.h"
+
 namespace forein::net::load {
 
-enum class Workload : std::uint8_t { kA, kB, kC, kD, kE, kF, kGetPutDel };
+// kWriteOnly / kWriteHeavy run Switch-delta's ordered-write protocol
+// (LOG_APPEND, META_PUT, META_GET, LOG_READ; load/ordered.h) instead of
+// the KV server's GET/PUT.
+enum class Workload : std::uint8_t { kA, kB, kC, kD, kE, kF, kGetPutDel, kWriteOnly, kWriteHeavy };
 enum class Distribution : std::uint8_t { kUniform, kZipf, kLatest };
 
+// --record-bytes bounds: record_version needs 27 bytes (the head); 4096
+// keeps a LOG_APPEND well inside one datagram.
+inline constexpr std::size_t kMinRecordBytes = 27;
+inline constexpr std::size_t kMaxRecordBytes = 4096;
+
 const char* to_string(Workload w);
+// Whether w runs Switch-delta's ordered writes (write-only, write-heavy).
+bool is_ordered(Workload w);
 const char* to_string(Distribution d);
 
 struct LoadOptions {
@@ -31,6 +44,9 @@ struct LoadOptions {
   std::string agent;                       // HOST:PORT
   std::string agent_token;                 // bearer token for the agent's calls
   std::uint64_t index_id = 0;              // --index; kDatasetIndexId unless given
+  // write-only / write-heavy: the records written (dataset_record(i, v,
+  // record_bytes), protocol/visibility.h), 27..4096 bytes.
+  std::size_t record_bytes = kRecordBytes;
 };
 
 // Parses argv. On a bad command line returns false with a message in

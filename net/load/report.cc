@@ -15,6 +15,22 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+// A histogram's figures in ns, as one JSON object.
+std::string latency_object(const LatencyHistogram& h) {
+  std::ostringstream o;
+  o << "{\"count\":" << h.count() << ",\"min\":" << h.min() << ",\"p50\":" << h.percentile(0.50)
+    << ",\"p90\":" << h.percentile(0.90) << ",\"p99\":" << h.percentile(0.99)
+    << ",\"p999\":" << h.percentile(0.999) << ",\"max\":" << h.max() << ",\"mean\":" << fmt("%.0f", h.mean())
+    << "}";
+  return o.str();
+}
+
+std::string latency_line(const LatencyHistogram& h) {
+  return "p50 " + fmt("%.1f", us(h.percentile(0.5))) + "  p90 " + fmt("%.1f", us(h.percentile(0.9))) + "  p99 " +
+         fmt("%.1f", us(h.percentile(0.99))) + "  p999 " + fmt("%.1f", us(h.percentile(0.999))) + "  max " +
+         fmt("%.1f", us(h.max()));
+}
+
 }  // namespace
 
 std::string report_json(const RunReport& r) {
@@ -37,6 +53,12 @@ std::string report_json(const RunReport& r) {
     << ",\"agent_errors\":" << r.agent_errors;
   for (std::size_t k = 0; k < kOpKinds; ++k) {
     o << ",\"" << to_string(static_cast<OpKind>(k)) << "s\":" << r.per_op[k];
+  }
+  if (is_ordered(opt.workload)) {
+    o << ",\"writes_one_rtt\":" << r.writes_one_rtt << ",\"writes_two_phase\":" << r.writes_two_phase
+      << ",\"reads_from_switch\":" << r.reads_from_switch << ",\"read_retries\":" << r.read_retries
+      << ",\"write_latency_ns\":" << latency_object(r.write_latency)
+      << ",\"read_latency_ns\":" << latency_object(r.read_latency) << ",\"record_bytes\":" << opt.record_bytes;
   }
   o << ",\"workload\":\"" << to_string(opt.workload) << "\",\"dist\":\"" << to_string(opt.dist)
     << "\",\"zipf\":" << fmt("%.3f", opt.theta) << ",\"keys\":" << opt.keys
@@ -64,11 +86,19 @@ std::string format_report(const RunReport& r) {
     o << "agent " << r.options.agent << " index " << r.options.index_id << ": " << r.hinted
       << " requests hinted; image fetches " << r.agent_fetches << ", failed " << r.agent_errors << "\n";
   }
-  o << "latency us: min " << fmt("%.1f", us(r.latency.min())) << "  p50 "
-    << fmt("%.1f", us(r.latency.percentile(0.5))) << "  p90 " << fmt("%.1f", us(r.latency.percentile(0.9)))
-    << "  p99 " << fmt("%.1f", us(r.latency.percentile(0.99))) << "  p999 "
-    << fmt("%.1f", us(r.latency.percentile(0.999))) << "  max " << fmt("%.1f", us(r.latency.max()))
-    << "\n";
+  o << "latency us: min " << fmt("%.1f", us(r.latency.min())) << "  " << latency_line(r.latency) << "\n";
+  if (is_ordered(r.options.workload)) {
+    const std::uint64_t w = r.per_op[static_cast<std::size_t>(OpKind::kWrite)];
+    const std::uint64_t rd = r.per_op[static_cast<std::size_t>(OpKind::kRead)];
+    o << "writes " << w << ": committed in one round trip (switch) " << r.writes_one_rtt << ", two-phase "
+      << r.writes_two_phase << "; records of " << r.options.record_bytes << " bytes\n";
+    o << "  write latency us: " << latency_line(r.write_latency) << "\n";
+    if (r.options.workload == Workload::kWriteHeavy) {
+      o << "reads " << rd << ": location from the switch " << r.reads_from_switch << ", retries (mismatch) "
+        << r.read_retries << "\n";
+      o << "  read latency us: " << latency_line(r.read_latency) << "\n";
+    }
+  }
   // The histogram as cumulative shares.
   if (r.latency.count() > 0) {
     o << "histogram (percent of ops <= latency us):\n";

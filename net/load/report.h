@@ -33,6 +33,13 @@ struct RunReport {
   std::uint64_t agent_fetches = 0;             // --agent: image fetches that succeeded
   std::uint64_t agent_errors = 0;              // --agent: fetches that failed
   LatencyHistogram latency;                    // per completed operation
+  // write-only / write-heavy (Switch-delta's ordered writes, load/ordered.h):
+  std::uint64_t writes_one_rtt = 0;            // writes the switch committed (LOG_APPEND reply kStored)
+  std::uint64_t writes_two_phase = 0;          // writes committed by META_PUT (phase 2)
+  std::uint64_t reads_from_switch = 0;         // reads whose record came by a location the switch answered
+  std::uint64_t read_retries = 0;              // LOG_READ mismatches: the read started again from META_GET
+  LatencyHistogram write_latency;              // LOG_APPEND's first send to commit, per committed write
+  LatencyHistogram read_latency;               // META_GET's first send to the record, per read that got one
 
   double ops_per_s() const { return elapsed_s > 0 ? static_cast<double>(ops) / elapsed_s : 0; }
 };

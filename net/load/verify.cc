@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "protocol/dataset.h"
+#include "protocol/visibility.h"
 
 namespace forein::net::load {
 
@@ -118,6 +119,27 @@ bool Verifier::check_get(std::uint64_t key, Ticket r0, const std::optional<std::
   const Ticket r1 = ++now_;
   if (!value) return may_be_absent(key, r0, r1);
   return value_allowed(key, *value, r0, r1);
+}
+
+bool Verifier::check_record(std::uint64_t key, Ticket r0, std::string_view record, std::string* why) {
+  const Ticket r1 = ++now_;
+  const auto version = record_version(record, key);
+  if (!version) {
+    std::string head(record.substr(0, 32));
+    for (char& c : head) {
+      if (c < 0x20 || c > 0x7e) c = '.';
+    }
+    *why = "not a record of key " + std::to_string(key) + " (" + std::to_string(record.size()) + " bytes: " +
+           head + ")";
+    return false;
+  }
+  if (!allowed(key, *version, r0, r1)) {
+    *why = "key " + std::to_string(key) + " version " + std::to_string(*version) +
+           (*version == 0 ? " (the preloaded record) after a newer write committed"
+                          : " is stale (a newer write committed before the read) or was never written");
+    return false;
+  }
+  return true;
 }
 
 bool Verifier::check_scan(std::uint64_t start_key, std::uint32_t count, Ticket r0,

@@ -16,12 +16,24 @@
 // with one at a time it is exact. Superseded writes are pruned once no
 // read in flight started before the superseding acknowledgement, so a hot
 // key's history stays short.
+//
+// Switch-delta's ordered writes (write-only, write-heavy) use the same
+// rules with records: a write of dataset_record(key, v) is state v (v >= 1,
+// from the run's global version counter), the preloaded record is state 0,
+// and check_record takes the record a read returned. So a read must name
+// its key and a version the key may hold: not older than the newest write
+// committed (acknowledged) before the read started, unless that write
+// overlapped an older one (writes to a key in flight together may land in
+// either order: the data node's timestamps, not the client's versions,
+// order them), and never a version not yet issued for the key (no
+// invented data).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -49,6 +61,9 @@ class Verifier {
   Ticket begin_read();
   void end_read(Ticket r0);
 
+  // An ordered read's record (LOG_READ's value): record_version(record,
+  // key) must name a state allowed for the read. *why says what was wrong.
+  bool check_record(std::uint64_t key, Ticket r0, std::string_view record, std::string* why);
   // A GET's answer: the value, or nullopt for not found.
   bool check_get(std::uint64_t key, Ticket r0, const std::optional<std::string>& value);
   // A SCAN from start_key for count entries: keys ascending from start_key,

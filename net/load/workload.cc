@@ -12,6 +12,7 @@ const char* to_string(OpKind k) {
     case OpKind::kScan: return "scan";
     case OpKind::kRmw: return "rmw";
     case OpKind::kDelete: return "delete";
+    case OpKind::kWrite: return "write";
   }
   return "?";
 }
@@ -28,6 +29,8 @@ Mix mix_for(Workload w) {
     case Workload::kF: set(OpKind::kRead, 50); set(OpKind::kRmw, 50); break;
     case Workload::kGetPutDel:
       set(OpKind::kRead, 90); set(OpKind::kInsert, 5); set(OpKind::kDelete, 5); break;
+    case Workload::kWriteOnly: set(OpKind::kWrite, 100); break;
+    case Workload::kWriteHeavy: set(OpKind::kRead, 50); set(OpKind::kWrite, 50); break;
   }
   return m;
 }

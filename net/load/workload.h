@@ -6,6 +6,10 @@
 // 1..100, YCSB's default); F read 50 / read-modify-write 50; getputdel get
 // 90 / put of a new key 5 / delete 5 (docs/forein-experiments.md's Fig 10
 // mix at dynamic ratio 0.1: half the updates grow the tree, half shrink it).
+// Switch-delta's mixes (paper 002, V-B): write-only write 100; write-heavy
+// read 50 / write 50, where a write is an ordered write (LOG_APPEND, then
+// META_PUT when the switch did not take it) and a read is META_GET then
+// LOG_READ (load/ordered.h).
 //
 // Keys are indexes into the data set (protocol/dataset.h). Reads, updates
 // and deletes draw from the N loaded keys: uniform; Zipf (Gray et al.,
@@ -24,8 +28,10 @@
 
 namespace forein::net::load {
 
-enum class OpKind : std::uint8_t { kRead, kUpdate, kInsert, kScan, kRmw, kDelete };
-inline constexpr std::size_t kOpKinds = 6;
+// kWrite: an ordered write (write-only, write-heavy); those workloads'
+// reads are kRead, run as META_GET + LOG_READ.
+enum class OpKind : std::uint8_t { kRead, kUpdate, kInsert, kScan, kRmw, kDelete, kWrite };
+inline constexpr std::size_t kOpKinds = 7;
 const char* to_string(OpKind k);
 
 // Percentages of each OpKind, summing to 100.

@@ -59,6 +59,7 @@ std::string counters_json(const Side* sides, const SwitchTotals& totals) {
     }
     s += "]";
   }
+  if (!totals.members.empty()) s += "," + totals.members;
   s += "}";
   return s;
 }

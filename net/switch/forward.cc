@@ -56,6 +56,11 @@ int Forwarder::handle(int in, rte_mbuf* m) {
     if (total < ihl + sizeof(rte_udp_hdr)) return drop(c, c.bad_ip, m);
     udp = reinterpret_cast<rte_udp_hdr*>(reinterpret_cast<std::byte*>(ip) + ihl);
   }
+  if (plane_ != nullptr && udp != nullptr) {
+    // Switch-delta's ops are whole datagrams in one frame.
+    if (fragment) return drop(c, c.fragment, m);
+    return plane_->handle(in, m, eth, ip, ihl, udp, &copy_);
+  }
   const bool several = !routing_.servers.empty();
   if (in == 0 && udp != nullptr) {
     // With several servers a request is routed by its key, so it must be

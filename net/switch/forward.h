@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include "forein/offload/published.h"
 #include "image.h"
 #include "ports.h"
+#include "visibility_plane.h"
 
 namespace forein::net::sw {
 
@@ -37,6 +39,10 @@ class Forwarder {
 
   Forwarder(Side* sides, forein::offload::Published<Image>* image, Routing routing)
       : sides_(sides), image_(image), routing_(std::move(routing)) {}
+  // --backend switch_visibility: UDP datagrams go through Switch-delta's
+  // plane (visibility_plane.h) instead of the hint path.
+  Forwarder(Side* sides, VisibilityRouting visibility)
+      : sides_(sides), image_(nullptr), plane_(std::make_unique<VisibilityPlane>(sides, std::move(visibility))) {}
 
   // Image lookups made for requests (the agent reports them as hint_lookups).
   std::atomic<std::uint64_t> lookups{0};
@@ -52,6 +58,10 @@ class Forwarder {
   // Frame m arrived on sides[in]: the port to send it out on (in itself for
   // an ARP reply), or -1 when it was dropped (counted and freed).
   int handle(int in, rte_mbuf* m);
+  // A second frame the last handle() made for the server side (Switch-
+  // delta's META_ASYNC copy), or null; the caller sends or frees it.
+  rte_mbuf* take_copy() { return std::exchange(copy_, nullptr); }
+  const VisibilityPlane* plane() const { return plane_.get(); }
 
  private:
   // A client's request: checks the datagram, picks the server owning its
@@ -75,6 +85,8 @@ class Forwarder {
   Side* sides_;
   forein::offload::Published<Image>* image_;
   Routing routing_;
+  std::unique_ptr<VisibilityPlane> plane_;
+  rte_mbuf* copy_ = nullptr;
 };
 
 }  // namespace forein::net::sw

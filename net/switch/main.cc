@@ -70,7 +70,13 @@ int main(int argc, char** argv) {
     }
 
     forein::offload::Published<sw::Image> image(std::make_shared<const sw::Image>());
-    sw::Forwarder forward(sides, &image, sw::Routing{o.servers, o.keys, o.service_port, o.hints, o.stage});
+    std::unique_ptr<sw::Forwarder> forwarder =
+        o.backend.empty()
+            ? std::make_unique<sw::Forwarder>(sides, &image,
+                                              sw::Routing{o.servers, o.keys, o.service_port, o.hints, o.stage})
+            : std::make_unique<sw::Forwarder>(sides, sw::VisibilityRouting{o.data_nodes, o.metadata_nodes, o.keys,
+                                                                           o.service_port, o.visibility, o.slots});
+    sw::Forwarder& forward = *forwarder;
     forein::net::AgentOptions agent_options;
     agent_options.token = o.token;
     agent_options.port_stats = [&sides](forein::net::control::StatsReply* reply) { sw::add_port_stats(sides, reply); };
@@ -96,6 +102,10 @@ int main(int argc, char** argv) {
         stop.store(true);
       });
       const std::string host = o.agent_listen.substr(0, o.agent_listen.rfind(':'));
+      if (forward.plane() != nullptr) {
+        std::fprintf(stderr, "forein-switch: switch_visibility, %zu data node(s), %zu metadata node(s), table %s\n",
+                     o.data_nodes.size(), o.metadata_nodes.size(), o.visibility ? "on" : "off");
+      }
       std::fprintf(stderr, "forein-switch: clients send to %s (%s), the server listens on %s (%s)\n",
                    sw::ip_string(sides[0].switch_ip).c_str(), sides[0].iface.c_str(),
                    sw::ip_string(sides[1].kernel_ip).c_str(), sides[1].iface.c_str());
@@ -113,6 +123,7 @@ int main(int argc, char** argv) {
       constexpr const char* kStages[] = {"core", "aggregation", "edge"};
       totals.stage = o.stage < 0 ? "all" : kStages[o.stage];
       totals.deeper = forward.deeper.load();
+      if (forward.plane() != nullptr) totals.members = forward.plane()->json();
       std::printf("%s\n", sw::counters_json(sides, totals).c_str());
       std::fflush(stdout);
     } catch (const std::exception& e) {

@@ -53,6 +53,8 @@ void usage(std::FILE* out) {
                "usage: forein-switch [--agent-listen HOST:PORT] [--agent-token T] [--index ID]\n"
                "                     [--servers P0,P1,... --keys N] [--service-port P] [--hints on|off]\n"
                "                     [--stage all|core|aggregation|edge] [--image-from HOST:PORT]\n"
+               "                     [--backend switch_visibility --data-nodes P0,... --metadata-nodes P\n"
+               "                      [--visibility on|off] [--slots N]]\n"
                "                     [--client-port KIND] [--server-port KIND]\n"
                "                     [--client-iface NAME] [--server-iface NAME]\n"
                "                     [--client-net A.B.C] [--server-net A.B.C] [-- EAL ARGS...]\n"
@@ -70,6 +72,14 @@ void usage(std::FILE* out) {
                "                            on in the temporary header (default all: the whole walk here)\n"
                "  --image-from HOST:PORT    fetch the images from that agent (a chain's core switch)\n"
                "                            instead of the in-process one\n"
+               "  --backend switch_visibility\n"
+               "                            Switch-delta: keep the visibility table of in-flight writes and\n"
+               "                            route the ordered-write ops (clients send to --service-port)\n"
+               "  --data-nodes P0,P1,...    forein-data-node i on the server side's .1:Pi (owns slots s %% D == i)\n"
+               "  --metadata-nodes P        forein-kv-server --mode metadata on .1:P (one metadata node)\n"
+               "  --visibility on|off       off: same routing, the table bypassed: every write takes phase 2\n"
+               "                            (the baseline; default on)\n"
+               "  --slots N                 visibility slots, a power of two <= 65536 (default 65536)\n"
                "  --client-port KIND        the client side's port: tap (a TAP device, needs root) or\n"
                "                            memif:PATH (the switch serves the memif socket file PATH;\n"
                "                            the peer is a DPDK program, no root) or memif-client:PATH\n"
@@ -128,6 +138,30 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
         }
       } else if (arg == "--servers") {
         if (parse_ports(argv[++i], &o->servers)) continue;
+      } else if (arg == "--data-nodes") {
+        if (parse_ports(argv[++i], &o->data_nodes)) continue;
+      } else if (arg == "--metadata-nodes") {
+        if (parse_ports(argv[++i], &o->metadata_nodes)) continue;
+      } else if (arg == "--backend") {
+        o->backend = argv[++i];
+        if (o->backend == "switch_visibility") continue;
+        std::fprintf(stderr,
+                     "forein-switch: --backend takes switch_visibility (hint backends come from the agent's "
+                     "images), not '%s'\n",
+                     argv[i]);
+        return 2;
+      } else if (arg == "--visibility") {
+        const std::string_view v = argv[++i];
+        if (v == "on" || v == "off") {
+          o->visibility = v == "on";
+          continue;
+        }
+      } else if (arg == "--slots") {
+        std::uint64_t n = 0;
+        if (parse_number<std::uint64_t>(argv[++i], 1, 65536, &n) && (n & (n - 1)) == 0) {
+          o->slots = static_cast<std::uint32_t>(n);
+          continue;
+        }
       } else if (arg == "--client-port" || arg == "--server-port") {
         const int side = arg == "--client-port" ? 0 : 1;
         if (parse_port_kind(argv[++i], &o->port_kind[side], &o->memif_socket[side], &o->memif_client[side])) {
@@ -160,6 +194,30 @@ std::optional<int> parse_options(int argc, char** argv, Options* o) {
     std::fprintf(stderr, "forein-switch: unknown or incomplete argument '%s'\n", argv[i]);
     usage(stderr);
     return 2;
+  }
+  const bool visibility_flags = !o->data_nodes.empty() || !o->metadata_nodes.empty() || o->slots != 0;
+  if (o->backend.empty() && visibility_flags) {
+    std::fprintf(stderr, "forein-switch: --data-nodes, --metadata-nodes and --slots need --backend switch_visibility\n");
+    return 2;
+  }
+  if (!o->backend.empty()) {
+    if (o->data_nodes.empty() || o->metadata_nodes.empty()) {
+      std::fprintf(stderr, "forein-switch: --backend switch_visibility needs --data-nodes and --metadata-nodes\n");
+      return 2;
+    }
+    if (!o->servers.empty() || o->stage != -1 || !o->image_from.empty()) {
+      std::fprintf(stderr,
+                   "forein-switch: --backend switch_visibility routes by op; it does not take --servers, --stage "
+                   "or --image-from\n");
+      return 2;
+    }
+    if (o->metadata_nodes.size() > 1) {
+      // Each metadata node rebuilds from every data node's log and clears
+      // the slots of what it applied; split across several, one could clear
+      // a slot whose write its owner has not applied yet.
+      std::fprintf(stderr, "forein-switch: --metadata-nodes takes one port (one metadata node)\n");
+      return 2;
+    }
   }
   if (o->servers.size() > 1 && o->keys == 0) {
     std::fprintf(stderr, "forein-switch: --servers with more than one port needs --keys N (the data set they split)\n");

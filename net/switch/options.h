@@ -45,6 +45,16 @@ struct Options {
   // its client and, on that link, plays the peer's part (the .1 address):
   // a chain's aggregation and edge switches face the switch before them so.
   bool memif_client[2] = {false, false};
+  // --backend switch_visibility (Switch-delta, docs/network.md): the
+  // switch keeps the visibility table and routes the ordered-write ops:
+  // LOG_* to data node slot % D on --data-nodes' ports, META_* to the
+  // metadata node owning the key (--metadata-nodes; shard_of over --keys
+  // when there are several). Empty: hint backends from the agent's images.
+  std::string backend;
+  std::vector<std::uint16_t> data_nodes;
+  std::vector<std::uint16_t> metadata_nodes;
+  bool visibility = true;       // --visibility off: the same routing, the table bypassed (baseline)
+  std::uint32_t slots = 0;      // --slots: table size (0: the paper's 65,536)
   std::vector<std::string> eal;  // after `--`: replaces the default EAL options
   bool eal_given = false;
 };

@@ -17,7 +17,9 @@ constexpr std::uint16_t kBurst = 32;
 
 void poll_ports(Side sides[2], Forwarder& forward, const std::atomic<bool>& stop) {
   std::array<rte_mbuf*, kBurst> rx{};
-  std::array<rte_mbuf*, kBurst> out[2]{};  // per destination port
+  // Per destination port; room for one extra frame per frame received
+  // (Switch-delta's META_ASYNC copies go to the server side).
+  std::array<rte_mbuf*, 2 * kBurst> out[2]{};
   unsigned idle = 0;
   while (!stop.load(std::memory_order_relaxed)) {
     unsigned got = 0;
@@ -33,6 +35,7 @@ void poll_ports(Side sides[2], Forwarder& forward, const std::atomic<bool>& stop
       std::uint16_t count[2] = {0, 0};
       for (std::uint16_t i = 0; i < n; ++i) {
         const int dest = forward.handle(in, rx[i]);
+        if (rte_mbuf* copy = forward.take_copy()) out[1][count[1]++] = copy;
         if (dest < 0) continue;  // freed
         out[dest][count[dest]++] = rx[i];
       }

@@ -117,6 +117,36 @@ const char* forein_offload_backend_names(void) {
   }
 }
 
+int forein_offload_backend_serves_lookups(int id) {
+  const off::BackendInfo* info = info_of(id);
+  return info != nullptr && off::serves_lookups(*info) ? 1 : 0;
+}
+
+const char* forein_offload_lookup_backend_names(void) {
+  try {
+    static const std::string names = off::lookup_backend_names();
+    return names.c_str();
+  } catch (...) {
+    return "";
+  }
+}
+
+int forein_offload_lookup_backend_id(const char* name, char* errbuf, size_t errlen) {
+  if (name == nullptr) {
+    set_error(errbuf, errlen, "forein offload: null backend name");
+    return -1;
+  }
+  try {
+    const off::BackendInfo& info = off::backend_for_lookups(name);
+    return forein_offload_backend_id(info.name);
+  } catch (const std::exception& e) {
+    set_error(errbuf, errlen, e.what());
+  } catch (...) {
+    set_error(errbuf, errlen, "forein offload: unknown error");
+  }
+  return -1;
+}
+
 const char* forein_offload_backend_unit(int id) {
   const off::BackendInfo* info = info_of(id);
   return info != nullptr ? info->unit : nullptr;

@@ -40,6 +40,20 @@ extern int	forein_offload_backend_id(const char *name);
 extern const char *forein_offload_backend_names(void);
 /* The unit of the backend's capacity ("LPM entries", ...); NULL for a bad id. */
 extern const char *forein_offload_backend_unit(int id);
+/*
+ * 1 if a host that looks keys up in its index may use backend id: it gives
+ * start hints, or it is "none"; 0 otherwise (switch_visibility: write
+ * visibility on the network path) and for a bad id.
+ */
+extern int	forein_offload_backend_serves_lookups(int id);
+/* "none, switch_lpm, fattree": the backends an index can use. Static storage. */
+extern const char *forein_offload_lookup_backend_names(void);
+/*
+ * The id of a backend an index can use, or -1 with a message (an unknown
+ * name, or a backend that gives no start hints: the message says what it is
+ * for and which ones to use).
+ */
+extern int	forein_offload_lookup_backend_id(const char *name, char *errbuf, size_t errlen);
 /* The paper's capacity, in that unit. */
 extern uint64_t forein_offload_default_capacity(int id);
 /* The largest image the backend publishes at that capacity (0 for a bad id). */

@@ -31,4 +31,6 @@ FOREIN_CAPI_SOURCES = \
 	offload/backends/switch_lpm/switch_lpm_backend.cc \
 	offload/backends/switch_lpm/switch_lpm_device.cc \
 	offload/backends/switch_lpm/switch_lpm_planner.cc \
+	offload/backends/switch_visibility/switch_visibility_backend.cc \
+	offload/backends/switch_visibility/visibility_table.cc \
 	offload/capi/forein_offload.cc

@@ -6,6 +6,7 @@
 #include "fattree/fattree_backend.h"
 #include "none/none_backend.h"
 #include "switch_lpm/switch_lpm_backend.h"
+#include "switch_visibility/switch_visibility_backend.h"
 
 namespace forein::offload {
 
@@ -13,11 +14,23 @@ namespace {
 
 // One line per backend, as DPDK's l3fwd lists its lookup methods. A backend
 // joins this list only once it passes tests/offload/conformance.
-const std::array<const BackendInfo*, 3> kBackends = {
+const std::array<const BackendInfo*, 4> kBackends = {
     &kNoneBackend,
     &kSwitchLpmBackend,
     &kFattreeBackend,
+    &kSwitchVisibilityBackend,
 };
+
+// What a backend that gives no start hints does instead, for the refusal.
+std::string what_it_does(const BackendInfo& b) {
+  const std::string name = b.name;
+  if ((b.capabilities & kWriteVisibility) != 0) {
+    return "it makes in-flight writes visible on the network path: forein-switch --backend " + name;
+  }
+  if ((b.capabilities & kValueCache) != 0) return "it answers hot keys' values on the device";
+  if ((b.capabilities & kScanExecution) != 0) return "it executes GET and SCAN on the device";
+  return "it declares no capability a lookup host can use";
+}
 
 }  // namespace
 
@@ -37,6 +50,29 @@ const BackendInfo& backend_by_name(std::string_view name) {
                           "'; registered backends: " + registered_backend_names());
   }
   return *b;
+}
+
+bool serves_lookups(const BackendInfo& info) {
+  return (info.capabilities & kStartHints) != 0 || info.capabilities == 0;
+}
+
+const BackendInfo& backend_for_lookups(std::string_view name) {
+  const BackendInfo& b = backend_by_name(name);
+  if (!serves_lookups(b)) {
+    throw InvalidArgument("backend \"" + std::string(b.name) + "\" gives no start hints (" + what_it_does(b) +
+                          "); use one of: " + lookup_backend_names());
+  }
+  return b;
+}
+
+std::string lookup_backend_names() {
+  std::string names;
+  for (const BackendInfo* b : kBackends) {
+    if (!serves_lookups(*b)) continue;
+    if (!names.empty()) names += ", ";
+    names += b->name;
+  }
+  return names;
 }
 
 std::string registered_backend_names() {

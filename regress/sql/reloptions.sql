@@ -31,6 +31,8 @@ CREATE INDEX ro_bad ON ro USING forein (a) WITH (fillfactor = 101);
 CREATE INDEX ro_bad ON ro USING forein (a) WITH (fillfactor = 'x');
 CREATE INDEX ro_bad ON ro USING forein (a) WITH (offload = 'bogus');
 CREATE INDEX ro_bad ON ro USING forein (a) WITH (offload = '');
+-- a registered backend that gives no start hints (write visibility on the network path)
+CREATE INDEX ro_bad ON ro USING forein (a) WITH (offload = 'switch_visibility');
 CREATE INDEX ro_bad ON ro USING forein (a) WITH (lpm_entries = -1);
 CREATE INDEX ro_bad ON ro USING forein (a) WITH (lpm_entries = 'many');
 CREATE INDEX ro_bad ON ro USING forein (a) WITH (nonexistent = 1);

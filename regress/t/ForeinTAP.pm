@@ -123,9 +123,9 @@ sub index_plan_ok
 }
 
 # offload_backends(node[, env]): the offload backends that give hints, in
-# registry order: the registered ones the server names when a reloption
-# offload is unknown, less "none".  $ENV{env} (a space-separated list), if
-# set, chooses instead.
+# registry order: the ones an index can use that the server names when a
+# reloption offload is unknown, less "none".  $ENV{env} (a space-separated
+# list), if set, chooses instead.
 sub offload_backends
 {
 	my ($node, $env) = @_;
@@ -133,8 +133,8 @@ sub offload_backends
 	my ($ret, $out, $err) = $node->psql('postgres',
 		"CREATE TEMP TABLE forein_backends_probe (a int4);\n"
 		  . "CREATE INDEX ON forein_backends_probe USING forein (a) WITH (offload = '-');");
-	die "no list of registered offload backends in: $err"
-	  unless $err =~ /Registered offload backends: ([^.\n]+)\./;
+	die "no list of offload backends in: $err"
+	  unless $err =~ /Offload backends an index can use: ([^.\n]+)\./;
 	return grep { $_ ne 'none' } split(/,\s*/, $1);
 }
 

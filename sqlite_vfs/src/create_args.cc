@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "forein/error.h"
 #include "forein/offload/registry.h"
 #include "forein_vtab.h"
 
@@ -87,10 +88,12 @@ Spec parse_args(int argc, const char* const* argv) {
       }
       seen_options.push_back(opt);
       if (opt == "offload") {
-        if (offload::find_backend(val) == nullptr) {
-          throw SqlError{SQLITE_ERROR, "forein: unknown offload backend '" + val +
-                                           "'; registered backends: " +
-                                           offload::registered_backend_names()};
+        // A backend the table can look keys up with (one that gives start
+        // hints, or none); the message names the others' purpose.
+        try {
+          offload::backend_for_lookups(val);
+        } catch (const InvalidArgument& e) {
+          throw SqlError{SQLITE_ERROR, std::string("forein: ") + e.what()};
         }
         s.offload = val;
         continue;

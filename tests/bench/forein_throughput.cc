@@ -124,7 +124,7 @@ struct Options {
                "         [--ratios F,F,...] [--ratio-zipf T] [--refresh-every K]\n"
                "         [--install-delay-us U] [--sample-rate S] [--seed S] [--out DIR]\n"
                "         [--tag NAME] [--backend NAME]\n"
-               "backends: " << off::registered_backend_names() << "\n";
+               "backends: " << off::lookup_backend_names() << "\n";
   std::exit(2);
 }
 
@@ -164,9 +164,11 @@ Options parse(int argc, char** argv) {
     else if (arg == "--reps") o.reps = parse_one<int>(v, arg);
     else if (arg == "--budget") o.budget = parse_one<std::uint64_t>(v, arg);
     else if (arg == "--backend") {
-      if (off::find_backend(v) == nullptr) {
-        usage("unknown offload backend '" + std::string(v) + "'; registered backends: " +
-              off::registered_backend_names());
+      // A backend the tree can look keys up with (start hints, or none).
+      try {
+        off::backend_for_lookups(v);
+      } catch (const std::exception& e) {
+        usage(e.what());
       }
       o.backend = v;
     }

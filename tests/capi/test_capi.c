@@ -109,6 +109,27 @@ main(void)
 	CHECK(forein_offload_max_image_bytes(lpm, 10) < forein_offload_max_image_bytes(lpm, 1000));
 	CHECK(forein_offload_max_image_bytes(-7, 10) == 0);
 
+	/* backends an index can use: start hints, or none */
+	CHECK(forein_offload_backend_serves_lookups(lpm) == 1);
+	CHECK(forein_offload_backend_serves_lookups(none) == 1);
+	CHECK(forein_offload_backend_serves_lookups(-1) == 0);
+	CHECK(strstr(forein_offload_lookup_backend_names(), "switch_lpm") != NULL);
+	CHECK(forein_offload_lookup_backend_id("switch_lpm", err, sizeof(err)) == lpm);
+	err[0] = '\0';
+	CHECK(forein_offload_lookup_backend_id("bogus", err, sizeof(err)) == -1);
+	CHECK(strstr(err, "registered backends") != NULL);
+	CHECK(forein_offload_lookup_backend_id(NULL, err, sizeof(err)) == -1);
+	k = forein_offload_backend_id("switch_visibility");
+	if (k >= 0)
+	{
+		/* write visibility on the network path: no start hints */
+		CHECK(forein_offload_backend_serves_lookups(k) == 0);
+		CHECK(strstr(forein_offload_lookup_backend_names(), "switch_visibility") == NULL);
+		err[0] = '\0';
+		CHECK(forein_offload_lookup_backend_id("switch_visibility", err, sizeof(err)) == -1);
+		CHECK(strstr(err, "gives no start hints") != NULL);
+	}
+
 	/* errors */
 	err[0] = '\0';
 	CHECK(forein_offload_manager_create(99, NULL, err, sizeof(err)) == NULL);

@@ -7,7 +7,11 @@
 // to the other side's peer, lengths consistent with the mbuf.
 //
 // Input: byte 0 picks the mode, bytes 1-2 the image length n, then n bytes
-// of image, then the frame. The EAL starts once, without hugepages, PCI or
+// of image, then the frame. With the top bit of byte 2 set, the frame goes
+// through Switch-delta's plane instead (--backend switch_visibility, one
+// forwarder kept across inputs so its visibility table fills, tiny, so
+// slots are shared; table on or off by mode bit 1): the same checks, plus
+// the META_ASYNC copy it may make. The EAL starts once, without hugepages, PCI or
 // shared files; frames live in mbufs of a real DPDK pool.
 #include <rte_eal.h>
 #include <rte_ether.h>
@@ -65,7 +69,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (pool == nullptr) start_eal();
   if (size < 3) return 0;
   const std::uint8_t mode = data[0];
-  const std::size_t image_len = std::min<std::size_t>(data[1] | (std::size_t{data[2]} << 8), size - 3);
+  const bool visibility = (data[2] & 0x80) != 0;
+  const std::size_t image_len =
+      std::min<std::size_t>(data[1] | (std::size_t{static_cast<std::uint8_t>(data[2] & 0x7F)} << 8), size - 3);
   const std::uint8_t* frame = data + 3 + image_len;
   const std::size_t frame_len = size - 3 - image_len;
   if (frame_len > RTE_MBUF_DEFAULT_DATAROOM) return 0;
@@ -87,9 +93,31 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     image->shards.push_back(sw::ShardImage{info, std::move(bytes)});
   }
   forein::offload::Published<sw::Image> published(std::move(image));
-  sw::Side sides[2];
-  init_sides(sides);
-  sw::Forwarder forward(sides, &published, routing);
+  static sw::Side visibility_sides[2];
+  static std::unique_ptr<sw::Forwarder> visibility_forward[2];  // table on, off
+  sw::Side local_sides[2];
+  sw::Side* sides = visibility ? visibility_sides : local_sides;
+  std::unique_ptr<sw::Forwarder> local;
+  sw::Forwarder* forwarder = nullptr;
+  if (visibility) {
+    auto& f = visibility_forward[(mode >> 1) & 1];
+    if (f == nullptr) {
+      init_sides(visibility_sides);
+      sw::VisibilityRouting v;
+      v.data_nodes = {7001, 7002};
+      v.metadata_nodes = {8001, 8002, 8003};
+      v.keys = 1000;
+      v.visibility = (mode & 2) == 0;
+      v.slots = 16;
+      f = std::make_unique<sw::Forwarder>(visibility_sides, std::move(v));
+    }
+    forwarder = f.get();
+  } else {
+    init_sides(local_sides);
+    local = std::make_unique<sw::Forwarder>(local_sides, &published, routing);
+    forwarder = local.get();
+  }
+  sw::Forwarder& forward = *forwarder;
 
   const int in = (mode >> 6) & 1;
   rte_mbuf* m = rte_pktmbuf_alloc(pool);
@@ -98,12 +126,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(frame_len == 0 || room != nullptr);
   if (frame_len > 0) std::memcpy(room, frame, frame_len);
   const int out = forward.handle(in, m);
+  if (rte_mbuf* copy = forward.take_copy()) {
+    // A META_ASYNC copy: IPv4 to the server side's peer, lengths that fit.
+    const auto* eth = rte_pktmbuf_mtod(copy, const rte_ether_hdr*);
+    require(copy->data_len >= sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr));
+    const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(eth + 1);
+    require(rte_be_to_cpu_32(ip->dst_addr) == sides[1].kernel_ip);
+    require(sizeof(rte_ether_hdr) + rte_be_to_cpu_16(ip->total_length) <= copy->data_len);
+    rte_pktmbuf_free(copy);
+  }
   if (out < 0) return 0;  // dropped: the forwarder freed it
   // Sent on: an ARP answer back out of the same port, or IPv4 to the other
   // side's peer with lengths that fit the mbuf.
   require(out == in || out == 1 - in);
   const auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
-  if (out != in) {
+  // Switch-delta's plane also answers (META_GET from a slot) or turns back
+  // (a held META_PUT reply) IPv4 out of the port it came in on.
+  const bool ipv4_back = visibility && out == in && eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+  if (out != in || ipv4_back) {
     require(m->data_len >= sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr));
     require(eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4));
     const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(eth + 1);

@@ -16,7 +16,7 @@ if [[ -z "$cxx" || -z "$cc" ]]; then
 fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFOREIN_FUZZ=ON \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
-targets=(fuzz_backend_image fuzz_backend_batch fuzz_packet fuzz_kv_memif_frame)
+targets=(fuzz_backend_image fuzz_backend_batch fuzz_packet fuzz_kv_memif_frame fuzz_data_node)
 # forein-switch's frame handling, when DPDK is there (as for the switch).
 if pkg-config --exists libdpdk 2>/dev/null; then targets+=(fuzz_switch_frame); fi
 cmake --build "$build" -j "${JOBS:-2}" --target fuzz_lpm_image fuzz_lpm_image_seeds "${targets[@]}"

@@ -1,6 +1,7 @@
 // forein-load's parts (net/load): the workload generator's mixes and key
-// distributions, the latency histogram's percentiles, the --verify rules
-// and the command line.
+// distributions, the latency histogram's percentiles, the --verify rules,
+// the command line, the report, and Switch-delta's ordered write / read
+// steps (load/ordered.h) against hand-built replies.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -10,9 +11,13 @@
 
 #include "load/histogram.h"
 #include "load/options.h"
+#include "load/ordered.h"
+#include "load/report.h"
 #include "load/verify.h"
 #include "load/workload.h"
 #include "protocol/dataset.h"
+#include "protocol/packet.h"
+#include "protocol/visibility.h"
 #include "support/seed.h"
 
 using namespace forein::net;
@@ -32,7 +37,7 @@ std::map<OpKind, double> shares(Workload w, std::uint64_t seed, int n = 200000) 
 TEST_CASE("workload mixes match YCSB and getputdel within tolerance", "[load]") {
   const std::uint64_t seed = forein::testing::test_seed("load mixes");
   for (Workload w : {Workload::kA, Workload::kB, Workload::kC, Workload::kD, Workload::kE,
-                     Workload::kF, Workload::kGetPutDel}) {
+                     Workload::kF, Workload::kGetPutDel, Workload::kWriteOnly, Workload::kWriteHeavy}) {
     const Mix mix = mix_for(w);
     unsigned total = 0;
     for (unsigned p : mix.percent) total += p;
@@ -49,6 +54,28 @@ TEST_CASE("workload mixes match YCSB and getputdel within tolerance", "[load]") 
   CHECK(mix_for(Workload::kA).percent[static_cast<int>(OpKind::kUpdate)] == 50);
   CHECK(mix_for(Workload::kE).percent[static_cast<int>(OpKind::kScan)] == 95);
   CHECK(mix_for(Workload::kF).percent[static_cast<int>(OpKind::kRmw)] == 50);
+  // Switch-delta's mixes (paper 002, V-B): write-only, write-heavy 50/50.
+  CHECK(mix_for(Workload::kWriteOnly).percent[static_cast<int>(OpKind::kWrite)] == 100);
+  CHECK(mix_for(Workload::kWriteHeavy).percent[static_cast<int>(OpKind::kWrite)] == 50);
+  CHECK(mix_for(Workload::kWriteHeavy).percent[static_cast<int>(OpKind::kRead)] == 50);
+  for (Workload w : {Workload::kA, Workload::kB, Workload::kC, Workload::kD, Workload::kE, Workload::kF,
+                     Workload::kGetPutDel}) {
+    CHECK(mix_for(w).percent[static_cast<int>(OpKind::kWrite)] == 0);
+    CHECK_FALSE(is_ordered(w));
+  }
+  CHECK(is_ordered(Workload::kWriteOnly));
+  CHECK(is_ordered(Workload::kWriteHeavy));
+}
+
+TEST_CASE("ordered workloads draw data set keys, zipf by default theta", "[load]") {
+  const std::uint64_t seed = forein::testing::test_seed("load ordered keys");
+  WorkloadGenerator g(Workload::kWriteHeavy, Distribution::kZipf, 1000, 0.99, seed);
+  for (int i = 0; i < 10000; ++i) {
+    const Operation op = g.next();
+    REQUIRE((op.kind == OpKind::kRead || op.kind == OpKind::kWrite));
+    CHECK(op.key < 1000);
+  }
+  CHECK(g.inserts() == 0);
 }
 
 TEST_CASE("inserts take fresh keys from N upwards; scans 1..100 entries", "[load]") {
@@ -350,4 +377,444 @@ TEST_CASE("command line: --agent, --agent-token, --index", "[load]") {
   CHECK_FALSE(parse({"--index", "3"}, &o, &err));
   CHECK(err.find("needs --agent") != std::string::npos);
   CHECK_FALSE(parse({"--agent", "h:1", "--index", "x"}, &o, &err));
+}
+
+TEST_CASE("command line: write-only, write-heavy, --record-bytes", "[load]") {
+  auto parse = [](std::vector<std::string> args, LoadOptions* o, std::string* err) {
+    std::vector<std::string> all = {"forein-load", "--target", "127.0.0.1:9000", "--keys", "10"};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    bool help = false;
+    return parse_options(static_cast<int>(argv.size()), argv.data(), o, err, &help);
+  };
+  LoadOptions o;
+  std::string err;
+  REQUIRE(parse({"--workload", "write-only"}, &o, &err));
+  CHECK(o.workload == Workload::kWriteOnly);
+  CHECK(o.record_bytes == 128);
+  CHECK(o.theta == 0.99);
+  CHECK(std::string(to_string(o.workload)) == "write-only");
+  REQUIRE(parse({"--workload", "write-heavy", "--dist", "zipf", "--record-bytes", "27", "--verify"}, &o, &err));
+  CHECK(o.workload == Workload::kWriteHeavy);
+  CHECK(std::string(to_string(o.workload)) == "write-heavy");
+  CHECK(o.dist == Distribution::kZipf);
+  CHECK(o.record_bytes == 27);
+  REQUIRE(parse({"--workload", "write-heavy", "--record-bytes", "4096"}, &o, &err));
+  CHECK(o.record_bytes == 4096);
+  for (const char* bad : {"26", "0", "4097", "-1", "x", "128k", ""}) {
+    INFO("--record-bytes '" << bad << "'");
+    CHECK_FALSE(parse({"--workload", "write-only", "--record-bytes", bad}, &o, &err));
+    CHECK(err.find("--record-bytes") != std::string::npos);
+  }
+  // --record-bytes is the ordered workloads' only.
+  CHECK_FALSE(parse({"--workload", "a", "--record-bytes", "128"}, &o, &err));
+  CHECK(err.find("write-only") != std::string::npos);
+  // No hints on Switch-delta's path.
+  CHECK_FALSE(parse({"--workload", "write-heavy", "--agent", "127.0.0.1:50051"}, &o, &err));
+  CHECK(err.find("--agent") != std::string::npos);
+  CHECK_FALSE(parse({"--workload", "write-only", "--agent", "h:1", "--index", "3"}, &o, &err));
+  CHECK_FALSE(parse({"--workload", "write"}, &o, &err));
+  // Other workloads keep --agent.
+  CHECK(parse({"--workload", "e", "--agent", "h:1"}, &o, &err));
+  CHECK(usage_text("forein-load").find("write-heavy") != std::string::npos);
+  CHECK(usage_text("forein-load").find("--record-bytes") != std::string::npos);
+}
+
+TEST_CASE("verify: ordered records and their versions", "[load]") {
+  Verifier v(100);
+  std::string why;
+  const auto rec = [](std::uint64_t k, std::uint32_t ver, std::size_t bytes = kRecordBytes) {
+    return dataset_record(k, ver, bytes);
+  };
+  // The preloaded record (version 0), any record size.
+  auto r = v.begin_read();
+  CHECK(v.check_record(5, r, rec(5, 0), &why));
+  CHECK(v.check_record(5, r, rec(5, 0, 27), &why));
+  // Garbage, another key's record, a truncated record, a version never issued.
+  CHECK_FALSE(v.check_record(5, r, "garbage", &why));
+  CHECK(why.find("not a record") != std::string::npos);
+  CHECK_FALSE(v.check_record(5, r, std::string(128, '\0'), &why));
+  CHECK_FALSE(v.check_record(5, r, rec(6, 0), &why));
+  CHECK_FALSE(v.check_record(5, r, rec(5, 0).substr(0, 100) + std::string(28, 'a'), &why));
+  CHECK_FALSE(v.check_record(5, r, rec(5, 1), &why));  // no invented data
+  CHECK(why.find("version 1") != std::string::npos);
+  v.end_read(r);
+
+  // A write in flight: old or new; a read of the newer in-flight write is fine.
+  const auto w1 = v.begin_write(5, 1);
+  r = v.begin_read();
+  CHECK(v.check_record(5, r, rec(5, 0), &why));
+  CHECK(v.check_record(5, r, rec(5, 1), &why));
+  CHECK_FALSE(v.check_record(5, r, rec(5, 2), &why));
+  v.end_read(r);
+  v.write_acked(w1);  // committed (one round trip or phase 2)
+
+  // Committed before the read started: the preloaded record is stale.
+  r = v.begin_read();
+  CHECK(v.check_record(5, r, rec(5, 1), &why));
+  CHECK_FALSE(v.check_record(5, r, rec(5, 0), &why));
+  CHECK(why.find("preloaded") != std::string::npos);
+  v.end_read(r);
+
+  // A later write committed: version 1 is stale for reads after it.
+  const auto w2 = v.begin_write(5, 7);
+  const auto r_during = v.begin_read();
+  v.write_acked(w2);
+  r = v.begin_read();
+  CHECK_FALSE(v.check_record(5, r, rec(5, 1), &why));
+  CHECK(why.find("stale") != std::string::npos);
+  CHECK(v.check_record(5, r, rec(5, 7), &why));
+  // A read that started before that commit may see either.
+  CHECK(v.check_record(5, r_during, rec(5, 1), &why));
+  CHECK(v.check_record(5, r_during, rec(5, 7), &why));
+  v.end_read(r);
+  v.end_read(r_during);
+
+  // Writes in flight together land in the data node's order, not the
+  // versions': after both commit either may be the last.
+  const auto w3 = v.begin_write(9, 3);
+  const auto w4 = v.begin_write(9, 4);
+  v.write_acked(w4);
+  v.write_acked(w3);
+  r = v.begin_read();
+  CHECK(v.check_record(9, r, rec(9, 3), &why));
+  CHECK(v.check_record(9, r, rec(9, 4), &why));
+  CHECK_FALSE(v.check_record(9, r, rec(9, 0), &why));
+  v.end_read(r);
+
+  // A write retransmitted (a LOG_APPEND may be appended twice and its
+  // late reply stored by the switch) is never ruled out.
+  const auto w5 = v.begin_write(11, 5);
+  v.write_resent(w5);
+  v.write_acked(w5);
+  const auto w6 = v.begin_write(11, 6);
+  v.write_acked(w6);
+  r = v.begin_read();
+  CHECK(v.check_record(11, r, rec(11, 5), &why));
+  CHECK(v.check_record(11, r, rec(11, 6), &why));
+  v.end_read(r);
+}
+
+namespace {
+
+SlotKey slot_of(std::uint64_t i) { return slot_key(dataset_key(i)); }
+
+// The reply a server (or the switch) sends to `request`.
+Packet reply_to(const Packet& request, Status status, std::string value = {},
+                std::optional<VisibilityHeader> vis = std::nullopt) {
+  Packet r;
+  r.op = Op::kReply;
+  r.status = status;
+  r.seq = request.seq;
+  r.key = request.key;
+  r.value = std::move(value);
+  r.visibility = vis;
+  return r;
+}
+
+VisibilityHeader vis(std::uint64_t i, VisState state, std::uint32_t ts = 0) {
+  const SlotKey k = slot_of(i);
+  VisibilityHeader h;
+  h.slot = k.slot;
+  h.fingerprint = k.fingerprint;
+  h.state = state;
+  h.ts = ts;
+  return h;
+}
+
+// Every request a step produces is one the wire takes.
+void check_encodes(const Packet& p) {
+  Packet back;
+  const auto d = encode_packet(p);
+  REQUIRE(parse_packet(d, &back) == ParseError::kNone);
+  CHECK(back.op == p.op);
+  CHECK(back.key == p.key);
+  CHECK(back.value == p.value);
+  CHECK(back.visibility == p.visibility);
+}
+
+}  // namespace
+
+TEST_CASE("ordered write: LOG_APPEND, then done or META_PUT", "[load]") {
+  const LogLocation where{2, 41};
+  const std::string loc = encode_location(where);
+
+  SECTION("the switch stored it: committed after one request") {
+    OrderedWrite w(17, 3);
+    const Packet append = w.start();
+    CHECK(append.op == Op::kLogAppend);
+    CHECK(append.key == dataset_key(17));
+    CHECK(append.value == dataset_record(17, 3));
+    CHECK(append.value.size() == kRecordBytes);
+    REQUIRE(append.visibility);
+    CHECK(append.visibility->slot == slot_of(17).slot);
+    CHECK(append.visibility->fingerprint == slot_of(17).fingerprint);
+    CHECK(append.visibility->state == VisState::kNone);
+    CHECK(append.seq == 0);
+    check_encodes(append);
+    const Step s = w.on_reply(reply_to(append, Status::kOk, loc, vis(17, VisState::kStored, 900)));
+    CHECK(s.kind == Step::Kind::kDone);
+    CHECK(w.phase() == OrderedWrite::Phase::kCommitted);
+    CHECK(w.one_rtt());
+    CHECK(w.ts() == 900);
+    CHECK(w.location() == loc);
+  }
+
+  SECTION("fallback: META_PUT with the same location and ts, committed by its reply") {
+    OrderedWrite w(17, 4, 300);
+    const Packet append = w.start();
+    CHECK(append.value == dataset_record(17, 4, 300));
+    const Step s = w.on_reply(reply_to(append, Status::kOk, loc, vis(17, VisState::kFallback, 901)));
+    REQUIRE(s.kind == Step::Kind::kSend);
+    CHECK(w.phase() == OrderedWrite::Phase::kMetaPut);
+    const Packet& put = s.request;
+    CHECK(put.op == Op::kMetaPut);
+    CHECK(put.key == dataset_key(17));
+    CHECK(put.value == loc);
+    REQUIRE(put.visibility);
+    CHECK(put.visibility->slot == slot_of(17).slot);
+    CHECK(put.visibility->fingerprint == slot_of(17).fingerprint);
+    CHECK(put.visibility->ts == 901);
+    CHECK(put.visibility->state == VisState::kNone);
+    check_encodes(put);
+    // The reply comes back with the header's slot and ts; held or not, kOk commits.
+    const Step done = w.on_reply(reply_to(put, Status::kOk, {}, vis(17, VisState::kNone, 901)));
+    CHECK(done.kind == Step::Kind::kDone);
+    CHECK(w.phase() == OrderedWrite::Phase::kCommitted);
+    CHECK_FALSE(w.one_rtt());
+    // Nothing after the end.
+    CHECK(w.on_reply(reply_to(put, Status::kOk)).kind == Step::Kind::kFailed);
+  }
+
+  SECTION("no visibility on the path (state kNone): phase 2 too") {
+    OrderedWrite w(3, 1);
+    const Step s = w.on_reply(reply_to(w.start(), Status::kOk, loc, vis(3, VisState::kNone, 5)));
+    REQUIRE(s.kind == Step::Kind::kSend);
+    CHECK(s.request.op == Op::kMetaPut);
+    CHECK(s.request.visibility->ts == 5);
+  }
+
+  SECTION("a stamped location (10 bytes) is taken as its location") {
+    OrderedWrite w(3, 1);
+    const Step s = w.on_reply(reply_to(w.start(), Status::kOk, encode_stamped({where, 77}),
+                                       vis(3, VisState::kFallback, 77)));
+    REQUIRE(s.kind == Step::Kind::kSend);
+    CHECK(s.request.value == loc);
+  }
+
+  SECTION("error replies end the write") {
+    const auto first = [&](Packet reply) {
+      OrderedWrite w(3, 1);
+      const Step s = w.on_reply(reply);
+      CHECK(w.phase() == OrderedWrite::Phase::kFailed);
+      return s;
+    };
+    const Packet append = OrderedWrite(3, 1).start();
+    Step s = first(reply_to(append, Status::kServerError, loc, vis(3, VisState::kNone, 1)));
+    CHECK(s.kind == Step::Kind::kFailed);
+    CHECK(s.why.find("server error") != std::string::npos);
+    CHECK(first(reply_to(append, Status::kTooLarge)).kind == Step::Kind::kFailed);
+    s = first(reply_to(append, Status::kOk, loc));  // no visibility header
+    CHECK(s.kind == Step::Kind::kFailed);
+    CHECK(s.why.find("visibility") != std::string::npos);
+    s = first(reply_to(append, Status::kOk, "xyz", vis(3, VisState::kStored, 1)));  // not a location
+    CHECK(s.kind == Step::Kind::kFailed);
+    CHECK(first(reply_to(append, Status::kOk, encode_location({0, 0}).substr(0, 5) + '\0',
+                         vis(3, VisState::kStored, 1)))
+              .kind == Step::Kind::kFailed);  // log id 0
+    CHECK(first(reply_to(append, Status::kOk, loc, vis(3, VisState::kSwitchRead, 1))).kind ==
+          Step::Kind::kFailed);
+    Packet other = reply_to(append, Status::kOk, loc, vis(3, VisState::kStored, 1));
+    other.key = dataset_key(4);
+    CHECK(first(other).kind == Step::Kind::kFailed);
+    Packet error = reply_to(append, Status::kOk, loc, vis(3, VisState::kStored, 1));
+    error.op = Op::kError;
+    CHECK(first(error).kind == Step::Kind::kFailed);
+    // Phase 2's reply not ok.
+    OrderedWrite w(3, 1);
+    const Step put = w.on_reply(reply_to(append, Status::kOk, loc, vis(3, VisState::kFallback, 2)));
+    REQUIRE(put.kind == Step::Kind::kSend);
+    s = w.on_reply(reply_to(put.request, Status::kServerError));
+    CHECK(s.kind == Step::Kind::kFailed);
+    CHECK(s.why.find("META_PUT") != std::string::npos);
+  }
+}
+
+TEST_CASE("ordered read: META_GET, LOG_READ, retry on mismatch", "[load]") {
+  const std::string loc = encode_location({1, 12345});
+  const std::string other_loc = encode_location({1, 99});
+
+  SECTION("the metadata node's location, then the record") {
+    OrderedRead r(42);
+    const Packet get = r.start();
+    CHECK(get.op == Op::kMetaGet);
+    CHECK(get.key == dataset_key(42));
+    CHECK(get.value.empty());
+    REQUIRE(get.visibility);
+    CHECK(get.visibility->slot == slot_of(42).slot);
+    CHECK(get.visibility->fingerprint == slot_of(42).fingerprint);
+    CHECK(get.visibility->state == VisState::kNone);
+    check_encodes(get);
+    Step s = r.on_reply(reply_to(get, Status::kOk, loc, vis(42, VisState::kNone)));
+    REQUIRE(s.kind == Step::Kind::kSend);
+    CHECK(r.phase() == OrderedRead::Phase::kLogRead);
+    CHECK_FALSE(r.from_switch());
+    const Packet& read = s.request;
+    CHECK(read.op == Op::kLogRead);
+    CHECK(read.key == dataset_key(42));
+    CHECK(read.value == loc);
+    REQUIRE(read.visibility);
+    CHECK(read.visibility->slot == slot_of(42).slot);
+    CHECK(read.visibility->fingerprint == slot_of(42).fingerprint);
+    check_encodes(read);
+    s = r.on_reply(reply_to(read, Status::kOk, dataset_record(42, 8)));
+    CHECK(s.kind == Step::Kind::kDone);
+    CHECK(r.phase() == OrderedRead::Phase::kDone);
+    CHECK(r.record() == dataset_record(42, 8));
+    CHECK(r.retries() == 0);
+  }
+
+  SECTION("the switch answered META_GET; no visibility header is fine too") {
+    OrderedRead r(42);
+    Step s = r.on_reply(reply_to(r.start(), Status::kOk, loc, vis(42, VisState::kSwitchRead)));
+    REQUIRE(s.kind == Step::Kind::kSend);
+    CHECK(r.from_switch());
+    CHECK(r.on_reply(reply_to(s.request, Status::kOk, dataset_record(42, 0))).kind == Step::Kind::kDone);
+    CHECK(r.from_switch());
+    OrderedRead plain(43);
+    CHECK(plain.on_reply(reply_to(plain.start(), Status::kOk, loc)).kind == Step::Kind::kSend);
+    CHECK_FALSE(plain.from_switch());
+  }
+
+  SECTION("mismatch: retry from META_GET, bounded") {
+    OrderedRead r(42, /*max_retries=*/2);
+    Step s = r.on_reply(reply_to(r.start(), Status::kOk, other_loc, vis(42, VisState::kSwitchRead)));
+    REQUIRE(s.kind == Step::Kind::kSend);
+    s = r.on_reply(reply_to(s.request, Status::kMismatch));
+    REQUIRE(s.kind == Step::Kind::kRetry);
+    CHECK(r.retries() == 1);
+    CHECK(r.phase() == OrderedRead::Phase::kMetaGet);
+    CHECK_FALSE(r.from_switch());
+    CHECK(s.request.op == Op::kMetaGet);
+    CHECK(s.request.key == dataset_key(42));
+    CHECK(s.request.visibility == r.start().visibility);
+    // Again the other key's location, again a mismatch.
+    s = r.on_reply(reply_to(s.request, Status::kOk, other_loc, vis(42, VisState::kSwitchRead)));
+    REQUIRE(s.kind == Step::Kind::kSend);
+    s = r.on_reply(reply_to(s.request, Status::kMismatch));
+    REQUIRE(s.kind == Step::Kind::kRetry);
+    CHECK(r.retries() == 2);
+    // The slot cleared: the metadata node's location and the record.
+    s = r.on_reply(reply_to(s.request, Status::kOk, loc));
+    REQUIRE(s.kind == Step::Kind::kSend);
+    CHECK(s.request.value == loc);
+    CHECK(r.on_reply(reply_to(s.request, Status::kOk, dataset_record(42, 0))).kind == Step::Kind::kDone);
+
+    // One mismatch over the bound: an error.
+    OrderedRead bounded(42, 1);
+    s = bounded.on_reply(reply_to(bounded.start(), Status::kOk, other_loc));
+    s = bounded.on_reply(reply_to(s.request, Status::kMismatch));
+    REQUIRE(s.kind == Step::Kind::kRetry);
+    s = bounded.on_reply(reply_to(s.request, Status::kOk, other_loc));
+    s = bounded.on_reply(reply_to(s.request, Status::kMismatch));
+    CHECK(s.kind == Step::Kind::kFailed);
+    CHECK(s.why.find("mismatch") != std::string::npos);
+    CHECK(bounded.phase() == OrderedRead::Phase::kFailed);
+    CHECK(kMaxReadRetries == 100);
+  }
+
+  SECTION("error replies end the read") {
+    const Packet get = OrderedRead(42).start();
+    OrderedRead a(42);
+    Step s = a.on_reply(reply_to(get, Status::kNotFound));
+    CHECK(s.kind == Step::Kind::kFailed);
+    CHECK(s.why.find("not found") != std::string::npos);
+    OrderedRead b(42);
+    CHECK(b.on_reply(reply_to(get, Status::kServerError)).kind == Step::Kind::kFailed);
+    OrderedRead c(42);
+    CHECK(c.on_reply(reply_to(get, Status::kOk, "bad")).kind == Step::Kind::kFailed);
+    OrderedRead d(42);
+    CHECK(d.on_reply(reply_to(get, Status::kMismatch)).kind == Step::Kind::kFailed);  // only LOG_READ's
+    OrderedRead e(42);
+    s = e.on_reply(reply_to(get, Status::kOk, loc));
+    REQUIRE(s.kind == Step::Kind::kSend);
+    const Step nf = e.on_reply(reply_to(s.request, Status::kNotFound));
+    CHECK(nf.kind == Step::Kind::kFailed);
+    CHECK(nf.why.find("LOG_READ") != std::string::npos);
+    OrderedRead f(42);
+    Packet other = reply_to(get, Status::kOk, loc);
+    other.key = dataset_key(41);
+    CHECK(f.on_reply(other).kind == Step::Kind::kFailed);
+  }
+}
+
+TEST_CASE("report: the ordered workloads' fields", "[load]") {
+  RunReport r;
+  r.options.workload = Workload::kWriteHeavy;
+  r.options.keys = 1000;
+  r.options.record_bytes = 256;
+  r.elapsed_s = 2;
+  r.ops = 10;
+  r.per_op[static_cast<std::size_t>(OpKind::kWrite)] = 6;
+  r.per_op[static_cast<std::size_t>(OpKind::kRead)] = 4;
+  r.writes_one_rtt = 5;
+  r.writes_two_phase = 1;
+  r.reads_from_switch = 1;
+  r.read_retries = 2;
+  for (std::uint64_t ns : {10000, 11000, 12000, 13000, 14000, 30000}) {
+    r.write_latency.record(ns);
+    r.latency.record(ns);
+  }
+  for (std::uint64_t ns : {20000, 21000, 22000, 23000}) {
+    r.read_latency.record(ns);
+    r.latency.record(ns);
+  }
+  const std::string json = report_json(r);
+  INFO(json);
+  CHECK(json.front() == '{');
+  CHECK(json.back() == '}');
+  CHECK(json.find("\"ops\":10") != std::string::npos);
+  CHECK(json.find("\"ops_per_s\":5.0") != std::string::npos);
+  CHECK(json.find("\"writes\":6") != std::string::npos);
+  CHECK(json.find("\"reads\":4") != std::string::npos);
+  CHECK(json.find("\"writes_one_rtt\":5") != std::string::npos);
+  CHECK(json.find("\"writes_two_phase\":1") != std::string::npos);
+  CHECK(json.find("\"reads_from_switch\":1") != std::string::npos);
+  CHECK(json.find("\"read_retries\":2") != std::string::npos);
+  CHECK(json.find("\"record_bytes\":256") != std::string::npos);
+  CHECK(json.find("\"workload\":\"write-heavy\"") != std::string::npos);
+  const auto object = [&](const std::string& name) {
+    const auto at = json.find("\"" + name + "\":{");
+    REQUIRE(at != std::string::npos);
+    return json.substr(at, json.find('}', at) - at + 1);
+  };
+  const std::string w = object("write_latency_ns");
+  CHECK(w.find("\"count\":6") != std::string::npos);
+  CHECK(w.find("\"min\":10000") != std::string::npos);
+  CHECK(w.find("\"max\":30000") != std::string::npos);
+  for (const char* f : {"\"p50\":", "\"p90\":", "\"p99\":", "\"p999\":", "\"mean\":"}) {
+    CHECK(w.find(f) != std::string::npos);
+  }
+  CHECK(w.find("\"p50\":" + std::to_string(r.write_latency.percentile(0.5))) != std::string::npos);
+  const std::string rd = object("read_latency_ns");
+  CHECK(rd.find("\"count\":4") != std::string::npos);
+  CHECK(rd.find("\"max\":23000") != std::string::npos);
+  CHECK(rd.find("\"p99\":" + std::to_string(r.read_latency.percentile(0.99))) != std::string::npos);
+  // Each key once.
+  CHECK(json.find("\"reads\":") == json.rfind("\"reads\":"));
+  CHECK(json.find("\"writes\":") == json.rfind("\"writes\":"));
+  const std::string text = format_report(r);
+  CHECK(text.find("write latency us") != std::string::npos);
+  CHECK(text.find("read latency us") != std::string::npos);
+  CHECK(text.find("two-phase 1") != std::string::npos);
+  CHECK(text.rfind(json + "\n") == text.size() - json.size() - 1);
+
+  // Other workloads: none of the ordered fields.
+  RunReport a;
+  a.options.workload = Workload::kA;
+  const std::string ja = report_json(a);
+  CHECK(ja.find("writes_one_rtt") == std::string::npos);
+  CHECK(ja.find("write_latency_ns") == std::string::npos);
+  CHECK(format_report(a).find("write latency") == std::string::npos);
 }

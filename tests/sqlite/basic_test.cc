@@ -21,6 +21,11 @@ TEST_CASE("sqlite: offload=NAME takes a registered backend", "[sqlite]") {
   const std::string bogus = db.try_exec("CREATE VIRTUAL TABLE a USING forein(k INTEGER, v, offload=honeycomb)");
   CHECK(bogus.find("unknown offload backend 'honeycomb'") != std::string::npos);
   CHECK(bogus.find("none, switch_lpm, fattree") != std::string::npos);
+  // A registered backend that gives no start hints is refused, saying why.
+  const std::string visibility =
+      db.try_exec("CREATE VIRTUAL TABLE v USING forein(k INTEGER, v, offload=switch_visibility)");
+  CHECK(visibility.find("gives no start hints") != std::string::npos);
+  CHECK(visibility.find("use one of: none, switch_lpm, fattree") != std::string::npos);
   const std::string twice =
       db.try_exec("CREATE VIRTUAL TABLE b USING forein(k INTEGER, v, page_size=8192, page_size=4096)");
   CHECK(twice.find("given twice") != std::string::npos);

@@ -109,6 +109,17 @@ class Tree {
   // empty or the input is not strictly ascending.
   void bulk_load(const std::vector<std::pair<std::string, std::string>>& sorted);
 
+  // Asks the CPU to start loading the leaf an operation on `key` would
+  // reach: walks the inner nodes from the root as a lookup does and issues
+  // a prefetch for the leaf's header line instead of reading it. A hint to
+  // the memory system only: it changes nothing, counts nothing, takes no
+  // latch and gives up quietly at anything a lookup would restart on (a
+  // concurrent writer, a node being split or merged). Safe from any
+  // thread, as get() is. A batch of writes calls it a few keys ahead of
+  // the one it applies, so leaf misses overlap (forein-kv-server's
+  // metadata mode, docs/network.md).
+  void prefetch(std::string_view key) const;
+
   // The leaf a root descent reaches for `key` (the oracle hint).
   Hint leaf_for(std::string_view key);
   // The leaf an operation would start its leaf work at, after validating

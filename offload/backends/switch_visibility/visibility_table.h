@@ -5,8 +5,9 @@
 // timestamp of the stored metadata) and MaxTs (the highest timestamp that
 // used the slot). The rules are the paper's register conditions:
 //
-//   data-write reply (slot, fp, ts, meta): store iff the slot is empty and
-//       ts > MaxTs; else MaxTs = max(MaxTs, ts) and the write falls back;
+//   data-write reply (slot, fp, ts, meta): store iff the slot is empty,
+//       ts > MaxTs and the metadata fits; else MaxTs = max(MaxTs, ts) and
+//       the write falls back;
 //   CLEAR (slot, ts): clear iff the slot is valid and CurTs == ts;
 //   read (slot, fp): the metadata iff the slot is valid and fp matches;
 //   fallback META_PUT reply (slot, ts): held while the slot is valid and
@@ -41,7 +42,7 @@ enum class WriteOutcome : std::uint8_t {
   kStored,     // the slot was empty and ts > MaxTs: committed in one round trip
   kSlotBusy,   // the slot holds another write: MaxTs raised, phase 2 on the client
   kStale,      // ts <= MaxTs (a reordered or duplicated reply): MaxTs unchanged, phase 2
-  kTooLarge,   // metadata over the slot's bytes: phase 2 (the table is unchanged)
+  kTooLarge,   // metadata over the slot's bytes: not stored, MaxTs raised as for kSlotBusy, phase 2
 };
 
 struct SlotState {

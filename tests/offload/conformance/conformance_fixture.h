@@ -50,6 +50,15 @@ inline std::vector<const BackendInfo*> backends() {
 // Whether the backend can hold anything at all ("none" cannot).
 inline bool holds_records(const BackendInfo& info) { return info.default_capacity > 0; }
 
+// Whether its planner plans records from the tree: a backend that holds
+// records and gives start hints. switch_visibility holds slots but plans
+// none (packets on the network path fill them), and gives no hints: for it
+// the suite checks that it plans nothing, refuses non-empty batches and
+// never returns a hint, on any image.
+inline bool plans_records(const BackendInfo& info) {
+  return holds_records(info) && (info.capabilities & kStartHints) != 0;
+}
+
 struct ConformanceTree {
   explicit ConformanceTree(const BackendInfo& info, BackendConfig config = {},
                            ManagerOptions options = {})

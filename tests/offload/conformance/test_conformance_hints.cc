@@ -13,7 +13,9 @@
 //   (d) info.hint() over a garbage image: random bytes, the real image with
 //       random byte flips, the real image's first bytes then random bytes;
 //   (e) no hint.
-// Zero mismatches; tree->check() passes. FOREIN_CONFORMANCE_OPS=<n> raises
+// Zero mismatches; tree->check() passes. A backend without kStartHints
+// (none, switch_visibility) never returns a hint: from the manager, stale,
+// or over garbage images. FOREIN_CONFORMANCE_OPS=<n> raises
 // the operation count per backend; FOREIN_SEED=<n> replays.
 #include <catch2/catch.hpp>
 
@@ -109,6 +111,7 @@ struct Run {
   std::uint64_t mismatches = 0;
   std::array<std::uint64_t, kSources> ops{};
   std::uint64_t manager_hints_present = 0;  // source (a) ops whose primary hint was present
+  std::uint64_t device_hints_present = 0;   // sources (a), (b), (d): any hint present
   std::uint64_t scans = 0;
 };
 
@@ -181,6 +184,9 @@ void run_backend(const BackendInfo& info, std::uint64_t seed, std::uint64_t tota
       default:
         key = random_key();
         break;
+    }
+    if (source == kManager || source == kStale || source == kGarbageImage) {
+      run.device_hints_present += hints.primary.present() || hints.secondary.present();
     }
     const StartHints* hp = source == kNoHint ? nullptr : &hints;
 
@@ -266,7 +272,9 @@ void run_backend(const BackendInfo& info, std::uint64_t seed, std::uint64_t tota
     CHECK(run.manager_hints_present > 0);
     CHECK(ts.hint_hits > 0);
   } else {
+    // Never a hint: from the manager, stale, or from garbage images.
     CHECK(run.manager_hints_present == 0);
+    CHECK(run.device_hints_present == 0);
   }
 }
 

@@ -29,4 +29,21 @@ const BackendInfo& backend_by_name(std::string_view name);
 // "none, switch_lpm": the registered names, for error messages and --help.
 std::string registered_backend_names();
 
+// Whether a host that looks keys up in its tree can use the backend: it
+// declares kStartHints, or it declares nothing at all ("none": every lookup
+// starts at the root). A backend with other capabilities only
+// (switch_visibility: write visibility on the network path) cannot.
+bool serves_lookups(const BackendInfo& info);
+
+// The backend of that name for a host that looks keys up (PostgreSQL's
+// `offload`, SQLite's `offload=NAME`, forein-kv-server's and the tools'
+// `--backend`). Throws InvalidArgument for an unknown name (as
+// backend_by_name) and for a backend that does not serve lookups, naming
+// what it is for and the ones to use instead.
+const BackendInfo& backend_for_lookups(std::string_view name);
+
+// "none, switch_lpm, fattree": the registered names backend_for_lookups
+// accepts, in registration order.
+std::string lookup_backend_names();
+
 }  // namespace forein::offload

@@ -1,0 +1,217 @@
+#include "data_node/handler.h"
+
+#include <algorithm>
+#include <exception>
+#include <stdexcept>
+#include <utility>
+
+#include "data_node/options.h"
+#include "protocol/dataset.h"
+#include "protocol/visibility.h"
+
+namespace forein::net::data_node {
+
+namespace {
+
+// A fetched entry in the reply's value area: u16 key length, u32 value
+// length, key, then the 10-byte StampedLocation.
+constexpr std::size_t kFetchEntryOverhead = 6 + kStampedLocationBytes;
+
+Packet reply_to(const Packet& request, Op op, Status status) {
+  Packet reply;
+  reply.op = op;
+  reply.status = status;
+  reply.seq = request.seq;
+  reply.key = request.key;
+  return reply;
+}
+
+Packet error(const Packet& request, Status status, std::string message) {
+  Packet reply = reply_to(request, Op::kError, status);
+  reply.value = std::move(message);
+  return reply;
+}
+
+std::uint32_t load_u32(std::string_view s) {
+  std::uint32_t v = 0;
+  for (unsigned char c : s) v = (v << 8) | c;
+  return v;
+}
+
+}  // namespace
+
+bool NodeId::owns(std::uint16_t slot) const { return data_node_of(slot, count) == index; }
+
+std::string NodeId::name() const { return std::to_string(index) + "/" + std::to_string(count); }
+
+std::uint64_t preload(DataLog& log, NodeId node, std::uint64_t keys, std::size_t record_bytes) {
+  std::uint64_t appended = 0;
+  for (std::uint64_t i = 0; i < keys; ++i) {
+    const std::string key = dataset_key(i);
+    const SlotKey sk = slot_key(key);
+    if (!node.owns(sk.slot)) continue;
+    DataLog::Appended a;
+    const DataLog::AppendError e = log.append(sk.slot, key, dataset_record(i, 0, record_bytes), &a);
+    if (e == DataLog::AppendError::kFull) throw std::runtime_error("--keys: the log has no log id left");
+    if (e != DataLog::AppendError::kNone) throw std::runtime_error("--keys: record too large");
+    ++appended;
+  }
+  return appended;
+}
+
+Handler::Handler(DataLog& log, NodeId node, DataNodeStats& stats, std::function<std::string()> extra_json)
+    : log_(log), node_(node), stats_(stats), extra_json_(std::move(extra_json)) {}
+
+Packet Handler::handle(const Packet& request) {
+  stats_.count(Counter::kRequests);
+  Packet reply;
+  try {
+    switch (request.op) {
+      case Op::kLogAppend:
+        reply = log_append(request);
+        break;
+      case Op::kLogRead:
+        reply = log_read(request);
+        break;
+      case Op::kLogFetch:
+        reply = log_fetch(request);
+        break;
+      case Op::kStats:
+        stats_.count(Counter::kStats);
+        reply = reply_to(request, Op::kReply, Status::kOk);
+        reply.value = stats_json();
+        if (encoded_size(reply) > kMaxDatagram) reply = error(request, Status::kTooLarge, "stats too large");
+        break;
+      default:
+        stats_.count(Counter::kOther);
+        reply = error(request, Status::kBadRequest, "not a data-node request");
+        break;
+    }
+  } catch (const std::exception& e) {
+    reply = error(request, Status::kServerError, e.what());
+  }
+  stats_.count_reply(reply.status);
+  return reply;
+}
+
+Packet Handler::log_append(const Packet& request) {
+  if (!request.visibility) {
+    return error(request, Status::kBadRequest, "LOG_APPEND needs the visibility header (slot, fingerprint)");
+  }
+  const SlotKey sk = slot_key(request.key);
+  const VisibilityHeader& v = *request.visibility;
+  if (v.slot != sk.slot || v.fingerprint != sk.fingerprint) {
+    return error(request, Status::kBadRequest,
+                 "visibility header slot " + std::to_string(v.slot) + " fingerprint " + std::to_string(v.fingerprint) +
+                     " is not the key's (slot " + std::to_string(sk.slot) + " fingerprint " +
+                     std::to_string(sk.fingerprint) + ")");
+  }
+  if (!node_.owns(sk.slot)) {
+    return error(request, Status::kBadRequest,
+                 "slot " + std::to_string(sk.slot) + " not owned by data node " + node_.name());
+  }
+  if (request.value.size() > kMaxRecordBytes) {
+    return error(request, Status::kBadRequest,
+                 "record of " + std::to_string(request.value.size()) + " bytes; at most " +
+                     std::to_string(kMaxRecordBytes));
+  }
+  DataLog::Appended a;
+  switch (log_.append(sk.slot, request.key, request.value, &a)) {
+    case DataLog::AppendError::kNone:
+      break;
+    case DataLog::AppendError::kFull:
+      stats_.count(Counter::kLogFull);
+      return error(request, Status::kServerError, "log full: no log id left (ids are u32)");
+    case DataLog::AppendError::kTooLarge:
+      return error(request, Status::kBadRequest, "key or record too large");
+  }
+  stats_.count(Counter::kAppends);
+  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  reply.value = encode_location({static_cast<std::uint16_t>(node_.index), a.log_id});
+  reply.visibility = VisibilityHeader{sk.slot, VisState::kNone, sk.fingerprint, a.ts, 0};
+  return reply;
+}
+
+Packet Handler::log_read(const Packet& request) {
+  const std::optional<LogLocation> at = decode_location(request.value);
+  if (!at) {
+    return error(request, Status::kBadRequest,
+                 "LOG_READ needs a 6-byte log location (data node u16, log id u32 >= 1) as its value");
+  }
+  if (at->node != node_.index) {
+    return error(request, Status::kBadRequest,
+                 "location on data node " + std::to_string(at->node) + ", not on data node " + node_.name());
+  }
+  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  switch (log_.read(at->log_id, request.key, &reply.value)) {
+    case DataLog::ReadResult::kOk:
+      stats_.count(Counter::kReads);
+      break;
+    case DataLog::ReadResult::kNotFound:
+      reply.status = Status::kNotFound;
+      break;
+    case DataLog::ReadResult::kMismatch:
+      reply.status = Status::kMismatch;
+      break;
+  }
+  return reply;
+}
+
+Packet Handler::log_fetch(const Packet& request) {
+  if (request.value.size() != 4) {
+    return error(request, Status::kBadRequest, "LOG_FETCH needs the first log id (u32 big-endian) as its value");
+  }
+  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  const std::uint32_t wanted =
+      request.count == 0 ? kDefaultFetchEntries : std::min(request.count, kMaxFetchEntries);
+  const std::size_t budget = kMaxDatagram - kHeaderBytes - reply.key.size();
+  bool more = false;
+  const std::vector<FetchedEntry> got =
+      log_.fetch(load_u32(request.value), wanted, kFetchEntryOverhead, budget, &more);
+  std::vector<ScanEntry> entries;
+  entries.reserve(got.size());
+  for (const FetchedEntry& e : got) {
+    entries.push_back({e.key, encode_stamped({{static_cast<std::uint16_t>(node_.index), e.log_id}, e.ts})});
+  }
+  reply.count = static_cast<std::uint32_t>(entries.size());
+  reply.more = more;
+  reply.value = encode_scan_entries(entries);
+  stats_.count(Counter::kFetches);
+  stats_.add(Counter::kFetchedEntries, entries.size());
+  return reply;
+}
+
+std::optional<std::vector<std::byte>> Handler::serve(std::span<const std::byte> datagram) {
+  stats_.count(Counter::kDatagrams);
+  Packet request;
+  const ParseError e = parse_packet(datagram, &request);
+  if (e != ParseError::kNone) {
+    stats_.count_parse_error(e);
+    return std::nullopt;
+  }
+  if (request.op == Op::kReply || request.op == Op::kError) {
+    stats_.count_drop(DropReason::kNotRequest);
+    return std::nullopt;
+  }
+  const Packet reply = handle(request);
+  try {
+    return encode_packet(reply);
+  } catch (const std::exception&) {
+    stats_.count_drop(DropReason::kSendFailed);
+    return std::nullopt;
+  }
+}
+
+std::string Handler::stats_json() const {
+  std::string extra = "\"log_entries\":" + std::to_string(log_.entries());
+  extra += ",\"log_bytes\":" + std::to_string(log_.bytes());
+  extra += ",\"node\":" + std::to_string(node_.index);
+  extra += ",\"nodes\":" + std::to_string(node_.count);
+  if (extra_json_) {
+    const std::string more = extra_json_();
+    if (!more.empty()) extra += "," + more;
+  }
+  return stats_.json(extra);
+}
+
+}  // namespace forein::net::data_node

@@ -1,0 +1,102 @@
+#include "data_node/log.h"
+
+#include <cstring>
+#include <mutex>
+
+#include "protocol/visibility.h"
+
+namespace forein::net::data_node {
+
+DataLog::DataLog(std::uint32_t max_log_id) : max_log_id_(max_log_id), slot_ts_(kVisibilitySlots, 0) {}
+
+DataLog::AppendError DataLog::append(std::uint16_t slot, std::string_view key, std::string_view record,
+                                     Appended* out) {
+  if (key.size() > kMaxEntryField || record.size() > kMaxEntryField) return AppendError::kTooLarge;
+  const std::size_t need = key.size() + record.size();
+  std::unique_lock lock(mutex_);
+  if (index_.size() >= max_log_id_) return AppendError::kFull;
+  if (blocks_.empty() || kBlockBytes - block_used_ < need) {
+    blocks_.push_back(std::make_unique<char[]>(kBlockBytes));  // need <= 2 * 64 KiB < kBlockBytes
+    block_used_ = 0;
+  }
+  Index e;
+  e.block = static_cast<std::uint32_t>(blocks_.size() - 1);
+  e.offset = static_cast<std::uint32_t>(block_used_);
+  e.key_bytes = static_cast<std::uint16_t>(key.size());
+  e.record_bytes = static_cast<std::uint16_t>(record.size());
+  // A slot's counter cannot wrap: it takes at most one value per log id
+  // (max_log_id_ <= 2^32 - 1).
+  e.ts = ++slot_ts_[slot];
+  char* at = blocks_.back().get() + block_used_;
+  if (!key.empty()) std::memcpy(at, key.data(), key.size());
+  if (!record.empty()) std::memcpy(at + key.size(), record.data(), record.size());
+  block_used_ += need;
+  bytes_ += need;
+  index_.push_back(e);
+  out->log_id = static_cast<std::uint32_t>(index_.size());
+  out->ts = e.ts;
+  return AppendError::kNone;
+}
+
+const DataLog::Index* DataLog::find(std::uint32_t log_id) const {
+  if (log_id == 0 || log_id > index_.size()) return nullptr;
+  return &index_[log_id - 1];
+}
+
+std::string_view DataLog::key_of(const Index& e) const {
+  return {blocks_[e.block].get() + e.offset, e.key_bytes};
+}
+
+std::string_view DataLog::record_of(const Index& e) const {
+  return {blocks_[e.block].get() + e.offset + e.key_bytes, e.record_bytes};
+}
+
+DataLog::ReadResult DataLog::read(std::uint32_t log_id, std::string_view key, std::string* record) const {
+  std::shared_lock lock(mutex_);
+  const Index* e = find(log_id);
+  if (e == nullptr) return ReadResult::kNotFound;
+  if (key_of(*e) != key) return ReadResult::kMismatch;
+  record->assign(record_of(*e));
+  return ReadResult::kOk;
+}
+
+std::vector<FetchedEntry> DataLog::fetch(std::uint32_t first, std::size_t max_entries,
+                                         std::size_t entry_overhead, std::size_t budget, bool* more) const {
+  std::vector<FetchedEntry> out;
+  std::shared_lock lock(mutex_);
+  std::uint64_t id = first == 0 ? 1 : first;
+  std::size_t used = 0;
+  for (; id <= index_.size() && out.size() < max_entries; ++id) {
+    const Index& e = index_[id - 1];
+    const std::size_t cost = entry_overhead + e.key_bytes;
+    if (used + cost > budget) break;
+    used += cost;
+    out.push_back({static_cast<std::uint32_t>(id), e.ts, std::string(key_of(e))});
+  }
+  *more = id <= index_.size();
+  return out;
+}
+
+std::optional<DataLog::Entry> DataLog::entry(std::uint32_t log_id) const {
+  std::shared_lock lock(mutex_);
+  const Index* e = find(log_id);
+  if (e == nullptr) return std::nullopt;
+  return Entry{std::string(key_of(*e)), std::string(record_of(*e)), e->ts};
+}
+
+std::uint32_t DataLog::slot_ts(std::uint16_t slot) const {
+  std::shared_lock lock(mutex_);
+  return slot_ts_[slot];
+}
+
+std::uint64_t DataLog::entries() const {
+  std::shared_lock lock(mutex_);
+  return index_.size();
+}
+
+std::uint64_t DataLog::bytes() const {
+  std::shared_lock lock(mutex_);
+  return bytes_;
+}
+
+}  // namespace forein::net::data_node

@@ -1,0 +1,103 @@
+// forein-data-node's append-only log (paper 002, section II, Table I: the
+// log-structured KV store's data node maps logID -> key-value pair): each
+// entry holds the key, its record and the timestamp the append took from
+// the counter of the key's slot. Log ids are 1, 2, 3, ... (u32).
+//
+// Thread-safe: appends take the lock exclusively, reads and fetches share
+// it. Entries are stored compactly: 16 bytes of index per entry, key and
+// record bytes back to back in 1 MiB blocks (no reallocation of what is
+// stored, so a large log never needs twice its size while growing).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace forein::net::data_node {
+
+// One entry as fetch() returns it.
+struct FetchedEntry {
+  std::uint32_t log_id = 0;
+  std::uint32_t ts = 0;
+  std::string key;
+};
+
+class DataLog {
+ public:
+  static constexpr std::uint32_t kMaxLogId = 0xFFFFFFFFu;
+  static constexpr std::size_t kMaxEntryField = 0xFFFF;  // key and record bytes, each
+
+  // max_log_id: the last id the log hands out (tests set it low to see
+  // the refusal; the default is every u32 id but 0).
+  explicit DataLog(std::uint32_t max_log_id = kMaxLogId);
+  DataLog(const DataLog&) = delete;
+  DataLog& operator=(const DataLog&) = delete;
+
+  struct Appended {
+    std::uint32_t log_id = 0;
+    std::uint32_t ts = 0;
+  };
+  enum class AppendError { kNone, kFull, kTooLarge };
+  // Appends (key, record) stamped with ++counter[slot] (so the first
+  // append in a slot gets 1; never 0). kFull once max_log_id ids are
+  // used (nothing changes then), kTooLarge for a key or record over
+  // kMaxEntryField bytes.
+  AppendError append(std::uint16_t slot, std::string_view key, std::string_view record, Appended* out);
+
+  enum class ReadResult { kOk, kNotFound, kMismatch };
+  // The record at log_id if its key is `key` (kMismatch: another key is
+  // there; kNotFound: no such id).
+  ReadResult read(std::uint32_t log_id, std::string_view key, std::string* record) const;
+
+  // The entries from log id `first` (0 counts as 1) on, in id order: at
+  // most max_entries, and while the sum of (entry_overhead + key bytes)
+  // stays within budget. *more: entries remain after the last one
+  // returned.
+  std::vector<FetchedEntry> fetch(std::uint32_t first, std::size_t max_entries, std::size_t entry_overhead,
+                                  std::size_t budget, bool* more) const;
+
+  // The whole entry (tests).
+  struct Entry {
+    std::string key;
+    std::string record;
+    std::uint32_t ts = 0;
+  };
+  std::optional<Entry> entry(std::uint32_t log_id) const;
+
+  // The last timestamp slot handed out (0: none yet).
+  std::uint32_t slot_ts(std::uint16_t slot) const;
+  std::uint64_t entries() const;  // == the last log id
+  std::uint64_t bytes() const;    // key and record bytes stored
+
+ private:
+  static constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+
+  struct Index {
+    std::uint32_t block = 0;
+    std::uint32_t offset = 0;
+    std::uint16_t key_bytes = 0;
+    std::uint16_t record_bytes = 0;
+    std::uint32_t ts = 0;
+  };
+  static_assert(sizeof(Index) == 16);
+
+  const Index* find(std::uint32_t log_id) const;  // under the lock
+  std::string_view key_of(const Index& e) const;
+  std::string_view record_of(const Index& e) const;
+
+  const std::uint32_t max_log_id_;
+  mutable std::shared_mutex mutex_;
+  std::deque<Index> index_;  // log id i at index_[i - 1]
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  std::size_t block_used_ = 0;  // bytes used in blocks_.back()
+  std::uint64_t bytes_ = 0;
+  std::vector<std::uint32_t> slot_ts_;  // 65,536 counters
+};
+
+}  // namespace forein::net::data_node

@@ -1,0 +1,35 @@
+// forein-data-node's command line (docs/network.md, "forein-data-node").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace forein::net::data_node {
+
+// The largest record a LOG_APPEND may carry (and --record-bytes may ask
+// for); bigger ones get ERROR kBadRequest.
+inline constexpr std::size_t kMaxRecordBytes = 4096;
+// Data nodes: LogLocation's node field is 16 bits.
+inline constexpr std::uint32_t kMaxDataNodes = 65536;
+
+struct Options {
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 0;  // 0: the kernel picks a free port
+  // --node I/D: data node I of D; it owns slot s when data_node_of(s, D) == I.
+  std::uint32_t node = 0;
+  std::uint32_t nodes = 1;
+  // --keys N: preload every dataset_key(i), 0 <= i < N, whose slot it owns.
+  std::uint64_t keys = 0;
+  std::size_t record_bytes = 128;  // --record-bytes: the preloaded records' size
+  unsigned threads = 1;            // UDP worker threads, 1..64
+};
+
+// Parses argv. On a bad command line returns false with a message in
+// *error (the caller prints it with the usage and exits 2). --help sets
+// *help and returns true.
+bool parse_options(int argc, char** argv, Options* out, std::string* error, bool* help);
+
+std::string usage_text(const char* argv0);
+
+}  // namespace forein::net::data_node

@@ -1,0 +1,100 @@
+#include "data_node/server.h"
+
+#include "common/udp_listen.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace forein::net::data_node {
+
+namespace {
+
+constexpr std::size_t kReceiveBuffer = 65536;
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+}  // namespace
+
+Server::Server(const Options& options) : options_(options) {
+  const NodeId node{options_.node, options_.nodes};
+  preloaded_ = preload(log_, node, options_.keys, options_.record_bytes);
+  handler_ = std::make_unique<Handler>(log_, node, stats_, [this] {
+    return "\"preloaded\":" + std::to_string(preloaded_) + ",\"threads\":" + std::to_string(options_.threads) +
+           ",\"port\":" + std::to_string(port_.load());
+  });
+}
+
+Server::~Server() {
+  stop();
+  for (int fd : sockets_) ::close(fd);
+  for (int fd : stop_pipe_) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+std::uint16_t Server::bind() {
+  port_.store(listen_udp(options_.listen_host, options_.listen_port, options_.threads, &sockets_));
+  if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + errno_text(errno));
+  return port_.load();
+}
+
+void Server::start() {
+  if (started_) return;
+  started_ = true;
+  for (int fd : sockets_) workers_.emplace_back([this, fd] { worker(fd); });
+}
+
+void Server::stop() {
+  if (!started_ || stopping_.exchange(true)) return;
+  const char byte = 's';
+  // The pipe stays readable: every worker's poll() sees it.
+  while (::write(stop_pipe_[1], &byte, 1) < 0 && errno == EINTR) {
+  }
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+}
+
+void Server::worker(int fd) {
+  std::vector<std::byte> buf(kReceiveBuffer);
+  pollfd fds[2] = {{fd, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    const int r = ::poll(fds, 2, -1);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[1].revents != 0) break;
+    // Drain what is queued, then block again.
+    while (!stopping_.load(std::memory_order_relaxed)) {
+      sockaddr_storage from{};
+      socklen_t from_len = sizeof from;
+      const ssize_t n = ::recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC,
+                                   reinterpret_cast<sockaddr*>(&from), &from_len);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        break;  // EAGAIN: drained (or a transient error: poll again)
+      }
+      if (static_cast<std::size_t>(n) > buf.size()) {
+        stats_.count(Counter::kDatagrams);
+        stats_.count_drop(DropReason::kOversized);
+        continue;
+      }
+      const std::optional<std::vector<std::byte>> out =
+          handler_->serve(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)));
+      if (!out) continue;
+      if (::sendto(fd, out->data(), out->size(), 0, reinterpret_cast<const sockaddr*>(&from), from_len) < 0) {
+        stats_.count_drop(DropReason::kSendFailed);
+      }
+    }
+  }
+}
+
+}  // namespace forein::net::data_node

@@ -1,0 +1,151 @@
+// The metadata node following the data nodes' logs (paper 002, section
+// III-E): LOG_FETCH on a socket of its own, for
+//   - start-up, which is also the metadata node's crash recovery: every
+//     entry of every log, from id 1, applied before the node serves (the
+//     data nodes keep each write's metadata with the write, so the index
+//     is rebuilt from them);
+//   - catch-up: every visibility timeout, each log from the first id the
+//     index has not applied; an entry still missing one timeout later is
+//     a META_ASYNC copy the network lost, and is applied, with a CLEAR of
+//     the slot it left valid in the switch.
+// Which ids of each log the index has applied is tracked here (AppliedLog).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kv_server/udp_address.h"
+#include "protocol/packet.h"
+#include "protocol/visibility.h"
+
+namespace forein::net::kv {
+
+// A data node that does not answer at start-up, or answers with something
+// that is not its log: the program exits 1.
+class RecoveryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The ids of one log the index has applied: every id <= through(), plus
+// the ones in a set above it (updates arrive out of id order).
+class AppliedLog {
+ public:
+  bool contains(std::uint32_t id) const { return id <= through_ || above_.count(id) != 0; }
+  void mark(std::uint32_t id);
+  std::uint32_t through() const { return through_; }
+  std::size_t above() const { return above_.size(); }
+
+ private:
+  std::uint32_t through_ = 0;
+  std::set<std::uint32_t> above_;
+};
+
+// One entry of a LOG_FETCH reply.
+struct FetchedLogEntry {
+  std::string key;
+  StampedLocation stamped;
+};
+
+// LOG_FETCH: value = the first id (u32 big-endian), count = the most entries.
+Packet log_fetch_request(std::uint64_t seq, std::uint32_t first, std::uint32_t count);
+
+// The entries of a REPLY to log_fetch_request(first) from data node
+// `node` of `data_nodes`: well formed, ids ascending from >= first, each
+// the node's own (location.node == node, the key's slot % data_nodes ==
+// node: --data-nodes lists data node i at position i). nullopt with the
+// reason in *error otherwise.
+std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply, std::uint16_t node,
+                                                             std::uint32_t data_nodes, std::uint32_t first,
+                                                             std::string* error);
+
+struct CatchupCounters {
+  std::uint64_t fetches = 0;         // catch-up LOG_FETCH requests sent
+  std::uint64_t fetch_replies = 0;   // ... answered
+  std::uint64_t fetch_timeouts = 0;  // ... given up unanswered
+  std::uint64_t fetch_errors = 0;    // ... answered with an error or a reply that is not the log
+  std::uint64_t caught_up = 0;       // entries applied because they stayed missing a timeout
+};
+
+class LogCatchup {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::uint32_t kFetchEntries = 256;  // per LOG_FETCH (the data node's most)
+
+  // Resolves the data nodes (node i at position i; all in the first one's
+  // address family) and opens the fetch socket. Throws std::runtime_error.
+  LogCatchup(const std::vector<std::pair<std::string, std::uint16_t>>& data_nodes,
+             std::chrono::microseconds timeout);
+  ~LogCatchup();
+  LogCatchup(const LogCatchup&) = delete;
+  LogCatchup& operator=(const LogCatchup&) = delete;
+
+  int fd() const { return fd_; }
+  std::uint32_t data_nodes() const { return static_cast<std::uint32_t>(nodes_.size()); }
+  const std::string& name(std::uint16_t node) const { return nodes_[node].name; }
+
+  // Start-up: every entry of every log from id 1, in id order, passed to
+  // apply and marked applied. A request unanswered is sent again with a
+  // doubled wait (5 tries, 3.1 s); then, or on a reply that is not the
+  // node's log, RecoveryError. Returns the entries replayed.
+  std::uint64_t replay(const std::function<void(std::uint16_t node, const FetchedLogEntry&)>& apply);
+
+  bool applied(std::uint16_t node, std::uint32_t log_id) const {
+    return node < nodes_.size() && nodes_[node].applied.contains(log_id);
+  }
+  void mark_applied(std::uint16_t node, std::uint32_t log_id);
+
+  // When tick() is next due: one timeout after the last one while writes
+  // arrive or entries are missing; idle, the interval doubles up to 64
+  // timeouts, so an idle node does not keep the data nodes busy.
+  Clock::time_point next_due() const { return next_tick_; }
+  // Sends each data node a LOG_FETCH from its first unapplied id (one
+  // outstanding per node; one unanswered for 8 timeouts, at least 100 ms,
+  // is given up).
+  void tick(Clock::time_point now);
+  // Reads the fetch socket until it is empty. Of each reply's entries not
+  // applied, those already missing a timeout ago go to catch_up (which
+  // applies them, marks them applied and clears their slot); the others
+  // are recorded missing from now.
+  void receive(Clock::time_point now,
+               const std::function<void(std::uint16_t node, const FetchedLogEntry&)>& catch_up);
+
+  const CatchupCounters& counters() const { return counters_; }
+  // Per data node: address, applied_through, applied_above, missing; a
+  // JSON array.
+  std::string json() const;
+
+ private:
+  struct DataNode {
+    std::string name;  // HOST:PORT as given
+    UdpAddress address;
+    AppliedLog applied;
+    std::map<std::uint32_t, Clock::time_point> missing;  // log id -> when first seen unapplied
+    std::uint64_t outstanding_seq = 0;                   // 0: none
+    std::uint32_t outstanding_first = 0;
+    Clock::time_point outstanding_since{};
+  };
+
+  void send(const DataNode& node, const Packet& request);
+  // A datagram from the fetch socket parsed into *out; false when empty.
+  bool receive_one(Packet* out);
+
+  std::vector<DataNode> nodes_;
+  std::chrono::microseconds timeout_;
+  Clock::duration interval_{timeout_};  // the current tick interval (idle back-off)
+  bool active_ = false;                 // since the last tick: something applied or found missing
+  int fd_ = -1;
+  std::uint64_t next_seq_ = 1;
+  Clock::time_point next_tick_{};
+  CatchupCounters counters_;
+  std::vector<std::byte> buffer_;
+};
+
+}  // namespace forein::net::kv

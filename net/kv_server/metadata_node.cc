@@ -1,0 +1,462 @@
+#include "kv_server/metadata_node.h"
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <utility>
+
+namespace forein::net::kv {
+
+namespace {
+
+constexpr std::size_t kReceiveBuffer = 65536;
+constexpr std::size_t kSendBurst = 64;  // datagrams per sendmmsg
+
+std::vector<std::pair<std::string, std::uint16_t>> node_list(const ServerOptions& o) {
+  std::vector<std::pair<std::string, std::uint16_t>> out;
+  for (const HostPort& hp : o.data_nodes) out.emplace_back(hp.host, hp.port);
+  return out;
+}
+
+VisibilityHeader vis(std::uint16_t slot, std::uint32_t fingerprint, std::uint32_t ts) {
+  VisibilityHeader v;
+  v.slot = slot;
+  v.state = VisState::kNone;
+  v.fingerprint = fingerprint;
+  v.ts = ts;
+  v.aux = 0;
+  return v;
+}
+
+}  // namespace
+
+MetadataNode::MetadataNode(const ServerOptions& options, Tree& tree, ServerStats& stats,
+                           std::function<std::string()> stats_json)
+    : options_(options),
+      stats_(stats),
+      stats_json_(std::move(stats_json)),
+      index_(tree),
+      catchup_(node_list(options), std::chrono::microseconds(options.visibility_timeout_us)),
+      deferred_(options.batch) {
+  if (options_.switch_given) {
+    try {
+      configured_switch_ = resolve_udp(options_.switch_address.host, options_.switch_address.port, AF_UNSPEC);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("--switch " + options_.switch_address.text() + ": " + e.what());
+    }
+    switch_ = configured_switch_;
+  }
+}
+
+MetadataNode::~MetadataNode() = default;
+
+void MetadataNode::recover() {
+  counters_.replayed = catchup_.replay([this](std::uint16_t node, const FetchedLogEntry& e) {
+    apply_update(node, e.key, e.stamped);
+  });
+}
+
+void MetadataNode::count_apply(ApplyResult r) {
+  if (r == ApplyResult::kApplied) {
+    ++counters_.applied;
+  } else {
+    ++counters_.ignored_older;
+  }
+}
+
+void MetadataNode::apply_update(std::uint16_t node, std::string_view key, const StampedLocation& s) {
+  if (key.size() > index_.max_key_size()) {
+    ++counters_.skipped;  // a log entry the tree cannot hold (updates are checked before)
+  } else {
+    count_apply(index_.apply(key, s));
+  }
+  catchup_.mark_applied(node, s.location.log_id);
+}
+
+Packet MetadataNode::clear_packet(std::uint16_t slot, std::uint32_t fingerprint, std::uint32_t ts,
+                                  std::uint64_t seq) const {
+  Packet p;
+  p.op = Op::kClear;
+  p.seq = seq;
+  p.visibility = vis(slot, fingerprint, ts);
+  return p;
+}
+
+void MetadataNode::queue(const Packet& p, const UdpAddress& to) {
+  if (to.empty()) return;
+  try {
+    out_.push_back({encode_packet(p), to});
+  } catch (const std::exception&) {
+    stats_.count_drop(DropReason::kSendFailed);
+  }
+}
+
+void MetadataNode::reply(const Packet& p, const UdpAddress& to) {
+  stats_.count_reply(p.op, p.status);
+  queue(p, to);
+}
+
+void MetadataNode::send_queued() {
+  std::size_t done = 0;
+  while (done < out_.size()) {
+    const std::size_t n = std::min(kSendBurst, out_.size() - done);
+    mmsghdr msgs[kSendBurst] = {};
+    iovec iovs[kSendBurst] = {};
+    for (std::size_t i = 0; i < n; ++i) {
+      Outgoing& o = out_[done + i];
+      iovs[i].iov_base = o.bytes.data();
+      iovs[i].iov_len = o.bytes.size();
+      msgs[i].msg_hdr.msg_name = &o.to.storage;
+      msgs[i].msg_hdr.msg_namelen = o.to.length;
+      msgs[i].msg_hdr.msg_iov = &iovs[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    const int sent = ::sendmmsg(fd_, msgs, static_cast<unsigned>(n), 0);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      // This datagram cannot go (no route, wrong family ...): count it and
+      // go on with the next.
+      stats_.count_drop(DropReason::kSendFailed);
+      ++done;
+      continue;
+    }
+    done += static_cast<std::size_t>(sent);
+  }
+  out_.clear();
+}
+
+bool MetadataNode::check_update(const Packet& request, MetaUpdate* out, std::string* error) const {
+  if (request.key.size() > index_.max_key_size()) {
+    *error = "key longer than " + std::to_string(index_.max_key_size()) + " bytes";
+    return false;
+  }
+  if (!request.visibility) {
+    *error = "needs the visibility header (slot, fingerprint, ts)";
+    return false;
+  }
+  const std::optional<LogLocation> location = decode_location(request.value);
+  if (!location) {
+    *error = "value is not a location (6 bytes: data node u16, log id u32 > 0)";
+    return false;
+  }
+  const std::uint32_t nodes = catchup_.data_nodes();
+  if (location->node >= nodes) {
+    *error = "location names data node " + std::to_string(location->node) + " of " + std::to_string(nodes);
+    return false;
+  }
+  const VisibilityHeader& v = *request.visibility;
+  const SlotKey sk = slot_key(request.key);
+  if (v.slot != sk.slot || v.fingerprint != sk.fingerprint) {
+    *error = "visibility header slot " + std::to_string(v.slot) + " fingerprint " + std::to_string(v.fingerprint) +
+             " is not the key's (slot " + std::to_string(sk.slot) + " fingerprint " +
+             std::to_string(sk.fingerprint) + ")";
+    return false;
+  }
+  if (data_node_of(sk.slot, nodes) != location->node) {
+    *error = "the key's slot belongs to data node " + std::to_string(data_node_of(sk.slot, nodes)) +
+             ", the location names data node " + std::to_string(location->node);
+    return false;
+  }
+  if (v.ts == 0) {
+    *error = "timestamp 0 (data nodes stamp writes from 1)";
+    return false;
+  }
+  out->key = request.key;
+  out->stamped = {*location, v.ts};
+  out->slot = v.slot;
+  out->fingerprint = v.fingerprint;
+  out->seq = request.seq;
+  return true;
+}
+
+void MetadataNode::meta_get(const Packet& request, const UdpAddress& from) {
+  ++counters_.meta_get;
+  Packet r;
+  r.op = Op::kReply;
+  r.seq = request.seq;
+  r.key = request.key;
+  if (request.key.size() > index_.max_key_size()) {
+    r.op = Op::kError;
+    r.status = Status::kBadRequest;
+    r.value = "key longer than " + std::to_string(index_.max_key_size()) + " bytes";
+    reply(r, from);
+    return;
+  }
+  const std::optional<StampedLocation> stored = index_.lookup(request.key);
+  if (stored) {
+    r.value = encode_location(stored->location);
+  } else {
+    r.status = Status::kNotFound;
+  }
+  if (request.visibility) {
+    r.visibility = vis(request.visibility->slot, request.visibility->fingerprint, stored ? stored->ts : 0);
+  }
+  reply(r, from);
+}
+
+void MetadataNode::meta_put(const Packet& request, const UdpAddress& from) {
+  ++counters_.meta_put;
+  MetaUpdate u;
+  std::string error;
+  Packet r;
+  r.seq = request.seq;
+  r.key = request.key;
+  if (!check_update(request, &u, &error)) {
+    r.op = Op::kError;
+    r.status = Status::kBadRequest;
+    r.value = "META_PUT: " + error;
+    reply(r, from);
+    return;
+  }
+  // The critical path: applied now, never deferred.
+  apply_update(u.stamped.location.node, u.key, u.stamped);
+  r.op = Op::kReply;
+  r.status = Status::kOk;
+  r.visibility = vis(u.slot, u.fingerprint, u.stamped.ts);
+  reply(r, from);
+}
+
+void MetadataNode::meta_async(const Packet& request, const UdpAddress& from) {
+  ++counters_.meta_async;
+  MetaUpdate u;
+  std::string error;
+  if (!check_update(request, &u, &error)) {
+    ++counters_.bad_async;  // the switch's copy: no reply goes back
+    return;
+  }
+  switch_ = from;
+  u.from = from;
+  if (!options_.deferred) {
+    apply_update(u.stamped.location.node, u.key, u.stamped);
+    queue(clear_packet(u.slot, u.fingerprint, u.stamped.ts, u.seq), u.from);
+    ++counters_.clears_sent;
+    return;
+  }
+  deferred_.push(std::move(u));
+  if (deferred_.full()) flush_deferred();
+}
+
+void MetadataNode::flush_deferred() {
+  if (deferred_.empty()) return;
+  const std::size_t n = deferred_.size();
+  const BatchOutcome b = deferred_.apply(index_, [this](const MetaUpdate& u) {
+    catchup_.mark_applied(u.stamped.location.node, u.stamped.location.log_id);
+    queue(clear_packet(u.slot, u.fingerprint, u.stamped.ts, u.seq), u.from);
+    ++counters_.clears_sent;
+  });
+  ++counters_.batches;
+  counters_.batched_updates += n;
+  counters_.applied += b.applied;
+  counters_.ignored_older += b.ignored_older;
+  counters_.combined += b.combined;
+  send_queued();
+}
+
+void MetadataNode::held_bounce(const Packet& held, const UdpAddress& from) {
+  ++counters_.held_bounces;
+  switch_ = from;
+  // The slot's write may be among the deferred updates: apply them first,
+  // so its CLEAR goes out now rather than after another bounce.
+  flush_deferred();
+  const VisibilityHeader& v = *held.visibility;
+  if (const std::optional<LogLocation> slot_write = decode_location(held.value);
+      slot_write && catchup_.applied(slot_write->node, slot_write->log_id)) {
+    // Applied, yet the slot still holds it: its CLEAR was lost (or is
+    // behind this reply). CLEAR with the slot's CurTs, carried in aux; the
+    // slot's key is not in the reply, so the fingerprint is 0.
+    queue(clear_packet(v.slot, 0, v.aux, held.seq), from);
+    ++counters_.clears_sent;
+  }
+  Packet again = held;
+  again.visibility->state = VisState::kNone;
+  again.visibility->aux = 0;
+  again.value.clear();
+  try {
+    resends_.push_back({Clock::now() + kResendDelay, {encode_packet(again), from}});
+  } catch (const std::exception&) {
+    stats_.count_drop(DropReason::kSendFailed);
+  }
+}
+
+void MetadataNode::handle(const Packet& request, const UdpAddress& from) {
+  switch (request.op) {
+    case Op::kMetaGet:
+      stats_.count_request(request.op);
+      meta_get(request, from);
+      break;
+    case Op::kMetaPut:
+      stats_.count_request(request.op);
+      meta_put(request, from);
+      break;
+    case Op::kMetaAsync:
+      stats_.count_request(request.op);
+      meta_async(request, from);
+      break;
+    case Op::kStats: {
+      stats_.count_request(request.op);
+      Packet r;
+      r.op = Op::kReply;
+      r.seq = request.seq;
+      r.key = request.key;
+      r.value = stats_json_ ? stats_json_() : std::string("{}");
+      if (encoded_size(r) > kMaxDatagram) {
+        r.op = Op::kError;
+        r.status = Status::kTooLarge;
+        r.value = "stats too large";
+      }
+      reply(r, from);
+      break;
+    }
+    case Op::kReply:
+      if (request.visibility && request.visibility->state == VisState::kHeld) {
+        held_bounce(request, from);
+      } else {
+        stats_.count_drop(DropReason::kNotRequest);
+      }
+      break;
+    case Op::kError:
+      stats_.count_drop(DropReason::kNotRequest);
+      break;
+    default: {
+      stats_.count_request(request.op);
+      Packet r;
+      r.op = Op::kError;
+      r.status = Status::kBadRequest;
+      r.seq = request.seq;
+      r.key = request.key;
+      r.value = "not a metadata-node request";
+      reply(r, from);
+      break;
+    }
+  }
+  send_queued();
+}
+
+void MetadataNode::run_timers(Clock::time_point now) {
+  while (!resends_.empty() && resends_.front().due <= now) {
+    out_.push_back(std::move(resends_.front().datagram));
+    resends_.pop_front();
+    ++counters_.resent;
+  }
+  if (now >= catchup_.next_due()) catchup_.tick(now);
+  send_queued();
+}
+
+void MetadataNode::run(int fd, int stop_fd) {
+  fd_ = fd;
+  std::vector<std::byte> buf(kReceiveBuffer);
+  pollfd fds[3] = {{fd, POLLIN, 0}, {catchup_.fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
+  Packet request;
+  const auto catch_up = [this](std::uint16_t node, const FetchedLogEntry& e) {
+    apply_update(node, e.key, e.stamped);
+    // Its META_ASYNC copy was lost, so the switch's slot may still hold
+    // it: clear it by its timestamp (a newer write in the slot stays).
+    // With no switch known yet nothing reached a switch.
+    if (!switch_.empty()) {
+      const SlotKey sk = slot_key(e.key);
+      queue(clear_packet(sk.slot, sk.fingerprint, e.stamped.ts, 0), switch_);
+      ++counters_.clears_sent;
+    }
+  };
+  for (;;) {
+    Clock::time_point now = Clock::now();
+    run_timers(now);
+    Clock::time_point due = catchup_.next_due();
+    if (!resends_.empty()) due = std::min(due, resends_.front().due);
+    const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(std::max(due - now, Clock::duration(0)));
+    timespec ts{};
+    ts.tv_sec = static_cast<std::time_t>(wait.count() / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(wait.count() % 1'000'000'000);
+    const int r = ::ppoll(fds, 3, &ts, nullptr);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[2].revents != 0) break;
+    if (fds[0].revents != 0) {
+      // Critical-path requests are answered as they come; META_ASYNC
+      // copies wait in the deferred batch until it is full or the socket
+      // is drained.
+      for (int i = 0; i < kDrainLimit; ++i) {
+        UdpAddress from;
+        from.length = sizeof from.storage;
+        const ssize_t n = ::recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC,
+                                     reinterpret_cast<sockaddr*>(&from.storage), &from.length);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          break;  // EAGAIN: drained
+        }
+        stats_.count_datagram();
+        if (static_cast<std::size_t>(n) > buf.size()) {
+          stats_.count_drop(DropReason::kOversized);
+          continue;
+        }
+        const ParseError e =
+            parse_packet(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)), &request);
+        if (e != ParseError::kNone) {
+          stats_.count_parse_error(e);
+          continue;
+        }
+        handle(request, from);
+      }
+      flush_deferred();
+    }
+    if (fds[1].revents != 0) {
+      catchup_.receive(Clock::now(), catch_up);
+      send_queued();
+    }
+  }
+  // Stopping: what is buffered is applied (its CLEARs go out); held
+  // replies not yet resent are dropped (their clients retry).
+  flush_deferred();
+}
+
+std::string MetadataNode::json() const {
+  const CatchupCounters& c = catchup_.counters();
+  std::string out;
+  const auto member = [&out](const char* name, std::uint64_t v) {
+    if (!out.empty()) out += ',';
+    out += '"';
+    out += name;
+    out += "\":";
+    out += std::to_string(v);
+  };
+  out += "\"mode\":\"metadata\"";
+  member("meta_get", counters_.meta_get);
+  member("meta_put", counters_.meta_put);
+  member("meta_async", counters_.meta_async);
+  member("bad_async", counters_.bad_async);
+  member("clears_sent", counters_.clears_sent);
+  member("batches", counters_.batches);
+  member("batched_updates", counters_.batched_updates);
+  member("combined", counters_.combined);
+  member("applied", counters_.applied);
+  member("ignored_older", counters_.ignored_older);
+  member("held_bounces", counters_.held_bounces);
+  member("resent", counters_.resent);
+  member("caught_up", c.caught_up);
+  member("replayed", counters_.replayed);
+  member("skipped", counters_.skipped);
+  member("fetches", c.fetches);
+  member("fetch_replies", c.fetch_replies);
+  member("fetch_timeouts", c.fetch_timeouts);
+  member("fetch_errors", c.fetch_errors);
+  member("data_nodes", catchup_.data_nodes());
+  out += ",\"deferred\":";
+  out += options_.deferred ? "true" : "false";
+  member("batch", options_.batch);
+  member("visibility_timeout_us", options_.visibility_timeout_us);
+  out += ",\"switch\":" + json_string(switch_.empty() ? std::string() : switch_.text());
+  // Per data node (up to 64 of them: the STATS reply is one datagram).
+  if (catchup_.data_nodes() <= 64) out += ",\"logs\":" + catchup_.json();
+  return out;
+}
+
+}  // namespace forein::net::kv

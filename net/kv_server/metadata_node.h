@@ -1,0 +1,130 @@
+// forein-kv-server --mode metadata: Switch-delta's metadata node (paper
+// 002, sections III-A, III-B, III-D, III-E; docs/network.md, "Metadata
+// mode (Switch-delta)"). The tree maps key -> StampedLocation (where the
+// newest write of the key lives in the data nodes' logs, and its
+// timestamp); one event loop on one socket serves
+//
+//   META_GET    the stored location (kNotFound: none);
+//   META_PUT    phase 2 of a write the switch did not take: applied at
+//               once (critical path), then the reply;
+//   META_ASYNC  the switch's copy of a write it took: deferred, applied in
+//               sorted, prefetched batches (deferred_batch.h), each
+//               followed by a CLEAR of its slot to the sender;
+//   held reply  a META_PUT reply the switch turned back (state kHeld):
+//               the deferred updates first, a CLEAR if the slot's write
+//               is applied, and the reply sent again after a short delay;
+//   STATS       the counters.
+//
+// It starts by replaying every data node's log (log_catchup.h) and, while
+// it runs, fetches each log every visibility timeout to apply META_ASYNC
+// copies the network lost (and clear the slots they left valid).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "forein/tree.h"
+#include "kv_server/deferred_batch.h"
+#include "kv_server/log_catchup.h"
+#include "kv_server/metadata_index.h"
+#include "kv_server/options.h"
+#include "kv_server/stats.h"
+#include "kv_server/udp_address.h"
+#include "protocol/packet.h"
+
+namespace forein::net::kv {
+
+// Written by the event loop only; read by it (STATS) and after it stopped.
+struct MetadataCounters {
+  std::uint64_t meta_get = 0;
+  std::uint64_t meta_put = 0;
+  std::uint64_t meta_async = 0;
+  std::uint64_t bad_async = 0;        // META_ASYNC copies that failed the checks (dropped)
+  std::uint64_t clears_sent = 0;
+  std::uint64_t batches = 0;          // deferred batches applied
+  std::uint64_t batched_updates = 0;  // META_ASYNC copies applied in them
+  std::uint64_t combined = 0;         // ... superseded by a newer one of the key in the same batch
+  std::uint64_t applied = 0;          // tree puts, every source
+  std::uint64_t ignored_older = 0;    // updates the apply rule made no-ops
+  std::uint64_t held_bounces = 0;     // held META_PUT replies the switch turned back
+  std::uint64_t resent = 0;           // ... sent again
+  std::uint64_t replayed = 0;         // log entries applied at start-up
+  std::uint64_t skipped = 0;          // log entries whose key the tree cannot hold
+};
+
+class MetadataNode {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // A held reply goes back to the switch this long after it bounced.
+  static constexpr std::chrono::microseconds kResendDelay{100};
+  // Datagrams read per wake-up before the deferred batch and the timers
+  // get their turn.
+  static constexpr int kDrainLimit = 1024;
+
+  // Resolves --data-nodes and --switch (std::runtime_error if one does
+  // not resolve). stats_json renders the STATS reply.
+  MetadataNode(const ServerOptions& options, Tree& tree, ServerStats& stats,
+               std::function<std::string()> stats_json);
+  ~MetadataNode();
+  MetadataNode(const MetadataNode&) = delete;
+  MetadataNode& operator=(const MetadataNode&) = delete;
+
+  // Start-up and crash recovery: every data node's log applied. Throws
+  // RecoveryError when a data node does not answer.
+  void recover();
+
+  // The event loop on the bound socket fd until stop_fd is readable.
+  void run(int fd, int stop_fd);
+
+  // `"name":value` members for the stats line (no braces).
+  std::string json() const;
+
+ private:
+  struct Outgoing {
+    std::vector<std::byte> bytes;
+    UdpAddress to;
+  };
+  struct Resend {
+    Clock::time_point due;
+    Outgoing datagram;
+  };
+
+  void handle(const Packet& request, const UdpAddress& from);
+  void meta_get(const Packet& request, const UdpAddress& from);
+  void meta_put(const Packet& request, const UdpAddress& from);
+  void meta_async(const Packet& request, const UdpAddress& from);
+  void held_bounce(const Packet& reply, const UdpAddress& from);
+  // A META_PUT/META_ASYNC checked into *out; else the reason.
+  bool check_update(const Packet& request, MetaUpdate* out, std::string* error) const;
+  // Applies the deferred batch and sends its CLEARs.
+  void flush_deferred();
+  // apply() with the counters and the applied-id tracking.
+  void apply_update(std::uint16_t node, std::string_view key, const StampedLocation& s);
+  void count_apply(ApplyResult r);
+  Packet clear_packet(std::uint16_t slot, std::uint32_t fingerprint, std::uint32_t ts, std::uint64_t seq) const;
+  void queue(const Packet& p, const UdpAddress& to);
+  void reply(const Packet& p, const UdpAddress& to);  // queue() plus the reply counters
+  // Sends the queued datagrams (sendmmsg).
+  void send_queued();
+  void run_timers(Clock::time_point now);
+
+  ServerOptions options_;
+  ServerStats& stats_;
+  std::function<std::string()> stats_json_;
+  MetadataIndex index_;
+  LogCatchup catchup_;
+  DeferredBatch deferred_;
+  UdpAddress configured_switch_;  // --switch
+  UdpAddress switch_;             // the last META_ASYNC or held reply's sender, else --switch
+  std::deque<Resend> resends_;    // due times ascending (one delay for all)
+  std::vector<Outgoing> out_;     // queued, sent by send_queued()
+  MetadataCounters counters_;
+  int fd_ = -1;
+};
+
+}  // namespace forein::net::kv

@@ -1,0 +1,63 @@
+#include "kv_server/udp_address.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
+#include <cstring>
+#include <stdexcept>
+
+namespace forein::net::kv {
+
+bool UdpAddress::operator==(const UdpAddress& o) const {
+  if (length == 0 || o.length == 0) return length == o.length;
+  if (family() != o.family()) return false;
+  if (family() == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&storage);
+    const auto* b = reinterpret_cast<const sockaddr_in*>(&o.storage);
+    return a->sin_port == b->sin_port && a->sin_addr.s_addr == b->sin_addr.s_addr;
+  }
+  if (family() == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
+    const auto* b = reinterpret_cast<const sockaddr_in6*>(&o.storage);
+    return a->sin6_port == b->sin6_port &&
+           std::memcmp(&a->sin6_addr, &b->sin6_addr, sizeof a->sin6_addr) == 0;
+  }
+  return length == o.length && std::memcmp(&storage, &o.storage, length) == 0;
+}
+
+std::string UdpAddress::text() const {
+  char host[INET6_ADDRSTRLEN] = {};
+  if (family() == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&storage);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    return std::string(host) + ":" + std::to_string(ntohs(a->sin_port));
+  }
+  if (family() == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+    return "[" + std::string(host) + "]:" + std::to_string(ntohs(a->sin6_port));
+  }
+  return "(none)";
+}
+
+UdpAddress resolve_udp(const std::string& host, std::uint16_t port, int family) {
+  addrinfo hints{};
+  hints.ai_family = family;
+  hints.ai_socktype = SOCK_DGRAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  const std::string port_text = std::to_string(port);
+  if (const int rc = ::getaddrinfo(host.c_str(), port_text.c_str(), &hints, &res); rc != 0 || res == nullptr) {
+    throw std::runtime_error("cannot resolve '" + host + "'" +
+                             (family == AF_INET ? " as IPv4" : family == AF_INET6 ? " as IPv6" : "") + ": " +
+                             ::gai_strerror(rc));
+  }
+  UdpAddress out;
+  std::memcpy(&out.storage, res->ai_addr, res->ai_addrlen);
+  out.length = res->ai_addrlen;
+  ::freeaddrinfo(res);
+  return out;
+}
+
+}  // namespace forein::net::kv

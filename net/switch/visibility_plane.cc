@@ -1,0 +1,277 @@
+#include "visibility_plane.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "frames.h"
+#include "protocol/dataset.h"
+#include "protocol/packet.h"
+#include "protocol/visibility.h"
+
+namespace forein::net::sw {
+namespace {
+
+using offload::switch_visibility::WriteOutcome;
+
+std::uint16_t be16(const std::byte* p) {
+  return static_cast<std::uint16_t>((std::to_integer<unsigned>(p[0]) << 8) | std::to_integer<unsigned>(p[1]));
+}
+std::uint32_t be32(const std::byte* p) {
+  return (static_cast<std::uint32_t>(be16(p)) << 16) | be16(p + 2);
+}
+
+// Offsets of a checked datagram's fields (packet.h's layout).
+constexpr std::size_t kOpAt = 3, kStatusAt = 5, kKeyLenAt = 6, kValueLenAt = 16;
+
+int drop(PortCounters& c, std::atomic<std::uint64_t>& reason, rte_mbuf* m) {
+  bump(c.dropped);
+  bump(reason);
+  rte_pktmbuf_free(m);
+  return -1;
+}
+
+// Replaces the frame's datagram with `bytes` (growing or trimming the
+// mbuf) and sets the UDP and IPv4 lengths. False when the frame has no room.
+bool write_datagram(rte_mbuf* m, rte_ipv4_hdr* ip, std::size_t ihl, rte_udp_hdr* udp, std::size_t old_bytes,
+                    const std::vector<std::byte>& bytes) {
+  if (bytes.size() > old_bytes) {
+    if (rte_pktmbuf_append(m, static_cast<std::uint16_t>(bytes.size() - old_bytes)) == nullptr) return false;
+  } else if (bytes.size() < old_bytes) {
+    rte_pktmbuf_trim(m, static_cast<std::uint16_t>(old_bytes - bytes.size()));
+  }
+  std::memcpy(reinterpret_cast<std::byte*>(udp + 1), bytes.data(), bytes.size());
+  udp->dgram_len = rte_cpu_to_be_16(static_cast<std::uint16_t>(sizeof(rte_udp_hdr) + bytes.size()));
+  ip->total_length = rte_cpu_to_be_16(static_cast<std::uint16_t>(ihl + sizeof(rte_udp_hdr) + bytes.size()));
+  return true;
+}
+
+// The frame goes back where it came from: the ports swap.
+void swap_ports(rte_udp_hdr* udp) {
+  const rte_be16_t src = udp->src_port;
+  udp->src_port = udp->dst_port;
+  udp->dst_port = src;
+}
+
+}  // namespace
+
+VisibilityPlane::VisibilityPlane(Side* sides, VisibilityRouting routing)
+    : sides_(sides), routing_(std::move(routing)), table_(routing_.slots) {}
+
+bool VisibilityPlane::is_port_of(const std::vector<std::uint16_t>& ports, std::uint16_t port) const {
+  return std::find(ports.begin(), ports.end(), port) != ports.end();
+}
+
+std::uint16_t VisibilityPlane::metadata_port(std::string_view key) const {
+  const std::size_t k = routing_.metadata_nodes.size();
+  const std::size_t i = k > 1 ? shard_of(key, static_cast<std::uint32_t>(k), routing_.keys) : 0;
+  return routing_.metadata_nodes[i];
+}
+
+int VisibilityPlane::handle(int in, rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* ip, std::size_t ihl,
+                            rte_udp_hdr* udp, rte_mbuf** copy) {
+  *copy = nullptr;
+  PortCounters& c = sides_[in].counters;
+  const std::size_t total = rte_be_to_cpu_16(ip->total_length);
+  const std::size_t udp_len = rte_be_to_cpu_16(udp->dgram_len);
+  if (udp_len < sizeof(rte_udp_hdr) || udp_len > total - ihl) return drop(c, c.bad_ip, m);
+  const std::span<std::byte> datagram(reinterpret_cast<std::byte*>(udp + 1), udp_len - sizeof(rte_udp_hdr));
+  if (check_datagram(datagram) != ParseError::kNone) {
+    bump(c.malformed);
+    rte_pktmbuf_free(m);
+    return -1;
+  }
+  return in == 0 ? from_client(m, eth, ip, ihl, udp, datagram) : from_node(m, eth, ip, ihl, udp, datagram, copy);
+}
+
+int VisibilityPlane::from_client(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* ip, std::size_t ihl,
+                                 rte_udp_hdr* udp, std::span<std::byte> datagram) {
+  PortCounters& c = sides_[0].counters;
+  if (rte_be_to_cpu_16(udp->dst_port) != routing_.service_port) return drop(c, c.not_for_switch, m);
+  const auto op = static_cast<Op>(std::to_integer<std::uint8_t>(datagram[kOpAt]));
+  const std::string_view key = packet_key(datagram);
+  const std::size_t at = visibility_offset(datagram);
+  SlotKey sk;
+  if (at != 0) {
+    const VisibilityHeader v = load_visibility(datagram.data() + at);
+    sk = SlotKey{v.slot, v.fingerprint};
+  } else {
+    sk = slot_key(key);
+  }
+  std::uint16_t to = 0;
+  if (op == Op::kLogAppend || op == Op::kLogRead) {
+    to = routing_.data_nodes[data_node_of(sk.slot, static_cast<std::uint32_t>(routing_.data_nodes.size()))];
+    bump(counters_.to_data_nodes);
+  } else {
+    if (op == Op::kMetaGet && routing_.visibility && at != 0) {
+      if (const auto meta = table_.on_read(sk.slot, sk.fingerprint)) {
+        // Answered here (section III-A, read operations): the reply leaves
+        // on the port the request came in on, from the service port.
+        Packet reply;
+        reply.op = Op::kReply;
+        reply.seq = (static_cast<std::uint64_t>(be32(datagram.data() + 8)) << 32) | be32(datagram.data() + 12);
+        reply.key.assign(key);
+        reply.value.assign(reinterpret_cast<const char*>(meta->data()), meta->size());
+        reply.visibility = VisibilityHeader{sk.slot, VisState::kSwitchRead, sk.fingerprint, 0, 0};
+        if (!write_datagram(m, ip, ihl, udp, datagram.size(), encode_packet(reply))) return drop(c, c.no_room, m);
+        swap_ports(udp);
+        translate(eth, ip, udp, false, sides_[0]);
+        bump(counters_.switch_reads);
+        return 0;
+      }
+    }
+    to = metadata_port(key);
+    bump(counters_.to_metadata_nodes);
+  }
+  udp->dst_port = rte_cpu_to_be_16(to);
+  translate(eth, ip, udp, false, sides_[1]);
+  return 1;
+}
+
+int VisibilityPlane::from_node(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* ip, std::size_t ihl,
+                               rte_udp_hdr* udp, std::span<std::byte> datagram, rte_mbuf** copy) {
+  const auto op = static_cast<Op>(std::to_integer<std::uint8_t>(datagram[kOpAt]));
+  const std::size_t at = visibility_offset(datagram);
+  if (op == Op::kClear) {
+    if (at != 0) {
+      const VisibilityHeader v = load_visibility(datagram.data() + at);
+      table_.on_clear(v.slot, v.ts);
+    }
+    bump(counters_.clears);
+    rte_pktmbuf_free(m);
+    return -1;
+  }
+  const std::uint16_t from = rte_be_to_cpu_16(udp->src_port);
+  const auto status = static_cast<Status>(std::to_integer<std::uint8_t>(datagram[kStatusAt]));
+  if (op == Op::kReply && status == Status::kOk && at != 0) {
+    VisibilityHeader v = load_visibility(datagram.data() + at);
+    const std::size_t key_len = be16(datagram.data() + kKeyLenAt);
+    const std::size_t value_len = be32(datagram.data() + kValueLenAt);
+    const std::span<const std::byte> value(datagram.data() + kHeaderBytes + key_len, value_len);
+    if (v.state == VisState::kNone && v.ts != 0 && value_len == kLogLocationBytes &&
+        is_port_of(routing_.data_nodes, from)) {
+      // A data-write reply (LOG_APPEND's: the only data-node reply with a
+      // timestamp and a location).
+      bump(counters_.write_replies);
+      if (routing_.visibility) {
+        const WriteOutcome outcome = table_.on_write_reply(v.slot, v.fingerprint, v.ts, value);
+        v.state = outcome == WriteOutcome::kStored ? VisState::kStored : VisState::kFallback;
+        store_visibility(datagram.data() + at, v);
+        if (outcome == WriteOutcome::kStored) {
+          const std::string_view key(reinterpret_cast<const char*>(datagram.data()) + kHeaderBytes, key_len);
+          const std::size_t udp_offset = static_cast<std::size_t>(reinterpret_cast<std::byte*>(udp) -
+                                                                  rte_pktmbuf_mtod(m, std::byte*));
+          *copy = async_copy(m, udp_offset, datagram.size(), metadata_port(key));
+        }
+      }
+    } else if (v.state == VisState::kNone && value_len == kLogLocationBytes &&
+               is_port_of(routing_.metadata_nodes, from) && routing_.visibility) {
+      // A META_GET reply. If the slot holds a write of this key, answer
+      // from the slot: the reply may carry a phase-2 write whose META_PUT
+      // reply is still held here (not committed), and a later read would
+      // see the slot's older one. Not in the paper (its switch checks reads
+      // on the way in only); the model checker found the non-monotonic read
+      // (tests/offload/test_switch_visibility_model.cc).
+      if (const auto meta = table_.on_read(v.slot, v.fingerprint)) {
+        v.state = VisState::kSwitchRead;
+        if (meta->size() == value_len) {
+          std::memcpy(datagram.data() + kHeaderBytes + key_len, meta->data(), meta->size());
+          store_visibility(datagram.data() + at, v);
+        } else {
+          Packet reply;
+          if (parse_packet(datagram, &reply) != ParseError::kNone) {
+            rte_pktmbuf_free(m);
+            return -1;
+          }
+          reply.value.assign(reinterpret_cast<const char*>(meta->data()), meta->size());
+          reply.visibility = v;
+          if (!write_datagram(m, ip, ihl, udp, datagram.size(), encode_packet(reply))) {
+            return drop(sides_[1].counters, sides_[1].counters.no_room, m);
+          }
+        }
+        bump(counters_.reply_rechecks);
+      }
+    } else if (v.state == VisState::kNone && v.ts != 0 && value_len == 0 &&
+               is_port_of(routing_.metadata_nodes, from) && routing_.visibility &&
+               !table_.release_fallback(v.slot, v.ts)) {
+      // A META_PUT reply newer than the slot's write: a read would still
+      // see the slot, so the write may not commit yet (section III-B).
+      // Back to the metadata node, which resends it.
+      const offload::switch_visibility::SlotState slot = table_.slot(v.slot);
+      Packet held;
+      if (parse_packet(datagram, &held) != ParseError::kNone) {
+        rte_pktmbuf_free(m);
+        return -1;
+      }
+      held.visibility->state = VisState::kHeld;
+      held.visibility->aux = slot.cur_ts;
+      held.value.assign(reinterpret_cast<const char*>(slot.metadata.data()), slot.metadata.size());
+      if (!write_datagram(m, ip, ihl, udp, datagram.size(), encode_packet(held))) {
+        return drop(sides_[1].counters, sides_[1].counters.no_room, m);
+      }
+      swap_ports(udp);
+      translate(eth, ip, udp, false, sides_[1]);
+      bump(counters_.held);
+      return 1;
+    }
+  }
+  // To the client, as if from the one service port.
+  udp->src_port = rte_cpu_to_be_16(routing_.service_port);
+  translate(eth, ip, udp, false, sides_[0]);
+  return 0;
+}
+
+rte_mbuf* VisibilityPlane::async_copy(rte_mbuf* m, std::size_t udp_offset, std::size_t datagram_bytes,
+                                      std::uint16_t to_port) {
+  rte_mbuf* c = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
+  if (c == nullptr) {
+    bump(counters_.copy_failed);
+    return nullptr;
+  }
+  auto* eth = rte_pktmbuf_mtod(c, rte_ether_hdr*);
+  auto* ip = reinterpret_cast<rte_ipv4_hdr*>(eth + 1);
+  auto* udp = reinterpret_cast<rte_udp_hdr*>(rte_pktmbuf_mtod(c, std::byte*) + udp_offset);
+  const std::span<std::byte> datagram(reinterpret_cast<std::byte*>(udp + 1), datagram_bytes);
+  // The same fields as the reply (key, location, slot, fingerprint, ts):
+  // only the op and the state change.
+  datagram[kOpAt] = std::byte{static_cast<std::uint8_t>(Op::kMetaAsync)};
+  const std::size_t at = visibility_offset(datagram);
+  VisibilityHeader v = load_visibility(datagram.data() + at);
+  v.state = VisState::kNone;
+  store_visibility(datagram.data() + at, v);
+  udp->src_port = rte_cpu_to_be_16(routing_.service_port);
+  udp->dst_port = rte_cpu_to_be_16(to_port);
+  translate(eth, ip, udp, false, sides_[1]);
+  bump(counters_.async_copies);
+  return c;
+}
+
+std::string VisibilityPlane::json() const {
+  const auto c = table_.counters();
+  const auto u = table_.usage();
+  const auto l = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  char buf[1024];
+  std::snprintf(
+      buf, sizeof buf,
+      "\"backend\":\"switch_visibility\",\"visibility\":%s,\"slots\":%u,\"slots_used\":%llu,"
+      "\"register_bytes_used\":%llu,\"stored\":%llu,\"slot_busy\":%llu,\"stale\":%llu,\"too_large\":%llu,"
+      "\"cleared\":%llu,\"clear_ignored\":%llu,\"read_hits\":%llu,\"read_misses\":%llu,\"held\":%llu,"
+      "\"released\":%llu,\"to_data_nodes\":%llu,\"to_metadata_nodes\":%llu,\"write_replies\":%llu,"
+      "\"async_copies\":%llu,\"copy_failed\":%llu,\"clears\":%llu,\"reply_rechecks\":%llu",
+      routing_.visibility ? "true" : "false", table_.slots(), static_cast<unsigned long long>(u.used),
+      static_cast<unsigned long long>(u.hardware_bytes), static_cast<unsigned long long>(c.stored),
+      static_cast<unsigned long long>(c.slot_busy), static_cast<unsigned long long>(c.stale),
+      static_cast<unsigned long long>(c.too_large), static_cast<unsigned long long>(c.cleared),
+      static_cast<unsigned long long>(c.clear_ignored), static_cast<unsigned long long>(c.read_hits),
+      static_cast<unsigned long long>(c.read_misses), static_cast<unsigned long long>(c.held),
+      static_cast<unsigned long long>(c.released), static_cast<unsigned long long>(l(counters_.to_data_nodes)),
+      static_cast<unsigned long long>(l(counters_.to_metadata_nodes)),
+      static_cast<unsigned long long>(l(counters_.write_replies)),
+      static_cast<unsigned long long>(l(counters_.async_copies)),
+      static_cast<unsigned long long>(l(counters_.copy_failed)), static_cast<unsigned long long>(l(counters_.clears)),
+      static_cast<unsigned long long>(l(counters_.reply_rechecks)));
+  return buf;
+}
+
+}  // namespace forein::net::sw

@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# run_switch_delta.sh: Switch-delta's experiments on this machine
+# (docs/switch-delta-experiments.md; paper 002, sections V-B, V-C, V-E2).
+#
+# D forein-data-node processes and one forein-kv-server --mode metadata on
+# the wildcard address, and two forein-switch --backend switch_visibility
+# processes on TAP ports in front of the same nodes: one with the
+# visibility table on, one with it off (the paper's baseline: the same
+# switch as a plain forwarder, every write takes phase 2). forein-load runs
+# through one switch at a time, alternating which goes first per round,
+# same seed for both runs of a round. Experiments:
+#   latency   write-only, Zipf 0.99, at each --outstanding level: write p50 /
+#             p99 and throughput, table on vs off (Fig. 6);
+#   dmp       write-only at the highest level, table on, the metadata node
+#             restarted with --deferred on vs off (Fig. 6's w/o DMP, V-E2);
+#   mixed     write-heavy (50% reads): write and read latency, on vs off (Fig. 7);
+#   bound     write-only at the highest level with the metadata node held to
+#             --metadata-cpu of one core (a CPU cgroup quota): metadata
+#             processing is the bottleneck, as in the paper's (6,3)-(7,3)
+#             configurations (section V-C); on vs off.
+#
+#   bash tests/bench/run_switch_delta.sh [--keys N] [--data-nodes D]
+#        [--seconds S] [--rounds R] [--levels 1,4,16,64] [--metadata-cpu F]
+#        [--build DIR] [--results DIR]
+#
+# Needs root and /dev/net/tun. Writes runs.csv (every run), summary.csv
+# (medians per experiment, level and side), latency.png (gnuplot) and the
+# programs' logs to the results folder; prints the summary. Exit 1 when a
+# program fails or any answer is wrong, 2 on a bad flag.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+
+KEYS=1000000
+DATA_NODES=2
+SECONDS_PER_RUN=5
+ROUNDS=3
+LEVELS=1,4,16,64
+METADATA_CPU=0.25
+BUILD=$ROOT/build
+RESULTS=""
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+bad() {
+	echo "run_switch_delta: $*" >&2
+	exit 2
+}
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--help | -h)
+		usage
+		exit 0
+		;;
+	--keys | --data-nodes | --seconds | --rounds | --levels | --metadata-cpu | --build | --results)
+		[ $# -ge 2 ] && [ -n "$2" ] || bad "$1 needs a value"
+		case "$1" in
+		--keys) KEYS=$2 ;;
+		--data-nodes) DATA_NODES=$2 ;;
+		--seconds) SECONDS_PER_RUN=$2 ;;
+		--rounds) ROUNDS=$2 ;;
+		--levels) LEVELS=$2 ;;
+		--metadata-cpu) METADATA_CPU=$2 ;;
+		--build) BUILD=$2 ;;
+		--results) RESULTS=$2 ;;
+		esac
+		shift 2
+		;;
+	*) bad "unknown flag '$1' (see --help)" ;;
+	esac
+done
+[[ $KEYS =~ ^[0-9]+$ ]] && [ "$KEYS" -ge 100 ] || bad "--keys: a whole number >= 100"
+[[ $DATA_NODES =~ ^[0-9]+$ ]] && [ "$DATA_NODES" -ge 1 ] && [ "$DATA_NODES" -le 16 ] || bad "--data-nodes: 1..16"
+[[ $SECONDS_PER_RUN =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "--seconds: a number"
+[[ $ROUNDS =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] || bad "--rounds: a whole number >= 1"
+[[ $LEVELS =~ ^[0-9]+(,[0-9]+)*$ ]] || bad "--levels: comma-separated whole numbers"
+[[ $METADATA_CPU =~ ^0?\.[0-9]+$|^1(\.0*)?$ ]] || bad "--metadata-cpu: a fraction of one core, 0 < F <= 1"
+[ "$(id -u)" -eq 0 ] || {
+	echo "run_switch_delta: needs root (forein-switch's TAP ports)" >&2
+	exit 1
+}
+BUILD=$(cd "$BUILD" && pwd)
+SWITCH=$BUILD/net/switch/forein-switch
+DATA=$BUILD/net/data_node/forein-data-node
+META=$BUILD/net/kv_server/forein-kv-server
+LOAD=$BUILD/net/load/forein-load
+for p in "$SWITCH" "$DATA" "$META" "$LOAD"; do [ -x "$p" ] || bad "no $p (build first)"; done
+RESULTS=${RESULTS:-$ROOT/results/switch-delta-$(date -u +%Y%m%d-%H%M%S)}
+mkdir -p "$RESULTS"
+RESULTS=$(cd "$RESULTS" && pwd)
+LOGS=$RESULTS/logs
+mkdir -p "$LOGS"
+# shellcheck source=processes.sh
+. "$ROOT/tests/bench/processes.sh"
+# The CPU cgroup that holds the metadata node in the bound experiment
+# (v1 cpu controller or v2 cpu.max), removed on exit.
+CG=""
+trap 'cleanup; [ -z "$CG" ] || rmdir "$CG" 2>/dev/null || true' EXIT
+limit_cpu() { # PID: into a cgroup with METADATA_CPU of one core; false if none can be made
+	local quota
+	quota=$(awk -v f="$METADATA_CPU" 'BEGIN {printf "%d", f * 100000}')
+	if [ -d /sys/fs/cgroup/cpu ] && [ -w /sys/fs/cgroup/cpu ]; then
+		CG=/sys/fs/cgroup/cpu/forein-switch-delta-$$
+		mkdir -p "$CG" && echo 100000 >"$CG/cpu.cfs_period_us" && echo "$quota" >"$CG/cpu.cfs_quota_us" &&
+			echo "$1" >"$CG/cgroup.procs"
+	elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+		CG=/sys/fs/cgroup/forein-switch-delta-$$
+		mkdir -p "$CG" && echo "$quota 100000" >"$CG/cpu.max" && echo "$1" >"$CG/cgroup.procs"
+	else
+		return 1
+	fi
+}
+
+fail() {
+	echo "run_switch_delta: $*" >&2
+	exit 1
+}
+json_get() { grep -o "\"$2\":[-0-9.eE+]*" <<<"$1" | head -n 1 | cut -d: -f2; }
+# json_obj_get JSON OBJECT KEY: KEY inside the object OBJECT.
+json_obj_get() { grep -o "\"$2\":{[^}]*}" <<<"$1" | head -n 1 | grep -o "\"$3\":[-0-9.eE+]*" | cut -d: -f2; }
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 12000))
+		grep -qi ":$(printf '%04X' "$p") " /proc/net/udp || {
+			echo "$p"
+			return
+		}
+	done
+}
+
+TAG=$(($$ % 200))
+NET_A="10.$((150 + TAG % 50)).$((4 * (TAG / 50)))"
+NET_B="10.$((150 + TAG % 50)).$((4 * (TAG / 50) + 2))"
+SERVICE=$(free_port)
+META_PORT=$(free_port)
+DATA_PORTS=()
+for ((i = 0; i < DATA_NODES; i++)); do DATA_PORTS+=("$(free_port)"); done
+data_list=$(
+	IFS=,
+	echo "${DATA_PORTS[*]}"
+)
+
+start() { # NAME PROGRAM ARGS...: runs it in the background, logs in $LOGS
+	local name=$1
+	shift
+	"$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" &
+	STARTED=$!
+	PIDS+=("$STARTED")
+}
+
+# Two switches: "on" (client side NET_A.0/24, server side NET_A+1) and "off".
+start_switch() { # NAME NET VISIBILITY
+	local base=${2%.*} third=${2##*.}
+	start "$1" "$SWITCH" --agent-listen 127.0.0.1:0 --client-iface "fsd${1}c$TAG" --server-iface "fsd${1}s$TAG" \
+		--client-net "$2" --server-net "$base.$((third + 1))" --backend switch_visibility \
+		--data-nodes "$data_list" --metadata-nodes "$META_PORT" --service-port "$SERVICE" --visibility "$3"
+	wait_ready "$LOGS/$1.out" "$STARTED"
+}
+start_switch on "$NET_A" on
+start_switch off "$NET_B" off
+
+for ((i = 0; i < DATA_NODES; i++)); do
+	start "data$i" "$DATA" --listen "0.0.0.0:${DATA_PORTS[i]}" --node "$i/$DATA_NODES" --keys "$KEYS"
+	wait_ready "$LOGS/data$i.out" "$STARTED"
+done
+META_PID=""
+start_metadata() { # DEFERRED: on|off
+	if [ -n "$META_PID" ]; then
+		kill -TERM "$META_PID" 2>/dev/null || true
+		wait "$META_PID" 2>/dev/null || true
+	fi
+	local nodes="" p
+	for p in "${DATA_PORTS[@]}"; do nodes="$nodes${nodes:+,}127.0.0.1:$p"; done
+	start "metadata-$1" "$META" --mode metadata --listen "0.0.0.0:$META_PORT" --data-nodes "$nodes" \
+		--switch "${NET_A%.*}.$((${NET_A##*.} + 1)).2:$SERVICE" --threads 1 --backend none --deferred "$1"
+	META_PID=$STARTED
+	wait_ready "$LOGS/metadata-$1.out" "$STARTED"
+}
+start_metadata on
+
+CSV=$RESULTS/runs.csv
+echo "experiment,level,side,round,ops_per_s,write_p50_us,write_p99_us,read_p50_us,read_p99_us,writes,writes_one_rtt,writes_two_phase,reads,reads_from_switch,wrong,errors,timeouts" >"$CSV"
+WRONG=0
+# run EXPERIMENT LEVEL SIDE ROUND WORKLOAD
+run() {
+	local exp=$1 level=$2 side=$3 round=$4 workload=$5 net=$NET_A target js
+	[ "$side" = off ] && net=$NET_B
+	target="$net.2:$SERVICE"
+	local name="load-$exp-$level-$side-$round"
+	"$LOAD" --target "$target" --keys "$KEYS" --workload "$workload" --dist zipf --zipf 0.99 \
+		--seconds "$SECONDS_PER_RUN" --outstanding "$level" --timeout-ms 500 --retries 20 --seed "$round" \
+		>"$LOGS/$name.out" 2>"$LOGS/$name.err" || true
+	js=$(tail -n 1 "$LOGS/$name.out")
+	[[ $js == '{'* ]] || fail "forein-load printed no JSON ($LOGS/$name.err)"
+	local w
+	w=$(json_get "$js" wrong)
+	WRONG=$((WRONG + ${w:-0}))
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$exp" "$level" "$side" "$round" \
+		"$(json_get "$js" ops_per_s)" \
+		"$(awk -v n="$(json_obj_get "$js" write_latency_ns p50)" 'BEGIN{printf "%.1f", n/1000}')" \
+		"$(awk -v n="$(json_obj_get "$js" write_latency_ns p99)" 'BEGIN{printf "%.1f", n/1000}')" \
+		"$(awk -v n="$(json_obj_get "$js" read_latency_ns p50)" 'BEGIN{printf "%.1f", n/1000}')" \
+		"$(awk -v n="$(json_obj_get "$js" read_latency_ns p99)" 'BEGIN{printf "%.1f", n/1000}')" \
+		"$(json_get "$js" writes)" "$(json_get "$js" writes_one_rtt)" "$(json_get "$js" writes_two_phase)" \
+		"$(json_get "$js" reads)" "$(json_get "$js" reads_from_switch)" "${w:-0}" \
+		"$(json_get "$js" errors)" "$(json_get "$js" timeouts)" >>"$CSV"
+}
+
+echo "== switch-delta: $(uname -srm), $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1)"
+echo "== date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo "== keys $KEYS, data nodes $DATA_NODES, $SECONDS_PER_RUN s per run, $ROUNDS rounds, levels $LEVELS, bound: metadata node at $METADATA_CPU of a core"
+IFS=, read -r -a levels <<<"$LEVELS"
+# Warm-up: every record once through the metadata node's tree.
+run warmup "${levels[-1]}" on 0 write-only
+for ((r = 1; r <= ROUNDS; r++)); do
+	for level in "${levels[@]}"; do
+		if ((r % 2)); then sides=(on off); else sides=(off on); fi
+		for side in "${sides[@]}"; do run latency "$level" "$side" "$r" write-only; done
+	done
+	if ((r % 2)); then sides=(on off); else sides=(off on); fi
+	for side in "${sides[@]}"; do run mixed 16 "$side" "$r" write-heavy; done
+done
+# Deferred metadata processing: the metadata node restarted per setting.
+top=${levels[-1]}
+for ((r = 1; r <= ROUNDS; r++)); do
+	if ((r % 2)); then settings=(on off); else settings=(off on); fi
+	for d in "${settings[@]}"; do
+		start_metadata "$d"
+		run dmp "$top" "dmp-$d" "$r" write-only
+	done
+done
+
+# Metadata-node-bound: the node (deferred processing on) held to a share of a core.
+start_metadata on
+if limit_cpu "$META_PID"; then
+	for ((r = 1; r <= ROUNDS; r++)); do
+		if ((r % 2)); then sides=(on off); else sides=(off on); fi
+		for side in "${sides[@]}"; do run bound "$top" "$side" "$r" write-only; done
+	done
+else
+	echo "== no writable CPU cgroup: the bound experiment is skipped"
+fi
+
+# Medians per experiment, level and side.
+SUMMARY=$RESULTS/summary.csv
+echo "experiment,level,side,runs,ops_per_s,write_p50_us,write_p99_us,read_p50_us,read_p99_us,one_rtt_fraction,reads_from_switch_fraction" >"$SUMMARY"
+awk -F, 'NR > 1 && $1 != "warmup" {k = $1 "," $2 "," $3; n[k]++; for (c = 5; c <= 9; c++) v[k, c, n[k]] = $c;
+	w1[k] += $11; w[k] += $10; rs[k] += $14; r[k] += $13}
+	function med(k, c,   m, i, j, t, a) {m = n[k]; for (i = 1; i <= m; i++) a[i] = v[k, c, i];
+		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) {t = a[i]; a[i] = a[j]; a[j] = t}
+		return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2}
+	END {for (k in n) printf "%s,%d,%.0f,%.1f,%.1f,%.1f,%.1f,%.3f,%.3f\n", k, n[k], med(k, 5), med(k, 6), med(k, 7), med(k, 8), med(k, 9),
+		w[k] ? w1[k] / w[k] : 0, r[k] ? rs[k] / r[k] : 0}' "$CSV" | sort -t, -k1,1 -k2,2n -k3,3 >>"$SUMMARY"
+column -s, -t "$SUMMARY"
+if command -v gnuplot >/dev/null; then
+	awk -F, 'NR > 1 && $1 == "latency" && $3 == "on"' "$SUMMARY" >"$TMP/on.dat"
+	awk -F, 'NR > 1 && $1 == "latency" && $3 == "off"' "$SUMMARY" >"$TMP/off.dat"
+	gnuplot <<EOF
+set terminal pngcairo size 900,500 noenhanced
+set output "$RESULTS/latency.png"
+set datafile separator ","
+set title "Switch-delta on this machine: write-only, Zipf 0.99 (medians of $ROUNDS rounds)"
+set xlabel "throughput (writes/s)"
+set ylabel "write latency (us)"
+set key top left
+plot "$TMP/on.dat" using 5:6 with linespoints title "p50, visibility table on", \
+     "$TMP/off.dat" using 5:6 with linespoints title "p50, table off (baseline)", \
+     "$TMP/on.dat" using 5:7 with linespoints dt 2 title "p99, table on", \
+     "$TMP/off.dat" using 5:7 with linespoints dt 2 title "p99, table off"
+EOF
+fi
+echo "== results in $RESULTS"
+[ "$WRONG" -eq 0 ] || fail "$WRONG wrong answers"
