@@ -12,7 +12,9 @@
 #   latency   write-only, Zipf 0.99, at each --outstanding level: write p50 /
 #             p99 and throughput, table on vs off (Fig. 6);
 #   dmp       write-only at the highest level, table on, the metadata node
-#             restarted with --deferred on vs off (Fig. 6's w/o DMP, V-E2);
+#             held to --metadata-cpu of a core (where its CPU is what limits,
+#             as DMP's gain is CPU saved there) and restarted with --deferred
+#             on vs off (Fig. 6's w/o DMP, V-E2);
 #   mixed     write-heavy (50% reads): write and read latency, on vs off (Fig. 7);
 #   bound     write-only at the highest level with the metadata node held to
 #             --metadata-cpu of one core (a CPU cgroup quota): metadata
@@ -21,10 +23,12 @@
 #
 #   bash tests/bench/run_switch_delta.sh [--keys N] [--data-nodes D]
 #        [--seconds S] [--rounds R] [--levels 1,4,16,64] [--metadata-cpu F]
+#        [--experiments latency,mixed,dmp,bound]
 #        [--build DIR] [--results DIR]
 #
 # Needs root and /dev/net/tun. Writes runs.csv (every run), summary.csv
-# (medians per experiment, level and side), latency.png (gnuplot) and the
+# (medians per experiment, level and side), latency.png and throughput.png
+# (gnuplot) and the
 # programs' logs to the results folder; prints the summary. Exit 1 when a
 # program fails or any answer is wrong, 2 on a bad flag.
 set -euo pipefail
@@ -36,9 +40,10 @@ SECONDS_PER_RUN=5
 ROUNDS=3
 LEVELS=1,4,16,64
 METADATA_CPU=0.25
+EXPERIMENTS=latency,mixed,dmp,bound
 BUILD=$ROOT/build
 RESULTS=""
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() {
 	echo "run_switch_delta: $*" >&2
 	exit 2
@@ -49,7 +54,7 @@ while [ $# -gt 0 ]; do
 		usage
 		exit 0
 		;;
-	--keys | --data-nodes | --seconds | --rounds | --levels | --metadata-cpu | --build | --results)
+	--keys | --data-nodes | --seconds | --rounds | --levels | --metadata-cpu | --experiments | --build | --results)
 		[ $# -ge 2 ] && [ -n "$2" ] || bad "$1 needs a value"
 		case "$1" in
 		--keys) KEYS=$2 ;;
@@ -58,6 +63,7 @@ while [ $# -gt 0 ]; do
 		--rounds) ROUNDS=$2 ;;
 		--levels) LEVELS=$2 ;;
 		--metadata-cpu) METADATA_CPU=$2 ;;
+		--experiments) EXPERIMENTS=$2 ;;
 		--build) BUILD=$2 ;;
 		--results) RESULTS=$2 ;;
 		esac
@@ -71,6 +77,9 @@ done
 [[ $SECONDS_PER_RUN =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "--seconds: a number"
 [[ $ROUNDS =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] || bad "--rounds: a whole number >= 1"
 [[ $LEVELS =~ ^[0-9]+(,[0-9]+)*$ ]] || bad "--levels: comma-separated whole numbers"
+[[ $EXPERIMENTS =~ ^(latency|mixed|dmp|bound)(,(latency|mixed|dmp|bound))*$ ]] ||
+	bad "--experiments: a comma-separated list of latency, mixed, dmp, bound"
+wants() { [[ ,$EXPERIMENTS, == *,$1,* ]]; }
 [[ $METADATA_CPU =~ ^0?\.[0-9]+$|^1(\.0*)?$ ]] || bad "--metadata-cpu: a fraction of one core, 0 < F <= 1"
 [ "$(id -u)" -eq 0 ] || {
 	echo "run_switch_delta: needs root (forein-switch's TAP ports)" >&2
@@ -211,32 +220,38 @@ IFS=, read -r -a levels <<<"$LEVELS"
 # Warm-up: every record once through the metadata node's tree.
 run warmup "${levels[-1]}" on 0 write-only
 for ((r = 1; r <= ROUNDS; r++)); do
-	for level in "${levels[@]}"; do
+	if wants latency; then
+		for level in "${levels[@]}"; do
+			if ((r % 2)); then sides=(on off); else sides=(off on); fi
+			for side in "${sides[@]}"; do run latency "$level" "$side" "$r" write-only; done
+		done
+	fi
+	if wants mixed; then
 		if ((r % 2)); then sides=(on off); else sides=(off on); fi
-		for side in "${sides[@]}"; do run latency "$level" "$side" "$r" write-only; done
-	done
-	if ((r % 2)); then sides=(on off); else sides=(off on); fi
-	for side in "${sides[@]}"; do run mixed 16 "$side" "$r" write-heavy; done
+		for side in "${sides[@]}"; do run mixed 16 "$side" "$r" write-heavy; done
+	fi
 done
-# Deferred metadata processing: the metadata node restarted per setting.
 top=${levels[-1]}
-for ((r = 1; r <= ROUNDS; r++)); do
-	if ((r % 2)); then settings=(on off); else settings=(off on); fi
-	for d in "${settings[@]}"; do
-		start_metadata "$d"
-		run dmp "$top" "dmp-$d" "$r" write-only
+# Deferred metadata processing: the metadata node, held to a share of a
+# core, restarted per setting.
+if wants dmp; then
+	for ((r = 1; r <= ROUNDS; r++)); do
+		if ((r % 2)); then settings=(on off); else settings=(off on); fi
+		for d in "${settings[@]}"; do
+			start_metadata "$d"
+			limit_cpu "$META_PID" || fail "no writable CPU cgroup for the dmp experiment"
+			run dmp "$top" "dmp-$d" "$r" write-only
+		done
 	done
-done
-
+fi
 # Metadata-node-bound: the node (deferred processing on) held to a share of a core.
-start_metadata on
-if limit_cpu "$META_PID"; then
+if wants bound; then
+	start_metadata on
+	limit_cpu "$META_PID" || fail "no writable CPU cgroup for the bound experiment"
 	for ((r = 1; r <= ROUNDS; r++)); do
 		if ((r % 2)); then sides=(on off); else sides=(off on); fi
 		for side in "${sides[@]}"; do run bound "$top" "$side" "$r" write-only; done
 	done
-else
-	echo "== no writable CPU cgroup: the bound experiment is skipped"
 fi
 
 # Medians per experiment, level and side.
@@ -253,7 +268,8 @@ column -s, -t "$SUMMARY"
 if command -v gnuplot >/dev/null; then
 	awk -F, 'NR > 1 && $1 == "latency" && $3 == "on"' "$SUMMARY" >"$TMP/on.dat"
 	awk -F, 'NR > 1 && $1 == "latency" && $3 == "off"' "$SUMMARY" >"$TMP/off.dat"
-	gnuplot <<EOF
+	if [ -s "$TMP/on.dat" ] && [ -s "$TMP/off.dat" ]; then
+		gnuplot <<EOF
 set terminal pngcairo size 900,500 noenhanced
 set output "$RESULTS/latency.png"
 set datafile separator ","
@@ -261,11 +277,28 @@ set title "Switch-delta on this machine: write-only, Zipf 0.99 (medians of $ROUN
 set xlabel "throughput (writes/s)"
 set ylabel "write latency (us)"
 set key top left
-plot "$TMP/on.dat" using 5:6 with linespoints title "p50, visibility table on", \
-     "$TMP/off.dat" using 5:6 with linespoints title "p50, table off (baseline)", \
-     "$TMP/on.dat" using 5:7 with linespoints dt 2 title "p99, table on", \
+plot "$TMP/on.dat" using 5:6 with linespoints title "p50, visibility table on", \\
+     "$TMP/off.dat" using 5:6 with linespoints title "p50, table off (baseline)", \\
+     "$TMP/on.dat" using 5:7 with linespoints dt 2 title "p99, table on", \\
      "$TMP/off.dat" using 5:7 with linespoints dt 2 title "p99, table off"
 EOF
+	fi
+	# Throughput of the other experiments, one bar per side.
+	awk -F, 'NR > 1 && $1 != "latency" {print $1 " " $3 "," $5}' "$SUMMARY" >"$TMP/bars.dat"
+	if [ -s "$TMP/bars.dat" ]; then
+		gnuplot <<EOF
+set terminal pngcairo size 900,450 noenhanced
+set output "$RESULTS/throughput.png"
+set datafile separator ","
+set title "Switch-delta on this machine: throughput (medians of $ROUNDS rounds)"
+set ylabel "operations/s"
+set style fill solid 0.6
+set boxwidth 0.6
+set yrange [0:*]
+set xtics rotate by -20
+plot "$TMP/bars.dat" using 0:2:xtic(1) with boxes notitle
+EOF
+	fi
 fi
 echo "== results in $RESULTS"
 [ "$WRONG" -eq 0 ] || fail "$WRONG wrong answers"
