@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in build-fuzz and runs each one
-# bounded (fuzz_lpm_image from a seed corpus of valid images). For CI:
+# bounded (fuzz_lpm_image from a seed corpus of valid images,
+# fuzz_switch_frame from one of valid frames). For CI:
 #   tests/fuzz/run.sh [seconds per target (30)] [extra libFuzzer flags...]
 # Needs clang++ with libFuzzer (Debian: clang-14 and libclang-rt-14-dev).
 set -euo pipefail
@@ -18,8 +19,12 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFOREIN_FUZZ=ON 
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
 targets=(fuzz_backend_image fuzz_backend_batch fuzz_packet fuzz_kv_memif_frame fuzz_data_node)
 # forein-switch's frame handling, when DPDK is there (as for the switch).
-if pkg-config --exists libdpdk 2>/dev/null; then targets+=(fuzz_switch_frame); fi
-cmake --build "$build" -j "${JOBS:-2}" --target fuzz_lpm_image fuzz_lpm_image_seeds "${targets[@]}"
+seed_targets=(fuzz_lpm_image_seeds)
+if pkg-config --exists libdpdk 2>/dev/null; then
+  targets+=(fuzz_switch_frame)
+  seed_targets+=(fuzz_switch_frame_seeds)
+fi
+cmake --build "$build" -j "${JOBS:-2}" --target fuzz_lpm_image "${seed_targets[@]}" "${targets[@]}"
 corpus=$build/fuzz-corpus/lpm_image
 mkdir -p "$corpus"
 "$build/tests/fuzz/fuzz_lpm_image_seeds" "$corpus"
@@ -30,6 +35,12 @@ trap 'rm -rf "$work"' EXIT
   -print_final_stats=1 "$@" "$work" "$corpus"
 for target in "${targets[@]}"; do
   rm -rf "$work"/*
+  seeds=()
+  if [[ -x "$build/tests/fuzz/${target}_seeds" && $target != fuzz_lpm_image ]]; then
+    seeds=("$build/fuzz-corpus/${target#fuzz_}")
+    mkdir -p "${seeds[0]}"
+    "$build/tests/fuzz/${target}_seeds" "${seeds[0]}"
+  fi
   "$build/tests/fuzz/$target" -max_total_time="$seconds" -max_len=8192 -timeout=10 \
-    -print_final_stats=1 "$@" "$work"
+    -print_final_stats=1 "$@" "$work" "${seeds[@]}"
 done
