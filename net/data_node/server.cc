@@ -1,6 +1,7 @@
 #include "data_node/server.h"
 
 #include "common/udp_listen.h"
+#include "common/udp_serve.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -63,38 +64,17 @@ void Server::stop() {
 }
 
 void Server::worker(int fd) {
-  std::vector<std::byte> buf(kReceiveBuffer);
-  pollfd fds[2] = {{fd, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
-  while (!stopping_.load(std::memory_order_relaxed)) {
-    const int r = ::poll(fds, 2, -1);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (fds[1].revents != 0) break;
-    // Drain what is queued, then block again.
-    while (!stopping_.load(std::memory_order_relaxed)) {
-      sockaddr_storage from{};
-      socklen_t from_len = sizeof from;
-      const ssize_t n = ::recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC,
-                                   reinterpret_cast<sockaddr*>(&from), &from_len);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        break;  // EAGAIN: drained (or a transient error: poll again)
-      }
-      if (static_cast<std::size_t>(n) > buf.size()) {
-        stats_.count(Counter::kDatagrams);
-        stats_.count_drop(DropReason::kOversized);
-        continue;
-      }
-      const std::optional<std::vector<std::byte>> out =
-          handler_->serve(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)));
-      if (!out) continue;
-      if (::sendto(fd, out->data(), out->size(), 0, reinterpret_cast<const sockaddr*>(&from), from_len) < 0) {
-        stats_.count_drop(DropReason::kSendFailed);
-      }
-    }
-  }
+  serve_udp(
+      fd, stop_pipe_[0], stopping_, kReceiveBuffer,
+      [&](std::span<const std::byte> datagram, bool oversized) -> std::optional<std::vector<std::byte>> {
+        if (oversized) {
+          stats_.count(Counter::kDatagrams);
+          stats_.count_drop(DropReason::kOversized);
+          return std::nullopt;
+        }
+        return handler_->serve(datagram);
+      },
+      [&] { stats_.count_drop(DropReason::kSendFailed); });
 }
 
 }  // namespace forein::net::data_node

@@ -1,6 +1,7 @@
 #include "kv_server/server.h"
 
 #include "common/udp_listen.h"
+#include "common/udp_serve.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -180,55 +181,31 @@ std::string Server::stats_json() {
 }
 
 void Server::worker(int fd) {
-  std::vector<std::byte> buf(kReceiveBuffer);
-  pollfd fds[2] = {{fd, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
   Packet request;
-  while (!stopping_.load(std::memory_order_relaxed)) {
-    const int r = ::poll(fds, 2, -1);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (fds[1].revents != 0) break;
-    // Drain what is queued, then block again.
-    while (!stopping_.load(std::memory_order_relaxed)) {
-      sockaddr_storage from{};
-      socklen_t from_len = sizeof from;
-      const ssize_t n = ::recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC,
-                                   reinterpret_cast<sockaddr*>(&from), &from_len);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        break;  // EAGAIN: drained (or a transient error: poll again)
-      }
-      stats_.count_datagram();
-      if (static_cast<std::size_t>(n) > buf.size()) {
-        stats_.count_drop(DropReason::kOversized);
-        continue;
-      }
-      const ParseError e =
-          parse_packet(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)), &request);
-      if (e != ParseError::kNone) {
-        stats_.count_parse_error(e);
-        continue;
-      }
-      if (request.op == Op::kReply || request.op == Op::kError) {
-        stats_.count_drop(DropReason::kNotRequest);
-        continue;
-      }
-      const Packet reply = handler_->handle(request);
-      std::vector<std::byte> out;
-      try {
-        out = encode_packet(reply);
-      } catch (const std::exception&) {
-        stats_.count_drop(DropReason::kSendFailed);
-        continue;
-      }
-      if (::sendto(fd, out.data(), out.size(), 0, reinterpret_cast<const sockaddr*>(&from),
-                   from_len) < 0) {
-        stats_.count_drop(DropReason::kSendFailed);
-      }
-    }
-  }
+  serve_udp(
+      fd, stop_pipe_[0], stopping_, kReceiveBuffer,
+      [&](std::span<const std::byte> datagram, bool oversized) -> std::optional<std::vector<std::byte>> {
+        stats_.count_datagram();
+        if (oversized) {
+          stats_.count_drop(DropReason::kOversized);
+          return std::nullopt;
+        }
+        if (const ParseError e = parse_packet(datagram, &request); e != ParseError::kNone) {
+          stats_.count_parse_error(e);
+          return std::nullopt;
+        }
+        if (request.op == Op::kReply || request.op == Op::kError) {
+          stats_.count_drop(DropReason::kNotRequest);
+          return std::nullopt;
+        }
+        try {
+          return encode_packet(handler_->handle(request));
+        } catch (const std::exception&) {
+          stats_.count_drop(DropReason::kSendFailed);
+          return std::nullopt;
+        }
+      },
+      [&] { stats_.count_drop(DropReason::kSendFailed); });
 }
 
 }  // namespace forein::net::kv
