@@ -43,6 +43,8 @@ std::vector<ImageRecord> none_records(std::span<const std::byte>) { return {}; }
 
 }  // namespace
 
+std::unique_ptr<Planner> make_empty_planner() { return std::make_unique<NonePlanner>(); }
+
 const BackendInfo kNoneBackend = {
     "none",
     "no offload hardware: every lookup starts at the root",
@@ -50,7 +52,7 @@ const BackendInfo kNoneBackend = {
     "entries",
     0,
     none_hint,
-    [](const BackendConfig&) -> std::unique_ptr<Planner> { return std::make_unique<NonePlanner>(); },
+    [](const BackendConfig&) { return make_empty_planner(); },
     [](const BackendConfig&) -> std::unique_ptr<Device> { return std::make_unique<NoneDevice>(); },
     none_max_image_bytes,
     none_records,

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "forein/error.h"
+#include "none/none_backend.h"
 
 namespace forein::offload {
 
@@ -153,22 +154,6 @@ void SwitchVisibilityDevice::publish_table() {
 
 }  // namespace switch_visibility
 
-namespace {
-
-// Plans nothing: the slots are filled by packets on the network path
-// (data-write replies), not planned from the tree.
-class SwitchVisibilityPlanner final : public Planner {
- public:
-  PlanDiff plan(const PlanInput&) override {
-    PlanDiff d;
-    d.remove.kind = BatchKind::kRemove;
-    return d;
-  }
-  ChangeBatch full_target() const override { return {}; }
-  void reset() override {}
-};
-
-}  // namespace
 
 const BackendInfo kSwitchVisibilityBackend = {
     "switch_visibility",
@@ -178,7 +163,9 @@ const BackendInfo kSwitchVisibilityBackend = {
     "slots",
     switch_visibility::kPaperSlots,
     switch_visibility::image_hint,
-    [](const BackendConfig&) -> std::unique_ptr<Planner> { return std::make_unique<SwitchVisibilityPlanner>(); },
+    // Plans nothing: the slots are filled by packets on the network path
+    // (data-write replies), not planned from the tree.
+    [](const BackendConfig&) { return make_empty_planner(); },
     [](const BackendConfig& config) -> std::unique_ptr<Device> {
       return std::make_unique<switch_visibility::SwitchVisibilityDevice>(config.capacity);
     },
