@@ -322,11 +322,17 @@ TEST_CASE("AgentMirror: writers and refreshes converge; an agent restart is heal
         local.manager.flush();
       };
 
+      // The mirror's first publish is the empty device's image, which
+      // batches extend; waiting for it makes the batches below forwarded
+      // rather than folded into a later, non-empty image.
+      REQUIRE(eventually([&] { return mirror.stats().published; }));
       write_phase(0);
       REQUIRE(eventually(converged));
       const auto before = mirror.stats();
       CHECK(before.batches_forwarded > 0);
-      CHECK(before.publishes == 1);
+      // More than max_pending batches queued while the mirror is starved
+      // (a loaded machine) are healed by one more publish: also correct.
+      CHECK(before.publishes >= 1);
 
       // Restart the agent (a new instance on the same port) mid-way.
       const std::uint64_t old_instance = server->service().instance_id();
