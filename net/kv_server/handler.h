@@ -29,7 +29,16 @@ struct OwnedRange {
   }
 };
 
-class RequestHandler {
+// One parsed request in, one reply out: what the UDP workers and the memif
+// port call. RequestHandler serves from the engine tree;
+// HoneycombHandler (honeycomb_handler.h) from Honeycomb's store.
+class PacketHandler {
+ public:
+  virtual ~PacketHandler() = default;
+  virtual Packet handle(const Packet& request) = 0;
+};
+
+class RequestHandler final : public PacketHandler {
  public:
   // manager may be null (no offload). stats_json renders the STATS reply.
   RequestHandler(Tree& tree, offload::OffloadManager* manager, ServerStats& stats,
@@ -39,7 +48,7 @@ class RequestHandler {
   // REPLY with kOk / kNotFound, or ERROR with kBadRequest, kTooLarge or
   // kServerError and a message in the value. Counts the request and the
   // reply.
-  Packet handle(const Packet& request);
+  Packet handle(const Packet& request) override;
 
  private:
   Packet reply_to(const Packet& request, Op op, Status status) const;

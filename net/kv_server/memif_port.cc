@@ -54,7 +54,7 @@ void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) { c.fetch_add(n, s
 bool have_memif_port() { return true; }
 
 struct MemifPort::Impl {
-  Impl(const MemifConfig& c, RequestHandler& h, ServerStats& s) : config(c), handler(h), stats(s) {}
+  Impl(const MemifConfig& c, PacketHandler& h, ServerStats& s) : config(c), handler(h), stats(s) {}
   ~Impl();
   void open();
   void poll();
@@ -63,7 +63,7 @@ struct MemifPort::Impl {
   bool send(const Frames& frames);
 
   MemifConfig config;
-  RequestHandler& handler;
+  PacketHandler& handler;
   ServerStats& stats;
   bool eal = false;
   bool port_open = false;
@@ -254,7 +254,7 @@ bool MemifPort::Impl::send(const Frames& f) {
   return true;
 }
 
-MemifPort::MemifPort(const MemifConfig& config, RequestHandler& handler, ServerStats& stats)
+MemifPort::MemifPort(const MemifConfig& config, PacketHandler& handler, ServerStats& stats)
     : impl_(std::make_unique<Impl>(config, handler, stats)) {
   impl_->open();
 }

@@ -3,7 +3,7 @@
 // (`--server-port memif:PATH`), beside the kernel UDP sockets. On that
 // link the server is A.B.C.1 and the switch A.B.C.2. A poll thread
 // receives Ethernet/IPv4/UDP frames to A.B.C.1, answers each request with
-// the kernel workers' RequestHandler (same stats) and sends the reply
+// the kernel workers' PacketHandler (same stats) and sends the reply
 // frames back (IPv4 fragments when larger than one 1500-byte MTU frame);
 // it backs off when idle like forein-switch. DPDK stays inside
 // memif_port.cc (built only when libdpdk is found; memif_port_none.cc
@@ -35,7 +35,7 @@ class MemifPort {
   // the socket. The calling thread must already block the signals the
   // process waits for (EAL threads inherit the mask). Throws
   // std::runtime_error (no socket file, EAL or port failure).
-  MemifPort(const MemifConfig& config, RequestHandler& handler, ServerStats& stats);
+  MemifPort(const MemifConfig& config, PacketHandler& handler, ServerStats& stats);
   // stop(), the port closed, rte_eal_cleanup.
   ~MemifPort();
   MemifPort(const MemifPort&) = delete;

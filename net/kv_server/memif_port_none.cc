@@ -9,7 +9,7 @@ bool have_memif_port() { return false; }
 
 struct MemifPort::Impl {};
 
-MemifPort::MemifPort(const MemifConfig&, RequestHandler&, ServerStats&) {
+MemifPort::MemifPort(const MemifConfig&, PacketHandler&, ServerStats&) {
   throw std::runtime_error("--memif: this build has no DPDK (libdpdk-dev)");
 }
 MemifPort::~MemifPort() = default;

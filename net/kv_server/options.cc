@@ -101,13 +101,16 @@ std::string usage_text(const char* argv0) {
          " [--mode kv] --listen HOST:PORT (--keys N | --data FILE) [--backend NAME]\n"
          "       [--agent HOST:PORT] [--agent-token T] [--threads T] [--refresh-ms MS]\n"
          "       [--sample-rate N] [--shard I/K] [--fat-root-ranges N] [--layer-nodes N]\n"
-         "       [--memif PATH [--memif-net A.B.C]]\n"
+         "       [--memif PATH [--memif-net A.B.C]] [--engine forein|honeycomb]\n"
          "  --shard I/K: with --keys, own dataset shard I of K (0 <= I < K <= 64) and\n"
          "               publish the offload image under agent index I\n"
          "  --fat-root-ranges N, --layer-nodes N: fattree's fat root ranges (1..1024) and\n"
          "               nodes per cached layer (1..4096); default the paper's 600 and 3600\n"
          "  --memif PATH: also serve on a DPDK memif port joining forein-switch's socket PATH\n"
          "               (--server-port memif:PATH), as A.B.C.1 of --memif-net (default 10.77.1)\n"
+         "  --engine honeycomb: serve from Honeycomb's store: GET/SCAN by the accelerator\n"
+         "               model, PUT/DELETE by the CPU (keys 1..460 bytes; no --backend,\n"
+         "               --agent or --shard; default forein: the engine tree)\n"
          "  metadata mode (Switch-delta's metadata node; the index is rebuilt from the data nodes' logs):\n"
          "       " + std::string(argv0) + " --mode metadata --listen HOST:PORT --data-nodes H:P[,H:P...]\n"
          "       [--switch H:P] [--deferred on|off] [--batch N] [--visibility-timeout-us U]\n"
@@ -149,7 +152,7 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
                        arg == "--shard" || arg == "--fat-root-ranges" || arg == "--layer-nodes" ||
                        arg == "--memif" || arg == "--memif-net" || arg == "--mode" ||
                        arg == "--data-nodes" || arg == "--switch" || arg == "--deferred" ||
-                       arg == "--batch" || arg == "--visibility-timeout-us";
+                       arg == "--batch" || arg == "--visibility-timeout-us" || arg == "--engine";
     if (!known) {
       *error = "unknown argument '" + std::string(arg) + "'";
       return false;
@@ -169,7 +172,15 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
         arg == "--data-nodes" || arg == "--switch") {
       metadata_flag = std::string(arg);
     }
-    if (arg == "--mode") {
+    if (arg == "--engine") {
+      if (value == "forein") {
+        out->engine = Engine::kForein;
+      } else if (value == "honeycomb") {
+        out->engine = Engine::kHoneycomb;
+      } else {
+        return bad("expected forein or honeycomb");
+      }
+    } else if (arg == "--mode") {
       if (value == "kv") {
         out->mode = ServerMode::kKv;
       } else if (value == "metadata") {
@@ -211,6 +222,7 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
       out->data_file = std::string(value);
     } else if (arg == "--backend") {
       out->backend = std::string(value);
+      out->backend_given = true;
     } else if (arg == "--agent") {
       std::string host;
       std::uint16_t port = 0;
@@ -272,6 +284,20 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
       *error = "give exactly one of --keys N and --data FILE";
       return false;
     }
+  }
+  if (out->engine == Engine::kHoneycomb) {
+    // Honeycomb's accelerator walks its own cached interior nodes: no
+    // switch hints, no image to mirror, and its keys are not sharded.
+    const char* refused = out->mode == ServerMode::kMetadata ? "--mode metadata"
+                          : out->backend_given               ? "--backend"
+                          : !out->agent.empty()              ? "--agent"
+                          : out->shards > 1                  ? "--shard"
+                                                             : nullptr;
+    if (refused != nullptr) {
+      *error = std::string(refused) + " is not supported with --engine honeycomb";
+      return false;
+    }
+    out->backend = "none";
   }
   if ((out->fat_root_ranges != 0 || out->layer_nodes != 0) && out->backend != "fattree") {
     *error = "--fat-root-ranges and --layer-nodes are fattree settings (give --backend fattree)";

@@ -12,6 +12,11 @@ namespace forein::net::kv {
 // location, rebuilt from the data nodes' logs.
 enum class ServerMode : std::uint8_t { kKv, kMetadata };
 
+// forein: the engine tree (with --backend's hints). honeycomb: Honeycomb's
+// store (offload/backends/fpga/honeycomb/): GET/SCAN run by the
+// accelerator model, PUT/DELETE by the CPU (docs/fpga.md).
+enum class Engine : std::uint8_t { kForein, kHoneycomb };
+
 struct HostPort {
   std::string host;
   std::uint16_t port = 0;
@@ -20,6 +25,8 @@ struct HostPort {
 
 struct ServerOptions {
   ServerMode mode = ServerMode::kKv;
+  Engine engine = Engine::kForein;  // --engine
+  bool backend_given = false;
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 0;       // 0: the kernel picks a free port
   bool keys_given = false;

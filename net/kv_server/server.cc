@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "forein/offload/registry.h"
+#include "kv_server/honeycomb_handler.h"
 #include "protocol/dataset.h"
 
 #ifdef FOREIN_KV_WITH_AGENT
@@ -77,9 +78,23 @@ Server::Server(const ServerOptions& options, const Rows& rows) : options_(option
   to.index_id = kDatasetIndexId + options_.shard;
   to.observer = manager_.get();
   tree_ = Tree::create(std::make_unique<MemoryPageStore>(), to);
-  tree_->bulk_load(rows);
-  handler_ = std::make_unique<RequestHandler>(*tree_, manager_.get(), stats_,
-                                              [this] { return stats_json(); }, owned_range(options_));
+  if (options_.engine == Engine::kHoneycomb) {
+    // The rows go to Honeycomb's store; the engine tree stays empty.
+    accelerator_ = std::make_unique<offload::fpga::Accelerator>();
+    honeycomb_ = std::make_unique<offload::fpga::Store>(offload::fpga::StoreOptions{},
+                                                        accelerator_.get());
+    std::vector<offload::fpga::Item> items;
+    items.reserve(rows.size());
+    for (const auto& [k, v] : rows) items.push_back({k, v});
+    honeycomb_->bulk_load(items);
+    honeycomb_loaded_ = items.size();
+    handler_ = std::make_unique<HoneycombHandler>(*honeycomb_, *accelerator_, stats_,
+                                                  [this] { return stats_json(); });
+  } else {
+    tree_->bulk_load(rows);
+    handler_ = std::make_unique<RequestHandler>(*tree_, manager_.get(), stats_,
+                                                [this] { return stats_json(); }, owned_range(options_));
+  }
   if (options_.mode == ServerMode::kMetadata) {
     metadata_ = std::make_unique<MetadataNode>(options_, *tree_, stats_, [this] { return stats_json(); });
   }
@@ -145,7 +160,8 @@ std::string Server::stats_json() {
   const offload::ManagerStats ms = manager_->stats();
   const offload::BackendUsage usage = backend_->usage();
   std::string extra;
-  extra += "\"keys\":" + std::to_string(tree_->size());
+  extra += "\"engine\":" + json_string(honeycomb_ ? "honeycomb" : "forein");
+  extra += ",\"keys\":" + std::to_string(honeycomb_ ? honeycomb_loaded_ : tree_->size());
   extra += ",\"height\":" + std::to_string(tree_->height());
   extra += ",\"threads\":" + std::to_string(options_.threads);
   extra += ",\"port\":" + std::to_string(port_);
@@ -177,7 +193,35 @@ std::string Server::stats_json() {
   extra += "}";
   if (memif_) extra += ",\"memif\":" + memif_->json();
   if (metadata_) extra += "," + metadata_->json();
+  if (honeycomb_) extra += "," + honeycomb_json();
   return stats_.json(tree_->stats(), extra);
+}
+
+// Honeycomb's counters: the store's (CPU side) and the accelerator's (its
+// cache, PCIe and on-board DRAM traffic, and the modelled throughput).
+std::string Server::honeycomb_json() {
+  const offload::fpga::StoreStats st = honeycomb_->stats();
+  const offload::fpga::AcceleratorStats as = accelerator_->stats();
+  const offload::fpga::AcceleratorModel m = accelerator_->model();
+  std::string j = "\"honeycomb\":{";
+  j += "\"loaded_keys\":" + std::to_string(honeycomb_loaded_);
+  j += ",\"height\":" + std::to_string(st.height);
+  j += ",\"nodes\":" + std::to_string(st.nodes_live);
+  j += ",\"log_appends\":" + std::to_string(st.log_appends);
+  j += ",\"merges\":" + std::to_string(st.merges);
+  j += ",\"splits\":" + std::to_string(st.splits);
+  j += ",\"read_version\":" + std::to_string(honeycomb_->read_version());
+  j += ",\"nic_requests\":" + std::to_string(as.requests);
+  j += ",\"interior_hit_rate\":" + std::to_string(as.hit_rate());
+  j += ",\"pcie_reads\":" + std::to_string(as.pcie_reads);
+  j += ",\"pcie_bytes\":" + std::to_string(as.pcie_bytes);
+  j += ",\"dram_bytes\":" + std::to_string(as.dram_bytes);
+  j += ",\"cache_bytes_used\":" + std::to_string(as.cache_bytes_used);
+  j += ",\"cache_bytes_capacity\":" + std::to_string(as.cache_bytes_capacity);
+  j += ",\"modelled_requests_per_second\":" + std::to_string(m.requests_per_second);
+  j += ",\"bottleneck\":" + json_string(m.bottleneck);
+  j += "}";
+  return j;
 }
 
 void Server::worker(int fd) {

@@ -20,6 +20,8 @@
 #include "kv_server/memif_port.h"
 #include "kv_server/metadata_node.h"
 #include "kv_server/options.h"
+#include "fpga/honeycomb/accelerator.h"
+#include "fpga/honeycomb/store.h"
 #include "kv_server/stats.h"
 
 namespace forein::net {
@@ -59,13 +61,19 @@ class Server {
 
  private:
   void worker(int fd);
+  std::string honeycomb_json();
 
   ServerOptions options_;
   std::unique_ptr<offload::Backend> backend_;
   std::unique_ptr<offload::OffloadManager> manager_;
   std::unique_ptr<Tree> tree_;
   ServerStats stats_;
-  std::unique_ptr<RequestHandler> handler_;
+  // --engine honeycomb: the accelerator model, then the store that sends it
+  // page-table updates (destroyed first).
+  std::unique_ptr<offload::fpga::Accelerator> accelerator_;
+  std::unique_ptr<offload::fpga::Store> honeycomb_;
+  std::uint64_t honeycomb_loaded_ = 0;
+  std::unique_ptr<PacketHandler> handler_;
   std::unique_ptr<AgentMirror> mirror_;  // --agent: the manager's device, mirrored
   std::unique_ptr<MemifPort> memif_;     // --memif: destroyed first (rte_eal_cleanup)
   std::unique_ptr<MetadataNode> metadata_;  // --mode metadata: serves instead of the workers

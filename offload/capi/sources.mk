@@ -19,6 +19,11 @@ FOREIN_CAPI_SOURCES = \
 	offload/backends/fattree/fattree_plan.cc \
 	offload/backends/fattree/fattree_planner.cc \
 	offload/backends/fattree/range_tables.cc \
+	offload/backends/fpga/fpga_backend.cc \
+	offload/backends/fpga/fpga_batch.cc \
+	offload/backends/fpga/fpga_device.cc \
+	offload/backends/fpga/fpga_image.cc \
+	offload/backends/fpga/fpga_planner.cc \
 	offload/backends/none/none_backend.cc \
 	offload/backends/switch_lpm/entry_diff.cc \
 	offload/backends/switch_lpm/layers.cc \

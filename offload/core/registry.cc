@@ -4,6 +4,7 @@
 
 #include "forein/error.h"
 #include "fattree/fattree_backend.h"
+#include "fpga/fpga_backend.h"
 #include "none/none_backend.h"
 #include "switch_lpm/switch_lpm_backend.h"
 #include "switch_visibility/switch_visibility_backend.h"
@@ -14,10 +15,11 @@ namespace {
 
 // One line per backend, as DPDK's l3fwd lists its lookup methods. A backend
 // joins this list only once it passes tests/offload/conformance.
-const std::array<const BackendInfo*, 4> kBackends = {
+const std::array<const BackendInfo*, 5> kBackends = {
     &kNoneBackend,
     &kSwitchLpmBackend,
     &kFattreeBackend,
+    &kFpgaBackend,
     &kSwitchVisibilityBackend,
 };
 

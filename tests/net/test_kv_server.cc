@@ -26,6 +26,7 @@
 #include "protocol/dataset.h"
 #include "child_process.h"
 #include "protocol/packet.h"
+#include "support/seed.h"
 #include "udp_client.h"
 
 namespace {
@@ -433,4 +434,81 @@ TEST_CASE("kv server: --shard I/K owns its part of the data set", "[net][kv_serv
   const Packet tail = last_udp.call(request(Op::kScan, dataset_key(298), "", 10));
   CHECK(tail.count == 3);
   CHECK_FALSE(tail.more);
+}
+
+TEST_CASE("kv server --engine honeycomb: GET/SCAN by the accelerator model, writes by the CPU",
+          "[net][kv_server][honeycomb]") {
+  const std::uint64_t n = 20000;
+  std::uint16_t port = 0;
+  const std::unique_ptr<ChildProcess> owner =
+      start_server({"--keys", std::to_string(n), "--engine", "honeycomb"}, &port);
+  ChildProcess& server = *owner;
+  Udp udp(port);
+  std::map<std::string, std::string> model;
+  for (std::uint64_t i = 0; i < n; ++i) model[dataset_key(i)] = dataset_value(i);
+  const std::uint64_t seed = forein::testing::test_seed("kv server honeycomb");
+  std::mt19937_64 rng(seed);
+  for (int op = 0; op < 3000; ++op) {
+    const std::string key = dataset_key(rng() % (n + n / 4));  // some absent
+    switch (rng() % 4) {
+      case 0: {
+        const std::string v = "v" + std::to_string(rng() % 1000);
+        const Packet r = udp.call(request(Op::kPut, key, v));
+        REQUIRE(r.op == Op::kReply);
+        model[key] = v;
+        break;
+      }
+      case 1: {
+        const Packet r = udp.call(request(Op::kDelete, key));
+        REQUIRE(r.op == Op::kReply);
+        CHECK((r.status == Status::kOk) == (model.erase(key) == 1));
+        break;
+      }
+      case 2: {
+        const auto it = model.find(key);
+        check_get(udp, key, it == model.end() ? std::nullopt : std::optional<std::string>(it->second));
+        break;
+      }
+      default: {
+        const std::uint32_t count = 1 + static_cast<std::uint32_t>(rng() % 20);
+        const Packet r = udp.call(request(Op::kScan, key, "", count));
+        REQUIRE(r.op == Op::kReply);
+        const auto entries = decode_scan_entries(r.value);
+        REQUIRE(entries.has_value());
+        auto it = model.lower_bound(key);
+        std::size_t i = 0;
+        for (; i < count && it != model.end(); ++i, ++it) {
+          REQUIRE(i < entries->size());
+          CHECK((*entries)[i].key == it->first);
+          CHECK((*entries)[i].value == it->second);
+        }
+        CHECK(entries->size() == i);
+        break;
+      }
+    }
+  }
+  // Keys Honeycomb cannot hold are refused, not crashed on.
+  const Packet empty = udp.call(request(Op::kPut, "", "x"));
+  CHECK(empty.op == Op::kError);
+  CHECK(empty.status == Status::kBadRequest);
+  const std::string s = stats(udp);
+  CHECK(s.find("\"engine\":\"honeycomb\"") != std::string::npos);
+  CHECK(json_number(s, "nic_requests") > 0);
+  CHECK(json_number(s, "pcie_bytes") > 0);
+  server.signal(SIGINT);
+  CHECK(server.wait_exit() == 0);
+
+  for (const std::vector<std::string>& refused :
+       {std::vector<std::string>{"--backend", "fattree"}, {"--shard", "0/2"}, {"--agent", "127.0.0.1:1"}}) {
+    std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--keys", "10", "--engine", "honeycomb"};
+    args.insert(args.end(), refused.begin(), refused.end());
+    const auto owned = spawn_server(args);
+    ChildProcess& c = *owned;
+    INFO(refused[0]);
+    CHECK(c.read_stderr(std::chrono::seconds(30)).find("--engine honeycomb") != std::string::npos);
+    CHECK(c.wait_exit() == 2);
+  }
+  const auto bad = spawn_server({"--listen", "127.0.0.1:0", "--keys", "10", "--engine", "masstree"});
+  CHECK(bad->read_stderr(std::chrono::seconds(30)).find("forein or honeycomb") != std::string::npos);
+  CHECK(bad->wait_exit() == 2);
 }

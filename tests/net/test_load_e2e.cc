@@ -52,6 +52,30 @@ TEST_CASE("forein-load --verify against forein-kv-server: every workload", "[loa
   }
 }
 
+TEST_CASE("forein-load --verify against forein-kv-server --engine honeycomb", "[load][program][honeycomb]") {
+  const std::string keys = "20000";
+  for (const char* workload : {"a", "c", "e", "getputdel"}) {
+    INFO("workload " << workload);
+    ChildProcess server(FOREIN_KV_SERVER_BIN,
+                        {"--listen", "127.0.0.1:0", "--keys", keys, "--engine", "honeycomb"});
+    const int ready = forein::testing::ready_port(server);
+    REQUIRE(ready > 0);
+    ChildProcess load(FOREIN_LOAD_BIN, {"--target", "127.0.0.1:" + std::to_string(ready), "--keys", keys,
+                                        "--workload", workload, "--dist", "zipf", "--zipf", "0.99",
+                                        "--seconds", "2", "--outstanding", "8", "--timeout-ms", "500",
+                                        "--retries", "5", "--verify", "--seed", "9"});
+    const std::string out = load.read_all();
+    const int rc = load.wait_exit();
+    const std::string json = last_line(out);
+    INFO(out);
+    REQUIRE(json.front() == '{');
+    CHECK(rc == 0);
+    CHECK(json_number(json, "wrong") == 0);
+    CHECK(json_number(json, "verified") > 0);
+    CHECK(json_number(json, "errors") == 0);
+  }
+}
+
 TEST_CASE("forein-load: bad flags exit 2 with a message", "[load][program]") {
   for (std::vector<std::string> args : {std::vector<std::string>{"--keys", "10", "--workload", "a"},
                                         {"--target", "127.0.0.1:1", "--keys", "10", "--workload", "z"},

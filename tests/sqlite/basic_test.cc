@@ -20,12 +20,12 @@ TEST_CASE("sqlite: offload=NAME takes a registered backend", "[sqlite]") {
   Db db;
   const std::string bogus = db.try_exec("CREATE VIRTUAL TABLE a USING forein(k INTEGER, v, offload=honeycomb)");
   CHECK(bogus.find("unknown offload backend 'honeycomb'") != std::string::npos);
-  CHECK(bogus.find("none, switch_lpm, fattree") != std::string::npos);
+  CHECK(bogus.find("none, switch_lpm, fattree, fpga") != std::string::npos);
   // A registered backend that gives no start hints is refused, saying why.
   const std::string visibility =
       db.try_exec("CREATE VIRTUAL TABLE v USING forein(k INTEGER, v, offload=switch_visibility)");
   CHECK(visibility.find("gives no start hints") != std::string::npos);
-  CHECK(visibility.find("use one of: none, switch_lpm, fattree") != std::string::npos);
+  CHECK(visibility.find("use one of: none, switch_lpm, fattree, fpga") != std::string::npos);
   const std::string twice =
       db.try_exec("CREATE VIRTUAL TABLE b USING forein(k INTEGER, v, page_size=8192, page_size=4096)");
   CHECK(twice.find("given twice") != std::string::npos);
@@ -52,14 +52,21 @@ TEST_CASE("sqlite: offload=NAME takes a registered backend", "[sqlite]") {
   CHECK(db.rows("SELECT json_extract(forein_stats('s'), '$.installed_entries') > 0") == "1");
 }
 
-TEST_CASE("sqlite: offload=fattree gives the answers of offload=none", "[sqlite]") {
-  const std::uint64_t seed = forein::testing::test_seed("sqlite fattree");
+TEST_CASE("sqlite: offload=fattree and offload=fpga give the answers of offload=none", "[sqlite]") {
+  // fattree's capacity in in-switch nodes; fpga's in cache bytes (4 GB of
+  // on-board DRAM, 8 KB a cached interior node).
+  const auto backend = GENERATE(as<std::pair<std::string, std::uint64_t>>{},
+                                std::pair<std::string, std::uint64_t>{"fattree", 21504},
+                                std::pair<std::string, std::uint64_t>{"fpga", std::uint64_t{4} << 30});
+  INFO("offload=" << backend.first);
+  const std::uint64_t seed = forein::testing::test_seed("sqlite " + backend.first);
   std::mt19937_64 rng(seed);
   Db db;
   // Small pages: ~150,000 keys make more leaves than the fat root has
-  // ranges, so the plan also fills node sets below it.
+  // ranges, so the plan also fills node sets below it; for fpga, a
+  // three-level tree whose middle level is cached in DRAM.
   db.exec("CREATE VIRTUAL TABLE n USING forein(k INTEGER, v, page_size=4096, offload=none)");
-  db.exec("CREATE VIRTUAL TABLE f USING forein(k INTEGER, v, page_size=4096, offload=fattree)");
+  db.exec("CREATE VIRTUAL TABLE f USING forein(k INTEGER, v, page_size=4096, offload=" + backend.first + ")");
   db.exec("BEGIN");
   for (const char* t : {"n", "f"}) {
     db.exec(std::string("INSERT INTO ") + t +
@@ -70,8 +77,8 @@ TEST_CASE("sqlite: offload=fattree gives the answers of offload=none", "[sqlite]
   auto stat = [&](const char* f) {
     return db.rows(std::string("SELECT json_extract(forein_stats('f'), '$.") + f + "')");
   };
-  CHECK(stat("backend") == "fattree");
-  CHECK(stat("capacity_entries") == "21504");
+  CHECK(stat("backend") == backend.first);
+  CHECK(stat("capacity_entries") == std::to_string(backend.second));
   const std::uint64_t hits0 = std::stoull(stat("hint_hits"));
   auto same = [&](const std::string& q) {
     std::string qn = q, qf = q;
@@ -116,6 +123,6 @@ TEST_CASE("sqlite: offload=fattree gives the answers of offload=none", "[sqlite]
   CHECK(hits("f") > f0);
   CHECK(hits("n") == n0);
   CHECK(std::stoull(stat("installed_entries")) > 0);
-  CHECK(std::stoull(stat("installed_entries")) <= 21504);
+  CHECK(std::stoull(stat("installed_entries")) <= backend.second);
   CHECK(db.rows("SELECT forein_check('f')") == "ok");
 }

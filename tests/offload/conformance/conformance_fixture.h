@@ -59,6 +59,14 @@ inline bool plans_records(const BackendInfo& info) {
   return holds_records(info) && (info.capabilities & kStartHints) != 0;
 }
 
+// Device units one planned record takes: 1 for a backend that counts
+// records (LPM entries, in-switch nodes, slots), a node's 8 KB slot for one
+// that counts cache bytes (fpga, whose root in on-chip SRAM takes none).
+// Capacities the suite chooses in records are scaled by it.
+inline std::uint64_t units_per_record(const BackendInfo& info) {
+  return std::string(info.unit) == "cache bytes" ? 8192 : 1;
+}
+
 struct ConformanceTree {
   explicit ConformanceTree(const BackendInfo& info, BackendConfig config = {},
                            ManagerOptions options = {})

@@ -1,7 +1,8 @@
 // Conformance 5: usage() is in the hardware's units and matches the plan.
 //
 // For every registered backend, with the default configuration, an explicit
-// capacity (4096: a power of two, as switch_visibility's table needs) and a
+// capacity (4096 records: a power of two, as switch_visibility's table needs; scaled by
+// units_per_record for a backend counting cache bytes) and a
 // small budget: usage().unit == info.unit; capacity is
 // config.capacity, else info.default_capacity (a backend that holds nothing,
 // default_capacity 0, reports 0 whatever it is configured with); used <=
@@ -61,10 +62,10 @@ TEST_CASE("conformance: usage() in the hardware's units, equal to the plan once 
         BackendConfig config;
       };
       BackendConfig explicit_capacity;
-      explicit_capacity.capacity = 4096;
+      explicit_capacity.capacity = 4096 * units_per_record(*info);
       BackendConfig small_budget;
-      small_budget.capacity = 4096;
-      small_budget.budget = 100;
+      small_budget.capacity = 4096 * units_per_record(*info);
+      small_budget.budget = 100 * units_per_record(*info);
       for (const Case& c : {Case{"default", BackendConfig{}}, Case{"capacity 4096", explicit_capacity},
                             Case{"capacity 4096, budget 100", small_budget}}) {
         INFO("config: " << c.name);

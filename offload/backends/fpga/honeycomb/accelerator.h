@@ -54,12 +54,16 @@ struct AcceleratorStats {
   std::uint64_t requests = 0, gets = 0, scans = 0;
   std::uint64_t items_returned = 0;
   std::uint64_t interior_reads = 0;  // reads of interior-node blocks
-  std::uint64_t cache_hits = 0;      // of those, served from SRAM or DRAM
+  std::uint64_t cache_hits = 0;      // of those, found in SRAM or DRAM (balanced ones too)
   std::uint64_t sram_hits = 0;
   std::uint64_t balanced_to_pcie = 0;  // hits the load balancer sent over PCIe
   std::uint64_t pcie_reads = 0, pcie_bytes = 0;  // DMAs over PCIe and their bytes
   std::uint64_t dram_reads = 0, dram_bytes = 0;  // reads of on-board DRAM (cache data)
   std::uint64_t dram_write_bytes = 0;            // cache fills
+  // Metadata reads of on-board DRAM (whole 64 B bursts): page-table
+  // entries (every LID a request first translates) and cache metadata sets
+  // missing from the 1K-entry on-chip metadata cache (section 5).
+  std::uint64_t page_table_reads = 0, metadata_reads = 0;
   std::uint64_t invalidations = 0, evictions = 0;
   std::uint64_t cache_bytes_used = 0, cache_bytes_capacity = 0;  // 8 KB slots allocated
   std::uint64_t old_versions = 0;                // old-version pointers followed
@@ -70,7 +74,8 @@ struct AcceleratorStats {
 
 // The accelerator's modelled throughput for the requests it ran: each
 // interface's busy time from the bytes and IOPS it carried, the bottleneck,
-// and requests per second at that bottleneck. Sources in accelerator.cc.
+// and requests per second at that bottleneck. Sources in pcie_model.h and
+// AcceleratorCore::model (accelerator_port.cc); compute is not modelled.
 struct AcceleratorModel {
   double requests_per_second = 0;
   double pcie_seconds = 0, dram_seconds = 0;

@@ -1,0 +1,130 @@
+#include "kv_server/honeycomb_handler.h"
+
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "forein/error.h"
+
+namespace forein::net::kv {
+
+namespace {
+
+namespace hc = offload::fpga;
+
+constexpr std::size_t kScanEntryOverhead = 6;  // u16 key length, u32 value length
+// The largest key there is: SCAN's open upper end.
+const std::string& top_key() {
+  static const std::string k(hc::kMaxKeyBytes, '\xff');
+  return k;
+}
+
+Packet reply_to(const Packet& request, Op op, Status status) {
+  Packet reply;
+  reply.op = op;
+  reply.status = status;
+  reply.seq = request.seq;
+  reply.key = request.key;
+  return reply;
+}
+
+}  // namespace
+
+HoneycombHandler::HoneycombHandler(hc::Store& store, hc::Accelerator& accelerator,
+                                   ServerStats& stats, std::function<std::string()> stats_json)
+    : store_(store), accelerator_(accelerator), stats_(stats), stats_json_(std::move(stats_json)) {}
+
+Packet HoneycombHandler::handle(const Packet& request) {
+  stats_.count_request(request.op);
+  if (request.hints && request.op != Op::kStats) stats_.count_hinted();
+  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  const auto fail = [&](Status status, std::string message) {
+    reply = reply_to(request, Op::kError, status);
+    reply.value = std::move(message);
+  };
+  try {
+    const bool keyed = request.op != Op::kStats;
+    if (keyed && (request.key.empty() || request.key.size() > hc::kMaxKeyBytes)) {
+      fail(Status::kBadRequest,
+           "honeycomb keys are 1.." + std::to_string(hc::kMaxKeyBytes) + " bytes");
+    } else {
+      switch (request.op) {
+        case Op::kGet:
+          if (auto v = accelerator_.get(request.key)) {
+            reply.value = std::move(*v);
+          } else {
+            reply.status = Status::kNotFound;
+          }
+          break;
+        case Op::kPut:
+          if (request.value.size() > hc::kMaxValueBytes) {
+            fail(Status::kBadRequest,
+                 "value longer than " + std::to_string(hc::kMaxValueBytes) + " bytes");
+          } else {
+            store_.upsert(request.key, request.value);
+          }
+          break;
+        case Op::kDelete:
+          if (!store_.erase(request.key)) reply.status = Status::kNotFound;
+          break;
+        case Op::kScan:
+          reply = scan(request);
+          break;
+        case Op::kStats:
+          reply.value = stats_json_ ? stats_json_() : std::string("{}");
+          if (encoded_size(reply) > kMaxDatagram) fail(Status::kTooLarge, "stats too large");
+          break;
+        default:
+          fail(Status::kBadRequest, "not a request");
+          break;
+      }
+    }
+  } catch (const InvalidArgument& e) {
+    fail(Status::kBadRequest, e.what());
+  } catch (const std::exception& e) {
+    fail(Status::kServerError, e.what());
+  }
+  stats_.count_reply(reply.op, reply.status);
+  return reply;
+}
+
+// The protocol's SCAN (entries from the key, at most count, one datagram)
+// on Honeycomb's SCAN(K_l, K_u), which also returns the predecessor of
+// K_l: asked for one item more, the predecessor dropped.
+Packet HoneycombHandler::scan(const Packet& request) {
+  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  const std::size_t budget = kMaxDatagram - kHeaderBytes - reply.key.size();
+  // No more entries than the smallest ones that fill a datagram.
+  const std::size_t cap = budget / (kScanEntryOverhead + 1) + 1;
+  const std::size_t want = request.count == 0 ? cap : std::min<std::size_t>(request.count, cap);
+  hc::ScanResult r = accelerator_.scan(request.key, top_key(), want + 1);
+  std::vector<ScanEntry> entries;
+  std::size_t used = 0;
+  bool more = false;
+  for (hc::Item& item : r.items) {
+    if (item.key < request.key) continue;  // the predecessor
+    if (entries.size() >= want) {
+      more = request.count == 0;  // a datagram's worth, and there is more
+      break;
+    }
+    const std::size_t need = kScanEntryOverhead + item.key.size() + item.value.size();
+    if (used + need > budget) {
+      more = true;
+      break;
+    }
+    used += need;
+    entries.push_back({std::move(item.key), std::move(item.value)});
+  }
+  if (entries.empty() && more) {
+    reply.op = Op::kError;
+    reply.status = Status::kTooLarge;
+    reply.value = "entry larger than a datagram";
+    return reply;
+  }
+  reply.count = static_cast<std::uint32_t>(entries.size());
+  reply.more = more;
+  reply.value = encode_scan_entries(entries);
+  return reply;
+}
+
+}  // namespace forein::net::kv

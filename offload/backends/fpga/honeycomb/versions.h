@@ -1,0 +1,44 @@
+// MVCC versions (section 3.2): writers take a write version from the
+// global write version (GWV) and release their changes to readers in
+// version order by advancing the global read version (GRV), mirrored to the
+// accelerator. With MVCC off every version is 0 and nothing is released.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "fpga/honeycomb/memory_port.h"
+
+namespace forein::offload::fpga {
+
+class Versions {
+ public:
+  Versions(bool mvcc, bool out_of_order, AcceleratorLink* link)
+      : mvcc_(mvcc), out_of_order_(out_of_order), link_(link) {}
+
+  bool mvcc() const { return mvcc_; }
+  // A new write version (GWV fetch-and-add); 0 with MVCC off. Every
+  // version taken must be released, or later writers wait forever.
+  Version acquire();
+  // Returns once GRV >= version: waits until every smaller version is
+  // released, then publishes GRV = version to the CPU and the accelerator.
+  // The out-of-order test variant publishes at once, so GRV may skip
+  // unreleased versions and even move backwards.
+  void release(Version version);
+
+  // Returns once every version up to `version` is released (a write that
+  // changes nothing must not report a state readers cannot see yet).
+  void wait_released(Version version);
+
+  Version read_version() const { return grv_.load(std::memory_order_seq_cst); }
+  Version write_version() const { return gwv_.load(std::memory_order_acquire); }
+
+ private:
+  const bool mvcc_, out_of_order_;
+  AcceleratorLink* link_;
+  std::atomic<Version> gwv_{0};   // last version handed out
+  std::atomic<Version> grv_{0};   // last version released
+  std::atomic<Version> turn_{0};  // in-order release: the last version done
+};
+
+}  // namespace forein::offload::fpga
