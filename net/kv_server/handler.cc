@@ -23,7 +23,7 @@ RequestHandler::RequestHandler(Tree& tree, offload::OffloadManager* manager, Ser
       stats_json_(std::move(stats_json)),
       owned_(std::move(owned)) {}
 
-Packet RequestHandler::reply_to(const Packet& request, Op op, Status status) const {
+Packet make_reply(const Packet& request, Op op, Status status) {
   Packet reply;
   reply.op = op;
   reply.status = status;
@@ -32,11 +32,21 @@ Packet RequestHandler::reply_to(const Packet& request, Op op, Status status) con
   return reply;
 }
 
+Packet stats_reply(const Packet& request, const std::function<std::string()>& stats_json) {
+  Packet reply = make_reply(request, Op::kReply, Status::kOk);
+  reply.value = stats_json ? stats_json() : std::string("{}");
+  if (encoded_size(reply) > kMaxDatagram) {
+    reply = make_reply(request, Op::kError, Status::kTooLarge);
+    reply.value = "stats too large";
+  }
+  return reply;
+}
+
 Packet RequestHandler::handle(const Packet& request) {
   stats_.count_request(request.op);
-  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  Packet reply = make_reply(request, Op::kReply, Status::kOk);
   const auto fail = [&](Status status, std::string message) {
-    reply = reply_to(request, Op::kError, status);
+    reply = make_reply(request, Op::kError, status);
     reply.value = std::move(message);
   };
   StartHints hints;
@@ -75,8 +85,7 @@ Packet RequestHandler::handle(const Packet& request) {
           reply = scan(request, hint_ptr);
           break;
         case Op::kStats:
-          reply.value = stats_json_ ? stats_json_() : std::string("{}");
-          if (encoded_size(reply) > kMaxDatagram) fail(Status::kTooLarge, "stats too large");
+          reply = stats_reply(request, stats_json_);
           break;
         default:
           fail(Status::kBadRequest, "not a request");
@@ -98,7 +107,7 @@ Packet RequestHandler::handle(const Packet& request) {
 // entries remained, or when the scan reached the end of this server's
 // range (--shard) short of count: the next shard's server holds the rest.
 Packet RequestHandler::scan(const Packet& request, const StartHints* hints) {
-  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  Packet reply = make_reply(request, Op::kReply, Status::kOk);
   const std::size_t budget = kMaxDatagram - kHeaderBytes - reply.key.size();
   std::vector<ScanEntry> entries;
   std::size_t used = 0;

@@ -32,6 +32,12 @@ struct OwnedRange {
 // One parsed request in, one reply out: what the UDP workers and the memif
 // port call. RequestHandler serves from the engine tree;
 // HoneycombHandler (honeycomb_handler.h) from Honeycomb's store.
+// A reply to request: its seq and key, the op and status given.
+Packet make_reply(const Packet& request, Op op, Status status);
+// The STATS reply: stats_json() ("{}" without one) in one datagram, or
+// ERROR kTooLarge.
+Packet stats_reply(const Packet& request, const std::function<std::string()>& stats_json);
+
 class PacketHandler {
  public:
   virtual ~PacketHandler() = default;
@@ -51,7 +57,6 @@ class RequestHandler final : public PacketHandler {
   Packet handle(const Packet& request) override;
 
  private:
-  Packet reply_to(const Packet& request, Op op, Status status) const;
   Packet scan(const Packet& request, const StartHints* hints);
 
   Tree& tree_;

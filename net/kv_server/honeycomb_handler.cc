@@ -19,15 +19,6 @@ const std::string& top_key() {
   return k;
 }
 
-Packet reply_to(const Packet& request, Op op, Status status) {
-  Packet reply;
-  reply.op = op;
-  reply.status = status;
-  reply.seq = request.seq;
-  reply.key = request.key;
-  return reply;
-}
-
 }  // namespace
 
 HoneycombHandler::HoneycombHandler(hc::Store& store, hc::Accelerator& accelerator,
@@ -37,9 +28,9 @@ HoneycombHandler::HoneycombHandler(hc::Store& store, hc::Accelerator& accelerato
 Packet HoneycombHandler::handle(const Packet& request) {
   stats_.count_request(request.op);
   if (request.hints && request.op != Op::kStats) stats_.count_hinted();
-  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  Packet reply = make_reply(request, Op::kReply, Status::kOk);
   const auto fail = [&](Status status, std::string message) {
-    reply = reply_to(request, Op::kError, status);
+    reply = make_reply(request, Op::kError, status);
     reply.value = std::move(message);
   };
   try {
@@ -71,8 +62,7 @@ Packet HoneycombHandler::handle(const Packet& request) {
           reply = scan(request);
           break;
         case Op::kStats:
-          reply.value = stats_json_ ? stats_json_() : std::string("{}");
-          if (encoded_size(reply) > kMaxDatagram) fail(Status::kTooLarge, "stats too large");
+          reply = stats_reply(request, stats_json_);
           break;
         default:
           fail(Status::kBadRequest, "not a request");
@@ -92,7 +82,7 @@ Packet HoneycombHandler::handle(const Packet& request) {
 // on Honeycomb's SCAN(K_l, K_u), which also returns the predecessor of
 // K_l: asked for one item more, the predecessor dropped.
 Packet HoneycombHandler::scan(const Packet& request) {
-  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  Packet reply = make_reply(request, Op::kReply, Status::kOk);
   const std::size_t budget = kMaxDatagram - kHeaderBytes - reply.key.size();
   // No more entries than the smallest ones that fill a datagram.
   const std::size_t cap = budget / (kScanEntryOverhead + 1) + 1;

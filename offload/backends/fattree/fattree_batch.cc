@@ -1,6 +1,6 @@
 #include "fattree/fattree_batch.h"
 
-#include "fattree/fattree_bytes.h"
+#include "forein/offload/bytes.h"
 
 namespace forein::offload::fattree {
 
@@ -11,49 +11,49 @@ constexpr std::uint8_t kNodeKind = 2;
 constexpr std::uint16_t kMaxLevel = 64;
 
 void put_range(std::byte* p, const RangeRecord& r) {
-  store_le<std::uint8_t>(p, kRangeKind);
-  store_le<std::uint16_t>(p + 2, r.hint_level);
-  store_le<std::uint16_t>(p + 4, r.server);
-  store_le<std::uint64_t>(p + 8, r.lo);
-  store_le<std::uint64_t>(p + 16, r.hi);
-  store_le<std::uint64_t>(p + 24, r.target);
-  store_le<std::uint32_t>(p + 32, r.hint_node);
+  store<std::uint8_t>(p, kRangeKind);
+  store<std::uint16_t>(p + 2, r.hint_level);
+  store<std::uint16_t>(p + 4, r.server);
+  store<std::uint64_t>(p + 8, r.lo);
+  store<std::uint64_t>(p + 16, r.hi);
+  store<std::uint64_t>(p + 24, r.target);
+  store<std::uint32_t>(p + 32, r.hint_node);
 }
 
 RangeRecord get_range(const std::byte* p) {
   RangeRecord r;
-  r.hint_level = load_le<std::uint16_t>(p + 2);
-  r.server = load_le<std::uint16_t>(p + 4);
-  r.lo = load_le<std::uint64_t>(p + 8);
-  r.hi = load_le<std::uint64_t>(p + 16);
-  r.target = load_le<std::uint64_t>(p + 24);
-  r.hint_node = load_le<std::uint32_t>(p + 32);
+  r.hint_level = load<std::uint16_t>(p + 2);
+  r.server = load<std::uint16_t>(p + 4);
+  r.lo = load<std::uint64_t>(p + 8);
+  r.hi = load<std::uint64_t>(p + 16);
+  r.target = load<std::uint64_t>(p + 24);
+  r.hint_node = load<std::uint32_t>(p + 32);
   return r;
 }
 
 void put_node(std::byte* p, const NodeRecord& n) {
-  store_le<std::uint8_t>(p, kNodeKind);
-  store_le<std::uint8_t>(p + 1, n.set);
-  store_le<std::uint8_t>(p + 2, n.children);
-  store_le<std::uint16_t>(p + 4, n.owner_level);
-  store_le<std::uint32_t>(p + 8, n.owner);
-  store_le<std::uint64_t>(p + 16, n.address);
+  store<std::uint8_t>(p, kNodeKind);
+  store<std::uint8_t>(p + 1, n.set);
+  store<std::uint8_t>(p + 2, n.children);
+  store<std::uint16_t>(p + 4, n.owner_level);
+  store<std::uint32_t>(p + 8, n.owner);
+  store<std::uint64_t>(p + 16, n.address);
   for (std::size_t i = 0; i < kBranches; ++i) {
-    store_le<std::uint64_t>(p + 24 + 8 * i, n.pivot[i]);
-    store_le<std::uint64_t>(p + 152 + 8 * i, n.child[i]);
+    store<std::uint64_t>(p + 24 + 8 * i, n.pivot[i]);
+    store<std::uint64_t>(p + 152 + 8 * i, n.child[i]);
   }
 }
 
 NodeRecord get_node(const std::byte* p) {
   NodeRecord n;
-  n.set = load_le<std::uint8_t>(p + 1);
-  n.children = load_le<std::uint8_t>(p + 2);
-  n.owner_level = load_le<std::uint16_t>(p + 4);
-  n.owner = load_le<std::uint32_t>(p + 8);
-  n.address = load_le<std::uint64_t>(p + 16);
+  n.set = load<std::uint8_t>(p + 1);
+  n.children = load<std::uint8_t>(p + 2);
+  n.owner_level = load<std::uint16_t>(p + 4);
+  n.owner = load<std::uint32_t>(p + 8);
+  n.address = load<std::uint64_t>(p + 16);
   for (std::size_t i = 0; i < kBranches; ++i) {
-    n.pivot[i] = load_le<std::uint64_t>(p + 24 + 8 * i);
-    n.child[i] = load_le<std::uint64_t>(p + 152 + 8 * i);
+    n.pivot[i] = load<std::uint64_t>(p + 24 + 8 * i);
+    n.child[i] = load<std::uint64_t>(p + 152 + 8 * i);
   }
   return n;
 }
@@ -119,7 +119,7 @@ std::optional<DecodedBatch> decode_batch(const ChangeBatch& batch, std::string* 
     return std::nullopt;
   };
   while (p < end) {
-    const auto kind = load_le<std::uint8_t>(p);
+    const auto kind = load<std::uint8_t>(p);
     const std::size_t left = static_cast<std::size_t>(end - p);
     if (kind == kRangeKind && left >= kRangeRecordBytes) {
       RangeRecord r = get_range(p);

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "fattree/compare64.h"
-#include "fattree/fattree_bytes.h"
+#include "forein/offload/bytes.h"
 
 namespace forein::offload::fattree {
 
@@ -33,21 +33,21 @@ View view_of(std::span<const std::byte> image) noexcept {
   View v;
   if (image.size() < kImageHeaderBytes) return v;
   const std::byte* p = image.data();
-  if (load_le<std::uint32_t>(p) != kMagic || load_le<std::uint16_t>(p + 4) != kFormat) return v;
-  const auto length = load_le<std::uint64_t>(p + 8);
-  if (length > image.size() || load_le<std::uint32_t>(p + 20) != kNodeSets) return v;
-  v.ranges = load_le<std::uint32_t>(p + 16);
+  if (load<std::uint32_t>(p) != kMagic || load<std::uint16_t>(p + 4) != kFormat) return v;
+  const auto length = load<std::uint64_t>(p + 8);
+  if (length > image.size() || load<std::uint32_t>(p + 20) != kNodeSets) return v;
+  v.ranges = load<std::uint32_t>(p + 16);
   // Counts are 32-bit, so every sum below fits in 64 bits.
   std::uint64_t at = kImageHeaderBytes;
   v.ranges_at = static_cast<std::size_t>(at);
   at += std::uint64_t{v.ranges} * kImageRangeBytes;
   for (std::size_t s = 0; s < kRangeStages; ++s) {
-    v.stage_entries[s] = load_le<std::uint32_t>(p + 24 + 4 * s);
+    v.stage_entries[s] = load<std::uint32_t>(p + 24 + 4 * s);
     v.stage_at[s] = static_cast<std::size_t>(std::min<std::uint64_t>(at, length));
     at += std::uint64_t{v.stage_entries[s]} * kImageStageEntryBytes;
   }
   for (std::size_t s = 0; s < kNodeSets; ++s) {
-    v.set_nodes[s] = load_le<std::uint32_t>(p + 40 + 4 * s);
+    v.set_nodes[s] = load<std::uint32_t>(p + 40 + 4 * s);
     v.set_at[s] = static_cast<std::size_t>(std::min<std::uint64_t>(at, length));
     at += std::uint64_t{v.set_nodes[s]} * kImageNodeBytes;
   }
@@ -67,8 +67,8 @@ std::uint32_t match_fat_root(const View& v, Word w) noexcept {
     std::size_t lo = 0, hi = v.stage_entries[s];
     while (lo < hi) {
       const std::size_t mid = lo + (hi - lo) / 2;
-      const auto t = load_le<std::uint32_t>(e + mid * kImageStageEntryBytes);
-      const auto l = load_le<std::uint32_t>(e + mid * kImageStageEntryBytes + 4);
+      const auto t = load<std::uint32_t>(e + mid * kImageStageEntryBytes);
+      const auto l = load<std::uint32_t>(e + mid * kImageStageEntryBytes + 4);
       if (t < table || (t == table && l <= slice)) {
         lo = mid + 1;
       } else {
@@ -77,10 +77,10 @@ std::uint32_t match_fat_root(const View& v, Word w) noexcept {
     }
     if (lo == 0) return v.ranges;
     const std::byte* hit = e + (lo - 1) * kImageStageEntryBytes;
-    if (load_le<std::uint32_t>(hit) != table || load_le<std::uint32_t>(hit + 8) < slice) {
+    if (load<std::uint32_t>(hit) != table || load<std::uint32_t>(hit + 8) < slice) {
       return v.ranges;
     }
-    const auto result = load_le<std::uint32_t>(hit + 12);
+    const auto result = load<std::uint32_t>(hit + 12);
     if (result < v.ranges) return result;
     table = result;
   }
@@ -93,7 +93,7 @@ const std::byte* find_node(const View& v, std::size_t s, Address a) noexcept {
   std::size_t lo = 0, hi = v.set_nodes[s];
   while (lo < hi) {
     const std::size_t mid = lo + (hi - lo) / 2;
-    const auto at = load_le<std::uint64_t>(nodes + mid * kImageNodeBytes);
+    const auto at = load<std::uint64_t>(nodes + mid * kImageNodeBytes);
     if (at == a) return nodes + mid * kImageNodeBytes;
     if (at < a) {
       lo = mid + 1;
@@ -105,7 +105,7 @@ const std::byte* find_node(const View& v, std::size_t s, Address a) noexcept {
 }
 
 void put_u32(std::vector<std::byte>& out, std::size_t at, std::uint32_t v) {
-  store_le<std::uint32_t>(out.data() + at, v);
+  store<std::uint32_t>(out.data() + at, v);
 }
 
 }  // namespace
@@ -131,18 +131,18 @@ std::vector<std::byte> build_image(const std::vector<RangeRecord>& ranges,
   std::vector<std::byte> out(length);
   std::byte* p = out.data();
   put_u32(out, 0, kMagic);
-  store_le<std::uint16_t>(p + 4, kFormat);
-  store_le<std::uint64_t>(p + 8, length);
+  store<std::uint16_t>(p + 4, kFormat);
+  store<std::uint64_t>(p + 8, length);
   put_u32(out, 16, static_cast<std::uint32_t>(ranges.size()));
   put_u32(out, 20, kNodeSets);
   std::size_t at = kImageHeaderBytes;
   for (const RangeRecord& r : ranges) {
-    store_le<std::uint64_t>(p + at, r.lo);
-    store_le<std::uint64_t>(p + at + 8, r.hi);
-    store_le<std::uint64_t>(p + at + 16, r.target);
-    store_le<std::uint32_t>(p + at + 24, r.hint_node);
-    store_le<std::uint16_t>(p + at + 28, r.hint_level);
-    store_le<std::uint16_t>(p + at + 30, r.server);
+    store<std::uint64_t>(p + at, r.lo);
+    store<std::uint64_t>(p + at + 8, r.hi);
+    store<std::uint64_t>(p + at + 16, r.target);
+    store<std::uint32_t>(p + at + 24, r.hint_node);
+    store<std::uint16_t>(p + at + 28, r.hint_level);
+    store<std::uint16_t>(p + at + 30, r.server);
     at += kImageRangeBytes;
   }
   for (std::size_t s = 0; s < kRangeStages; ++s) {
@@ -160,14 +160,14 @@ std::vector<std::byte> build_image(const std::vector<RangeRecord>& ranges,
   for (std::size_t s = 0; s < kNodeSets; ++s) {
     put_u32(out, 40 + 4 * s, static_cast<std::uint32_t>(sets[s].size()));
     for (const NodeRecord& n : sets[s]) {
-      store_le<std::uint64_t>(p + at, n.address);
-      store_le<std::uint32_t>(p + at + kNodeOwner, n.owner);
-      store_le<std::uint16_t>(p + at + kNodeLevel, n.owner_level);
-      store_le<std::uint8_t>(p + at + kNodeChildren, n.children);
-      store_le<std::uint8_t>(p + at + kNodeSet, n.set);
+      store<std::uint64_t>(p + at, n.address);
+      store<std::uint32_t>(p + at + kNodeOwner, n.owner);
+      store<std::uint16_t>(p + at + kNodeLevel, n.owner_level);
+      store<std::uint8_t>(p + at + kNodeChildren, n.children);
+      store<std::uint8_t>(p + at + kNodeSet, n.set);
       for (std::size_t i = 0; i < kBranches; ++i) {
-        store_le<std::uint64_t>(p + at + kNodePivots + 8 * i, n.pivot[i]);
-        store_le<std::uint64_t>(p + at + kNodeChild + 8 * i, n.child[i]);
+        store<std::uint64_t>(p + at + kNodePivots + 8 * i, n.pivot[i]);
+        store<std::uint64_t>(p + at + kNodeChild + 8 * i, n.child[i]);
       }
       at += kImageNodeBytes;
     }
@@ -183,9 +183,9 @@ void fattree_walk_switch(std::span<const std::byte> image, Word w, std::size_t s
     if (r >= v.ranges) return;
     const std::byte* range = v.base + v.ranges_at + std::size_t{r} * kImageRangeBytes;
     walk->matched = true;
-    walk->server = load_le<std::uint16_t>(range + 30);
-    walk->address = load_le<std::uint64_t>(range + 16);
-    const Hint fat{load_le<std::uint32_t>(range + 24), load_le<std::uint16_t>(range + 28), 0};
+    walk->server = load<std::uint16_t>(range + 30);
+    walk->address = load<std::uint64_t>(range + 16);
+    const Hint fat{load<std::uint32_t>(range + 24), load<std::uint16_t>(range + 28), 0};
     walk->hints.primary = fat;
     walk->hints.secondary = fat;
   }
@@ -198,15 +198,15 @@ void fattree_walk_switch(std::span<const std::byte> image, Word w, std::size_t s
     // get_pivot_i + cal_result_i: a thermometer code, ones first.
     std::size_t ones = 0;
     while (ones < kBranches &&
-           key_greater(w, load_le<std::uint64_t>(node + kNodePivots + 8 * ones))) {
+           key_greater(w, load<std::uint64_t>(node + kNodePivots + 8 * ones))) {
       ++ones;
     }
-    const std::size_t children = std::min<std::size_t>(load_le<std::uint8_t>(node + kNodeChildren),
+    const std::size_t children = std::min<std::size_t>(load<std::uint8_t>(node + kNodeChildren),
                                                        kBranches);
     if (ones == 0 || ones > children) continue;  // no get_child_address entry
-    walk->address = load_le<std::uint64_t>(node + kNodeChild + 8 * (ones - 1));
+    walk->address = load<std::uint64_t>(node + kNodeChild + 8 * (ones - 1));
     if (is_real(walk->address) && walk->address != real_address(kNoPage)) {
-      const auto level = load_le<std::uint16_t>(node + kNodeLevel);
+      const auto level = load<std::uint16_t>(node + kNodeLevel);
       walk->hints.primary =
           Hint{static_cast<PageId>(walk->address), static_cast<std::uint16_t>(level == 0 ? 0 : level - 1), 0};
     }
@@ -240,16 +240,16 @@ std::vector<ImageRecord> fattree_image_records(std::span<const std::byte> image)
   if (!v.ok) return out;
   for (std::size_t r = 0; r < v.ranges; ++r) {
     const std::byte* e = v.base + v.ranges_at + r * kImageRangeBytes;
-    out.push_back(ImageRecord{load_le<std::uint64_t>(e), 0, 0, load_le<std::uint16_t>(e + 28),
-                              load_le<std::uint32_t>(e + 24)});
+    out.push_back(ImageRecord{load<std::uint64_t>(e), 0, 0, load<std::uint16_t>(e + 28),
+                              load<std::uint32_t>(e + 24)});
   }
   for (std::size_t s = 0; s < kNodeSets; ++s) {
     for (std::size_t i = 0; i < v.set_nodes[s]; ++i) {
       const std::byte* n = v.base + v.set_at[s] + i * kImageNodeBytes;
-      const auto sentinel = load_le<std::uint64_t>(n + kNodePivots);
+      const auto sentinel = load<std::uint64_t>(n + kNodePivots);
       out.push_back(ImageRecord{sentinel == 0 ? 0 : sentinel + 1, 0,
-                                static_cast<std::uint8_t>(1 + s), load_le<std::uint16_t>(n + kNodeLevel),
-                                load_le<std::uint32_t>(n + kNodeOwner)});
+                                static_cast<std::uint8_t>(1 + s), load<std::uint16_t>(n + kNodeLevel),
+                                load<std::uint32_t>(n + kNodeOwner)});
     }
   }
   return out;
@@ -262,7 +262,7 @@ std::vector<UsageRow> fattree_image_usage(std::span<const std::byte> image, std:
   for (std::size_t s = 0; s < kNodeSets && v.ok; ++s) {
     nodes_total += v.set_nodes[s];
     for (std::size_t i = 0; i < v.set_nodes[s]; ++i) {
-      child_entries[s] += load_le<std::uint8_t>(v.base + v.set_at[s] + i * kImageNodeBytes + kNodeChildren);
+      child_entries[s] += load<std::uint8_t>(v.base + v.set_at[s] + i * kImageNodeBytes + kNodeChildren);
     }
   }
   const std::uint64_t ranges = v.ok ? v.ranges : 0;

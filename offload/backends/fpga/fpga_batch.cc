@@ -19,17 +19,17 @@ ChangeBatch encode_batch(BatchKind kind, const std::vector<CacheRecord>& records
   b.bytes.resize(bytes);
   std::byte* p = b.bytes.data();
   for (const CacheRecord& r : records) {
-    store_le<std::uint8_t>(p, kRecordKind);
-    store_le<std::uint8_t>(p + 1, static_cast<std::uint8_t>((r.root ? kRootFlag : 0) | (r.hi_inf ? kHiInfFlag : 0)));
-    store_le<std::uint16_t>(p + 2, r.level);
-    store_le<std::uint32_t>(p + 4, r.node);
-    store_le<std::uint32_t>(p + 8, static_cast<std::uint32_t>(r.children.size()));
-    store_le<std::uint64_t>(p + 16, r.lo);
-    store_le<std::uint64_t>(p + 24, r.hi);
+    store<std::uint8_t>(p, kRecordKind);
+    store<std::uint8_t>(p + 1, static_cast<std::uint8_t>((r.root ? kRootFlag : 0) | (r.hi_inf ? kHiInfFlag : 0)));
+    store<std::uint16_t>(p + 2, r.level);
+    store<std::uint32_t>(p + 4, r.node);
+    store<std::uint32_t>(p + 8, static_cast<std::uint32_t>(r.children.size()));
+    store<std::uint64_t>(p + 16, r.lo);
+    store<std::uint64_t>(p + 24, r.hi);
     p += kRecordHeaderBytes;
     for (const CacheChild& c : r.children) {
-      store_le<std::uint64_t>(p, c.lo);
-      store_le<std::uint32_t>(p + 8, c.node);
+      store<std::uint64_t>(p, c.lo);
+      store<std::uint32_t>(p + 8, c.node);
       p += kChildBytes;
     }
   }
@@ -62,27 +62,27 @@ std::optional<std::vector<CacheRecord>> decode_batch(const ChangeBatch& batch, s
   while (p < end) {
     const std::size_t left = static_cast<std::size_t>(end - p);
     if (left < kRecordHeaderBytes) return fail("truncated record");
-    const auto kind = load_le<std::uint8_t>(p);
-    const auto flags = load_le<std::uint8_t>(p + 1);
-    const auto children = load_le<std::uint32_t>(p + 8);
+    const auto kind = load<std::uint8_t>(p);
+    const auto flags = load<std::uint8_t>(p + 1);
+    const auto children = load<std::uint32_t>(p + 8);
     if (kind != kRecordKind) return fail("unknown record kind");
     if ((flags & ~(kRootFlag | kHiInfFlag)) != 0) return fail("unknown record flags");
-    if (load_le<std::uint32_t>(p + 12) != 0) return fail("reserved bytes in use");
+    if (load<std::uint32_t>(p + 12) != 0) return fail("reserved bytes in use");
     if (children > kMaxChildren) return fail("record with more than 510 children");
     if (left < record_data_bytes(children)) return fail("truncated record");
     CacheRecord r;
     r.root = (flags & kRootFlag) != 0;
     r.hi_inf = (flags & kHiInfFlag) != 0;
-    r.level = load_le<std::uint16_t>(p + 2);
-    r.node = load_le<std::uint32_t>(p + 4);
-    r.lo = load_le<std::uint64_t>(p + 16);
-    r.hi = load_le<std::uint64_t>(p + 24);
+    r.level = load<std::uint16_t>(p + 2);
+    r.node = load<std::uint32_t>(p + 4);
+    r.lo = load<std::uint64_t>(p + 16);
+    r.hi = load<std::uint64_t>(p + 24);
     r.children.resize(children);
     const std::byte* c = p + kRecordHeaderBytes;
     for (CacheChild& child : r.children) {
-      child.lo = load_le<std::uint64_t>(c);
-      child.node = load_le<std::uint32_t>(c + 8);
-      if (load_le<std::uint32_t>(c + 12) != 0) return fail("reserved bytes in use");
+      child.lo = load<std::uint64_t>(c);
+      child.node = load<std::uint32_t>(c + 8);
+      if (load<std::uint32_t>(c + 12) != 0) return fail("reserved bytes in use");
       c += kChildBytes;
     }
     if (std::string e = record_error(r); !e.empty()) return fail(e);

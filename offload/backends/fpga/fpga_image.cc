@@ -26,12 +26,12 @@ View view_of(std::span<const std::byte> image) noexcept {
   View v;
   if (image.size() < kImageHeaderBytes) return v;
   const std::byte* p = image.data();
-  if (load_le<std::uint32_t>(p) != kMagic || load_le<std::uint16_t>(p + 4) != kFormat) return v;
-  v.length = load_le<std::uint64_t>(p + 8);
+  if (load<std::uint32_t>(p) != kMagic || load<std::uint16_t>(p + 4) != kFormat) return v;
+  v.length = load<std::uint64_t>(p + 8);
   if (v.length > image.size() || v.length < kImageHeaderBytes) return v;
-  v.dram = load_le<std::uint32_t>(p + 16);
-  v.root_at = load_le<std::uint64_t>(p + 24);
-  v.capacity = load_le<std::uint64_t>(p + 32);
+  v.dram = load<std::uint32_t>(p + 16);
+  v.root_at = load<std::uint64_t>(p + 24);
+  v.capacity = load<std::uint64_t>(p + 32);
   // 32-bit count: the sum fits in 64 bits.
   if (kImageHeaderBytes + std::uint64_t{v.dram} * kImageIndexBytes > v.length) return v;
   v.base = p;
@@ -57,24 +57,24 @@ Rec record_at(const View& v, std::uint64_t offset) noexcept {
   const std::uint64_t index_end = kImageHeaderBytes + std::uint64_t{v.dram} * kImageIndexBytes;
   if (offset < index_end || offset > v.length || v.length - offset < kRecordHeaderBytes) return r;
   const std::byte* p = v.base + offset;
-  r.children = load_le<std::uint32_t>(p + 8);
+  r.children = load<std::uint32_t>(p + 8);
   if (r.children > kMaxChildren || v.length - offset < record_data_bytes(r.children)) return r;
-  r.node = load_le<std::uint32_t>(p);
-  r.level = load_le<std::uint16_t>(p + 4);
-  r.flags = load_le<std::uint8_t>(p + 6);
-  r.occupancy = load_le<std::uint32_t>(p + 12);
-  r.lo = load_le<std::uint64_t>(p + 16);
-  r.hi = load_le<std::uint64_t>(p + 24);
+  r.node = load<std::uint32_t>(p);
+  r.level = load<std::uint16_t>(p + 4);
+  r.flags = load<std::uint8_t>(p + 6);
+  r.occupancy = load<std::uint32_t>(p + 12);
+  r.lo = load<std::uint64_t>(p + 16);
+  r.hi = load<std::uint64_t>(p + 24);
   r.at = p;
   r.ok = true;
   return r;
 }
 
 Word child_lo(const Rec& r, std::size_t i) noexcept {
-  return load_le<std::uint64_t>(r.at + kRecordHeaderBytes + i * kChildBytes);
+  return load<std::uint64_t>(r.at + kRecordHeaderBytes + i * kChildBytes);
 }
 PageId child_node(const Rec& r, std::size_t i) noexcept {
-  return load_le<std::uint32_t>(r.at + kRecordHeaderBytes + i * kChildBytes + 8);
+  return load<std::uint32_t>(r.at + kRecordHeaderBytes + i * kChildBytes + 8);
 }
 
 // The DRAM record of node id, or a record with ok = false.
@@ -83,8 +83,8 @@ Rec find_dram(const View& v, PageId node) noexcept {
   while (lo < hi) {
     const std::size_t mid = lo + (hi - lo) / 2;
     const std::byte* e = v.base + kImageHeaderBytes + mid * kImageIndexBytes;
-    const auto at = load_le<std::uint32_t>(e);
-    if (at == node) return record_at(v, load_le<std::uint64_t>(e + 8));
+    const auto at = load<std::uint32_t>(e);
+    if (at == node) return record_at(v, load<std::uint64_t>(e + 8));
     if (at < node) {
       lo = mid + 1;
     } else {
@@ -95,17 +95,17 @@ Rec find_dram(const View& v, PageId node) noexcept {
 }
 
 void put_record(std::byte* p, const CacheRecord& r) {
-  store_le<std::uint32_t>(p, r.node);
-  store_le<std::uint16_t>(p + 4, r.level);
-  store_le<std::uint8_t>(p + 6, static_cast<std::uint8_t>((r.root ? kRootFlag : 0) | (r.hi_inf ? kHiInfFlag : 0)));
-  store_le<std::uint32_t>(p + 8, static_cast<std::uint32_t>(r.children.size()));
-  store_le<std::uint32_t>(p + 12, occupancy_of(r.children.size()));
-  store_le<std::uint64_t>(p + 16, r.lo);
-  store_le<std::uint64_t>(p + 24, r.hi);
+  store<std::uint32_t>(p, r.node);
+  store<std::uint16_t>(p + 4, r.level);
+  store<std::uint8_t>(p + 6, static_cast<std::uint8_t>((r.root ? kRootFlag : 0) | (r.hi_inf ? kHiInfFlag : 0)));
+  store<std::uint32_t>(p + 8, static_cast<std::uint32_t>(r.children.size()));
+  store<std::uint32_t>(p + 12, occupancy_of(r.children.size()));
+  store<std::uint64_t>(p + 16, r.lo);
+  store<std::uint64_t>(p + 24, r.hi);
   std::byte* c = p + kRecordHeaderBytes;
   for (const CacheChild& child : r.children) {
-    store_le<std::uint64_t>(c, child.lo);
-    store_le<std::uint32_t>(c + 8, child.node);
+    store<std::uint64_t>(c, child.lo);
+    store<std::uint32_t>(c + 8, child.node);
     c += kChildBytes;
   }
 }
@@ -125,13 +125,13 @@ std::vector<std::byte> build_image(const CacheRecord* root, const std::vector<co
   for (const CacheRecord* r : sorted) length += record_data_bytes(r->children.size());
   std::vector<std::byte> out(length);
   std::byte* p = out.data();
-  store_le<std::uint32_t>(p, kMagic);
-  store_le<std::uint16_t>(p + 4, kFormat);
-  store_le<std::uint64_t>(p + 8, length);
-  store_le<std::uint32_t>(p + 16, static_cast<std::uint32_t>(sorted.size()));
-  store_le<std::uint32_t>(p + 20, root != nullptr ? root->node : kNoPage);
-  store_le<std::uint64_t>(p + 24, root != nullptr ? records_at : 0);
-  store_le<std::uint64_t>(p + 32, capacity);
+  store<std::uint32_t>(p, kMagic);
+  store<std::uint16_t>(p + 4, kFormat);
+  store<std::uint64_t>(p + 8, length);
+  store<std::uint32_t>(p + 16, static_cast<std::uint32_t>(sorted.size()));
+  store<std::uint32_t>(p + 20, root != nullptr ? root->node : kNoPage);
+  store<std::uint64_t>(p + 24, root != nullptr ? records_at : 0);
+  store<std::uint64_t>(p + 32, capacity);
   std::size_t at = records_at;
   if (root != nullptr) {
     put_record(p + at, *root);
@@ -139,8 +139,8 @@ std::vector<std::byte> build_image(const CacheRecord* root, const std::vector<co
   }
   for (std::size_t i = 0; i < sorted.size(); ++i) {
     std::byte* e = p + kImageHeaderBytes + i * kImageIndexBytes;
-    store_le<std::uint32_t>(e, sorted[i]->node);
-    store_le<std::uint64_t>(e + 8, at);
+    store<std::uint32_t>(e, sorted[i]->node);
+    store<std::uint64_t>(e + 8, at);
     put_record(p + at, *sorted[i]);
     at += record_data_bytes(sorted[i]->children.size());
   }
@@ -207,7 +207,7 @@ std::vector<ImageRecord> fpga_image_records(std::span<const std::byte> image) {
     if (r.ok) out.push_back(ImageRecord{r.lo, 0, 0, r.level, r.node});
   }
   for (std::size_t i = 0; i < v.dram; ++i) {
-    const Rec r = record_at(v, load_le<std::uint64_t>(v.base + kImageHeaderBytes + i * kImageIndexBytes + 8));
+    const Rec r = record_at(v, load<std::uint64_t>(v.base + kImageHeaderBytes + i * kImageIndexBytes + 8));
     if (r.ok) out.push_back(ImageRecord{r.lo, 0, 1, r.level, r.node});
   }
   return out;
@@ -222,7 +222,7 @@ std::vector<UsageRow> fpga_image_usage(std::span<const std::byte> image, std::ui
     const std::uint64_t sets = cache_sets(capacity);
     std::unordered_map<std::uint64_t, std::uint64_t> ways;
     for (std::size_t i = 0; i < v.dram; ++i) {
-      const Rec r = record_at(v, load_le<std::uint64_t>(v.base + kImageHeaderBytes + i * kImageIndexBytes + 8));
+      const Rec r = record_at(v, load<std::uint64_t>(v.base + kImageHeaderBytes + i * kImageIndexBytes + 8));
       if (!r.ok) continue;
       ++dram;
       occupied += occupied_bytes(r.occupancy);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "forein/key.h"
+#include "forein/offload/bytes.h"
 #include "forein/page_store.h"
 #include "fpga/honeycomb/cache_geometry.h"
 #include "fpga/honeycomb/honeycomb_types.h"
@@ -79,19 +80,5 @@ struct CacheRecord {
 
   bool operator==(const CacheRecord&) const = default;
 };
-
-// Little-endian loads and stores: memcpy only, so any alignment and any
-// bytes are fine.
-template <typename T>
-inline T load_le(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-template <typename T>
-inline void store_le(std::byte* p, T v) {
-  std::memcpy(p, &v, sizeof v);
-}
 
 }  // namespace forein::offload::fpga

@@ -1,6 +1,6 @@
 #include "switch_lpm/lpm_batch.h"
 
-#include "switch_lpm/bytes.h"
+#include "forein/offload/bytes.h"
 
 namespace forein::offload {
 

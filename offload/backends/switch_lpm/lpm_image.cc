@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "forein/error.h"
-#include "switch_lpm/bytes.h"
+#include "forein/offload/bytes.h"
 
 namespace forein::offload {
 

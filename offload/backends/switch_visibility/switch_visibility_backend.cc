@@ -6,6 +6,7 @@
 #include <string>
 
 #include "forein/error.h"
+#include "forein/offload/bytes.h"
 #include "none/none_backend.h"
 
 namespace forein::offload {
@@ -13,13 +14,6 @@ namespace forein::offload {
 namespace switch_visibility {
 
 namespace {
-
-template <typename T>
-T load_le(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 template <typename T>
 void append_le(std::vector<std::byte>& out, T v) {
@@ -69,12 +63,12 @@ std::optional<std::vector<ImageSlot>> decode_image(std::span<const std::byte> im
   if (image.empty()) return slots;
   if (image.size() < kImageHeaderBytes) return std::nullopt;
   const std::byte* p = image.data();
-  if (load_le<std::uint32_t>(p) != kImageMagic || load_le<std::uint16_t>(p + 4) != kImageFormat ||
-      load_le<std::uint16_t>(p + 6) != 0) {
+  if (load<std::uint32_t>(p) != kImageMagic || load<std::uint16_t>(p + 4) != kImageFormat ||
+      load<std::uint16_t>(p + 6) != 0) {
     return std::nullopt;
   }
-  const std::uint32_t table_slots = load_le<std::uint32_t>(p + 8);
-  const std::uint32_t count = load_le<std::uint32_t>(p + 12);
+  const std::uint32_t table_slots = load<std::uint32_t>(p + 8);
+  const std::uint32_t count = load<std::uint32_t>(p + 12);
   if (table_slots == 0 || table_slots > kPaperSlots || (table_slots & (table_slots - 1)) != 0 ||
       count == 0 || count > table_slots) {
     return std::nullopt;
@@ -87,11 +81,11 @@ std::optional<std::vector<ImageSlot>> decode_image(std::span<const std::byte> im
   for (std::uint32_t r = 0; r < count; ++r) {
     if (image.size() - at < kImageSlotFixedBytes) return std::nullopt;
     ImageSlot s;
-    s.slot = load_le<std::uint16_t>(p + at);
-    s.fingerprint = load_le<std::uint32_t>(p + at + 2);
-    s.cur_ts = load_le<std::uint32_t>(p + at + 6);
-    s.max_ts = load_le<std::uint32_t>(p + at + 10);
-    const std::size_t len = load_le<std::uint8_t>(p + at + 14);
+    s.slot = load<std::uint16_t>(p + at);
+    s.fingerprint = load<std::uint32_t>(p + at + 2);
+    s.cur_ts = load<std::uint32_t>(p + at + 6);
+    s.max_ts = load<std::uint32_t>(p + at + 10);
+    const std::size_t len = load<std::uint8_t>(p + at + 14);
     at += kImageSlotFixedBytes;
     if (s.slot >= table_slots || len > kPaperMetadataBytes || s.cur_ts > s.max_ts || s.cur_ts == 0 ||
         image.size() - at < len || (!slots.empty() && s.slot <= slots.back().slot)) {

@@ -1,5 +1,5 @@
 // Unaligned loads and stores of plain values in byte strings (images,
-// batches): memcpy, which compiles to plain moves and is defined for any
+// batches) of every backend: memcpy, which compiles to plain moves and is defined for any
 // address.
 #pragma once
 
