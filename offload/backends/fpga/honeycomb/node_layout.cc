@@ -9,27 +9,15 @@ namespace forein::offload::fpga::layout {
 namespace {
 
 constexpr std::uint64_t kLidMask = kMaxLid;
+using detail::get_u16;
+using detail::get_u48;
+using detail::view;
 
-std::uint16_t get_u16(const std::byte* p) {
-  std::uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
 void put_u16(std::byte* p, std::size_t v) {
   const auto x = static_cast<std::uint16_t>(v);
   std::memcpy(p, &x, 2);
 }
-std::uint64_t get_u48(const std::byte* p) {
-  std::uint64_t v = 0;
-  std::memcpy(&v, p, 6);
-  return v;
-}
 void put_u48(std::byte* p, std::uint64_t v) { std::memcpy(p, &v, 6); }
-std::uint64_t get_u40(const std::byte* p) {
-  std::uint64_t v = 0;
-  std::memcpy(&v, p, 5);
-  return v;
-}
 std::uint64_t word_at(const std::byte* bytes, int w) {
   std::uint64_t v;
   std::memcpy(&v, bytes + 8 * w, 8);
@@ -40,7 +28,7 @@ std::atomic_ref<std::uint64_t> word_ref(const std::byte* node, int w) {
       *reinterpret_cast<std::uint64_t*>(const_cast<std::byte*>(node) + 8 * w));
 }
 std::string_view view(const Image& image, std::size_t offset, std::size_t length) {
-  return {reinterpret_cast<const char*>(image.bytes.data()) + offset, length};
+  return view(image.bytes.data(), offset, length);
 }
 
 }  // namespace
@@ -133,73 +121,63 @@ std::optional<Segments> parse_shortcuts(const Image& image) {
   return segs;
 }
 
+std::optional<SegmentRef> find_segment(const std::byte* node, const Header& h, std::string_view key) {
+  // Shortcut entries have variable length, so walk them once (validating
+  // each as parse_shortcuts does), then binary-search the ascending keys:
+  // key comparisons, not the walk, are what costs.
+  constexpr std::size_t kMaxShortcuts = kShortcutBytes / 5;
+  std::array<std::uint16_t, kMaxShortcuts> offsets;
+  std::array<std::uint16_t, kMaxShortcuts> key_at;  // the key's position in the block
+  const std::size_t n = h.shortcuts;
+  if (n > kMaxShortcuts) return std::nullopt;
+  std::size_t pos = kHeaderBytes;
+  std::uint16_t prev = kSortedStart;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (pos + 4 > kFirstBlockBytes) return std::nullopt;
+    const std::uint16_t offset = get_u16(node + pos);
+    const std::uint16_t klen = get_u16(node + pos + 2);
+    pos += 4;
+    if (klen == 0 || klen > kMaxKeyBytes || pos + klen > kFirstBlockBytes) return std::nullopt;
+    if (offset <= prev || offset >= h.sorted_end) return std::nullopt;
+    offsets[i] = offset;
+    key_at[i] = static_cast<std::uint16_t>(pos);
+    pos += klen;
+    prev = offset;
+  }
+  auto boundary = [&](std::size_t i) {
+    const std::size_t at = key_at[i];
+    return view(node, at, get_u16(node + at - 2));
+  };
+  std::size_t lo = 0, hi = n;  // segment lo: the last boundary <= key is lo - 1
+  while (lo < hi) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (boundary(mid) <= key) lo = mid + 1; else hi = mid;
+  }
+  SegmentRef seg;
+  seg.index = lo;
+  seg.start = lo == 0 ? static_cast<std::uint16_t>(kSortedStart) : offsets[lo - 1];
+  seg.end = lo < n ? offsets[lo] : h.sorted_end;
+  if (lo > 0) seg.boundary = boundary(lo - 1);
+  return seg;
+}
+
 bool parse_segment(const Image& image, const Segments& segs, std::size_t i,
                    std::vector<SortedItem>& out) {
   if (i >= segs.count()) return false;
-  const bool interior = image.header.interior();
-  std::size_t pos = segs.start(i);
-  const std::size_t end = segs.end(i);
-  if (end > kNodeBytes || pos > end) return false;
-  const std::byte* b = image.bytes.data();
-  bool first = i > 0;  // the boundary key's bytes live in the shortcut block
-  while (pos < end) {
-    SortedItem item;
-    item.offset = static_cast<std::uint16_t>(pos);
-    if (first) {
-      item.key = segs.shortcuts[i - 1].key;
-    } else {
-      if (pos + 2 > end) return false;
-      const std::uint16_t klen = get_u16(b + pos);
-      pos += 2;
-      if (klen == 0 || klen > kMaxKeyBytes || pos + klen > end) return false;
-      item.key = view(image, pos, klen);
-      pos += klen;
-    }
-    first = false;
-    if (interior) {
-      if (pos + kLidBytes > end) return false;
-      item.child = get_u48(b + pos);
-      pos += kLidBytes;
-    } else {
-      if (pos + 2 > end) return false;
-      const std::uint16_t vlen = get_u16(b + pos);
-      pos += 2;
-      if (vlen > kMaxValueBytes || pos + vlen > end) return false;
-      item.value = view(image, pos, vlen);
-      pos += vlen;
-    }
-    out.push_back(item);
-  }
-  return true;
+  const SegmentRef seg{i, segs.start(i), segs.end(i), i > 0 ? segs.shortcuts[i - 1].key : std::string_view{}};
+  if (seg.end > kNodeBytes || seg.start > seg.end) return false;
+  SegmentCursor cursor(image.bytes.data(), image.header.interior(), seg);
+  SortedItem item;
+  while (cursor.next(item)) out.push_back(item);
+  return cursor.ok();
 }
 
 std::vector<LogEntry> parse_log(const Image& image) {
   std::vector<LogEntry> log;
-  const Header& h = image.header;
-  const std::byte* b = image.bytes.data();
-  std::size_t pos = h.sorted_end;
-  const std::size_t end = std::min<std::size_t>(h.size, kNodeBytes);
-  while (pos + kLogEntryHeaderBytes + 4 <= end && log.size() < 256) {
-    LogEntry e;
-    e.offset = static_cast<std::uint16_t>(pos);
-    e.back = get_u16(b + pos);
-    e.hint = static_cast<std::uint8_t>(b[pos + 2]);
-    e.flags = static_cast<std::uint8_t>(b[pos + 3]);
-    e.version = h.version + get_u40(b + pos + 4);
-    pos += kLogEntryHeaderBytes;
-    const std::uint16_t klen = get_u16(b + pos);
-    pos += 2;
-    if (klen == 0 || klen > kMaxKeyBytes || pos + klen + 2 > end) break;
-    e.key = view(image, pos, klen);
-    pos += klen;
-    const std::uint16_t vlen = get_u16(b + pos);
-    pos += 2;
-    if (vlen > kMaxValueBytes || pos + vlen > end) break;
-    e.value = view(image, pos, vlen);
-    pos += vlen;
-    if ((e.flags & kOpMask) == 0) break;
-    log.push_back(e);
-  }
+  log.reserve(16);
+  LogCursor cursor(image.bytes.data(), image.header);
+  LogEntry e;
+  while (log.size() < kMaxLogEntries && cursor.next(e)) log.push_back(e);
   return log;
 }
 
@@ -267,10 +245,17 @@ LeafMerger::LeafMerger(const Image& image, std::vector<LogEntry> log, Version rv
 std::vector<LeafItem> LeafMerger::merge(const Segments& segs, std::size_t a, std::size_t b,
                                         bool* ok) const {
   std::vector<LeafItem> out;
-  std::vector<SortedItem> sorted;
-  bool good = a <= b && b < segs.count();
-  for (std::size_t i = a; good && i <= b; ++i) good = parse_segment(image_, segs, i, sorted);
-  if (ok != nullptr) *ok = good;
+  merge_into(segs, a, b, out, ok);
+  return out;
+}
+
+void LeafMerger::merge_into(const Segments& segs, std::size_t a, std::size_t b, std::vector<LeafItem>& out,
+                            bool* ok) const {
+  out.clear();
+  const bool in_bounds = a <= b && b < segs.count();
+  // Reserve once for items of 16 bytes or more (a guess: smaller ones
+  // only cost a few reallocations).
+  if (in_bounds) out.reserve((segs.end(b) - segs.start(a)) / 16 + 1 + log_.size());
   // Log keys new to the node belong to [a, b] when they sit before an item
   // after segment a's first (or anywhere from the start, for segment 0),
   // up to and including the next segment's first item.
@@ -294,7 +279,7 @@ std::vector<LeafItem> LeafMerger::merge(const Segments& segs, std::size_t a, std
     }
     return false;
   };
-  for (const SortedItem& s : sorted) {
+  auto emit_sorted = [&](const SortedItem& s) {
     while (next_root() && log_[static_cast<std::size_t>(order_[j])].anchor <= s.offset) emit_root(order_[j++]);
     const auto it = std::lower_bound(winner_at_.begin(), winner_at_.end(), std::make_pair(s.offset, -1));
     if (it != winner_at_.end() && it->first == s.offset) {
@@ -303,9 +288,23 @@ std::vector<LeafItem> LeafMerger::merge(const Segments& segs, std::size_t a, std
     } else {
       out.push_back({s.key, s.value, true, s.offset});
     }
+  };
+  // Sorted items straight from the node bytes (no intermediate vector),
+  // up to the first malformed one, as parse_segment would give them.
+  bool good = in_bounds;
+  for (std::size_t i = a; good && i <= b; ++i) {
+    const SegmentRef seg{i, segs.start(i), segs.end(i), i > 0 ? segs.shortcuts[i - 1].key : std::string_view{}};
+    if (seg.end > kNodeBytes || seg.start > seg.end) {
+      good = false;
+      break;
+    }
+    SegmentCursor cursor(image_.bytes.data(), image_.header.interior(), seg);
+    SortedItem item;
+    while (cursor.next(item)) emit_sorted(item);
+    good = cursor.ok();
   }
+  if (ok != nullptr) *ok = good;
   while (next_root()) emit_root(order_[j++]);
-  return out;
 }
 
 std::size_t item_bytes(const BuildItem& item, bool interior) {

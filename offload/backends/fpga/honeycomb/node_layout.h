@@ -28,8 +28,10 @@
 // and must stop, not crash.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -127,6 +129,42 @@ struct SortedItem {
 bool parse_segment(const Image& image, const Segments& segs, std::size_t i,
                    std::vector<SortedItem>& out);
 
+// In-place access for writers (section 3.4's fast path): the writer reads
+// its leaf's own bytes under the leaf's lock, or an interior buffer that
+// never changes in place, without copying or allocating. `node` points at
+// a whole buffer's bytes (a live one or an Image's), offsets are node
+// offsets, and every read is bounds-checked like the parsers'.
+
+// One segment of the sorted block: [start, end), and the boundary key
+// whose bytes live in the shortcut block (empty for segment 0).
+struct SegmentRef {
+  std::size_t index = 0;
+  std::uint16_t start = kSortedStart, end = kSortedStart;
+  std::string_view boundary;
+};
+// The segment holding key's predecessor (the last boundary <= key), found
+// by scanning the shortcut block in place; nullopt if it is malformed.
+std::optional<SegmentRef> find_segment(const std::byte* node, const Header& h, std::string_view key);
+
+// Walks one segment's items in order.
+class SegmentCursor {
+ public:
+  SegmentCursor(const std::byte* node, bool interior, const SegmentRef& seg)
+      : node_(node), interior_(interior), pos_(seg.start), end_(seg.end), boundary_(seg.boundary),
+        first_(seg.index > 0) {}
+  // The next item; false at the end or at a malformed item (then !ok()).
+  bool next(SortedItem& item);
+  bool ok() const { return ok_; }
+
+ private:
+  const std::byte* node_;
+  bool interior_;
+  std::size_t pos_, end_;
+  std::string_view boundary_;
+  bool first_;  // the boundary key's bytes live in the shortcut block
+  bool ok_ = true;
+};
+
 struct LogEntry {
   std::uint16_t offset = 0, back = 0;
   std::uint8_t hint = 0, flags = 0;
@@ -141,6 +179,23 @@ struct LogEntry {
   int root = -1;
   bool live_op() const { return (flags & kOpMask) != kOpDelete; }
 };
+// Walks a leaf's log entries [sorted_end, size) in append order, stopping
+// at the first malformed one. Versions are node version + delta; anchor,
+// at and root are left unresolved.
+class LogCursor {
+ public:
+  LogCursor(const std::byte* node, const Header& h)
+      : node_(node), base_(h.version), pos_(h.sorted_end), end_(std::min<std::size_t>(h.size, kNodeBytes)) {}
+  bool next(LogEntry& e);
+
+ private:
+  const std::byte* node_;
+  Version base_;
+  std::size_t pos_, end_;
+};
+// The most entries a log may hold (order hints are one byte).
+constexpr std::size_t kMaxLogEntries = 256;
+
 // Parses [sorted_end, size) of a leaf image; stops at the first malformed
 // entry. Versions are node version + delta.
 std::vector<LogEntry> parse_log(const Image& image);
@@ -168,6 +223,9 @@ class LeafMerger {
   // where they belong: a key before segment a's first item belongs to a-1).
   std::vector<LeafItem> merge(const Segments& segs, std::size_t a, std::size_t b,
                               bool* ok = nullptr) const;
+  // The same into `out` (cleared first), so a caller can reuse its buffer.
+  void merge_into(const Segments& segs, std::size_t a, std::size_t b, std::vector<LeafItem>& out,
+                  bool* ok = nullptr) const;
   const std::vector<LogEntry>& log() const { return log_; }
 
  private:
@@ -197,5 +255,88 @@ std::size_t item_bytes(const BuildItem& item, bool interior);
 std::size_t log_entry_bytes(std::string_view key, std::string_view value);
 void encode_log_entry(std::byte* out, std::uint16_t back, std::uint8_t hint, std::uint8_t flags,
                       std::uint64_t delta, std::string_view key, std::string_view value);
+
+// Inline so the writers' in-place searches and the parsers' loops do not
+// pay a call per item.
+namespace detail {
+inline std::uint16_t get_u16(const std::byte* p) {
+  std::uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline std::uint64_t get_u48(const std::byte* p) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, p, 6);
+  return v;
+}
+inline std::uint64_t get_u40(const std::byte* p) {
+  std::uint64_t v = 0;
+  std::memcpy(&v, p, 5);
+  return v;
+}
+inline std::string_view view(const std::byte* node, std::size_t offset, std::size_t length) {
+  return {reinterpret_cast<const char*>(node) + offset, length};
+}
+}  // namespace detail
+
+inline bool SegmentCursor::next(SortedItem& item) {
+  if (pos_ >= end_ || !ok_) return false;
+  ok_ = false;  // until the item parses
+  if (end_ > kNodeBytes) return false;
+  item.offset = static_cast<std::uint16_t>(pos_);
+  std::size_t pos = pos_;
+  if (first_) {
+    item.key = boundary_;
+    first_ = false;
+  } else {
+    if (pos + 2 > end_) return false;
+    const std::uint16_t klen = detail::get_u16(node_ + pos);
+    pos += 2;
+    if (klen == 0 || klen > kMaxKeyBytes || pos + klen > end_) return false;
+    item.key = detail::view(node_, pos, klen);
+    pos += klen;
+  }
+  if (interior_) {
+    if (pos + kLidBytes > end_) return false;
+    item.child = detail::get_u48(node_ + pos);
+    item.value = {};
+    pos += kLidBytes;
+  } else {
+    if (pos + 2 > end_) return false;
+    const std::uint16_t vlen = detail::get_u16(node_ + pos);
+    pos += 2;
+    if (vlen > kMaxValueBytes || pos + vlen > end_) return false;
+    item.value = detail::view(node_, pos, vlen);
+    item.child = kNoLid;
+    pos += vlen;
+  }
+  pos_ = pos;
+  ok_ = true;
+  return true;
+}
+
+inline bool LogCursor::next(LogEntry& e) {
+  std::size_t pos = pos_;
+  if (pos + kLogEntryHeaderBytes + 4 > end_) return false;
+  e.offset = static_cast<std::uint16_t>(pos);
+  e.back = detail::get_u16(node_ + pos);
+  e.hint = static_cast<std::uint8_t>(node_[pos + 2]);
+  e.flags = static_cast<std::uint8_t>(node_[pos + 3]);
+  e.version = base_ + detail::get_u40(node_ + pos + 4);
+  pos += kLogEntryHeaderBytes;
+  const std::uint16_t klen = detail::get_u16(node_ + pos);
+  pos += 2;
+  if (klen == 0 || klen > kMaxKeyBytes || pos + klen + 2 > end_) return false;
+  e.key = detail::view(node_, pos, klen);
+  pos += klen;
+  const std::uint16_t vlen = detail::get_u16(node_ + pos);
+  pos += 2;
+  if (vlen > kMaxValueBytes || pos + vlen > end_) return false;
+  e.value = detail::view(node_, pos, vlen);
+  pos += vlen;
+  if ((e.flags & kOpMask) == 0) return false;
+  pos_ = pos;
+  return true;
+}
 
 }  // namespace forein::offload::fpga::layout

@@ -38,6 +38,7 @@ StoreCore::~StoreCore() {
   // counters are alive), then every buffer still mapped.
   epochs.free_all();
   table.for_each([this](Lid, NodeAddress a) { delete_buffer(const_cast<std::byte*>(a)); });
+  for (std::byte* b : pool) ::operator delete(b, std::align_val_t{64});
 }
 
 void StoreCore::set_root(Lid lid, std::uint32_t h) {
@@ -46,15 +47,30 @@ void StoreCore::set_root(Lid lid, std::uint32_t h) {
 }
 
 std::byte* StoreCore::new_buffer() {
-  auto* b = static_cast<std::byte*>(::operator new(kNodeBytes, std::align_val_t{64}));
+  std::byte* b = nullptr;
+  {
+    std::lock_guard lock(pool_mutex);
+    if (!pool.empty()) {
+      b = pool.back();
+      pool.pop_back();
+    }
+  }
+  if (b == nullptr) b = static_cast<std::byte*>(::operator new(kNodeBytes, std::align_val_t{64}));
   std::memset(b, 0, kNodeBytes);
   buffers.fetch_add(1, std::memory_order_relaxed);
   return b;
 }
 
 void StoreCore::delete_buffer(std::byte* buffer) {
-  ::operator delete(buffer, std::align_val_t{64});
   buffers.fetch_sub(1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(pool_mutex);
+    if (pool.size() < kPoolBuffers) {
+      pool.push_back(buffer);
+      return;
+    }
+  }
+  ::operator delete(buffer, std::align_val_t{64});
 }
 
 void StoreCore::free_retired(const Retired& r) {

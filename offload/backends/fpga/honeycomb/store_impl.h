@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string_view>
+#include <vector>
 
 #include "fpga/honeycomb/epochs.h"
 #include "fpga/honeycomb/node_layout.h"
@@ -59,6 +61,13 @@ struct StoreCore {
   Epochs epochs;
   std::atomic<std::uint64_t> root_word{0};
   CpuPort port{table, versions, root_word};
+
+  // Freed node buffers kept for reuse (at most kPoolBuffers): every merge
+  // allocates one buffer and retires one, and 8 KB aligned allocations
+  // fragment malloc's heap and fault pages in again.
+  static constexpr std::size_t kPoolBuffers = 256;
+  std::mutex pool_mutex;
+  std::vector<std::byte*> pool;
 
   std::atomic<std::uint64_t> puts{0}, updates{0}, deletes{0}, log_appends{0}, merges{0}, splits{0},
       restarts{0}, retired{0}, freed{0}, buffers{0}, writes_since_gc{0};

@@ -53,6 +53,22 @@ void copy_full(NodeAddress buf, Image& img) {
   copy_node_bytes(buf, kHeaderBytes, size - kHeaderBytes, img.bytes.data() + kHeaderBytes);
 }
 
+// The header words of a live buffer (atomic loads: writers change the lock
+// word and sibling LIDs in place).
+Header read_header(NodeAddress buf) {
+  std::byte words[kHeaderBytes];
+  copy_node_bytes(buf, 0, kHeaderBytes, words);
+  return layout::decode_header(words);
+}
+
+// A leaf image to merge from, reused by the thread's writes: an Image is
+// 8 KB, too big to zero per write, and the merged items' string_views
+// point into it until the new buffers are built.
+Image& merge_image() {
+  thread_local Image image;
+  return image;
+}
+
 std::vector<layout::SortedItem> all_sorted(const Image& img, const layout::Segments& segs) {
   std::vector<layout::SortedItem> out;
   for (std::size_t i = 0; i < segs.count(); ++i) {
@@ -61,35 +77,97 @@ std::vector<layout::SortedItem> all_sorted(const Image& img, const layout::Segme
   return out;
 }
 
+// Starts loading [begin, end) of a node into the cache. The header says
+// which blocks a search reads next (the shortcut block, a leaf's log), so
+// their cache misses can overlap instead of following one another.
+void prefetch(const std::byte* buf, std::size_t begin, std::size_t end) {
+  for (std::size_t off = begin & ~std::size_t{63}; off < end; off += 64) __builtin_prefetch(buf + off);
+}
+
+// The child of an interior node to descend to for key, searched in place:
+// a published interior buffer never changes below its header.
+Lid find_child(const std::byte* buf, const Header& h, std::string_view key) {
+  const auto seg = layout::find_segment(buf, h, key);
+  if (!seg) return kNoLid;
+  prefetch(buf, seg->start, seg->end);
+  Lid child = seg->index == 0 ? h.leftmost : kNoLid;
+  layout::SegmentCursor cursor(buf, true, *seg);
+  layout::SortedItem item;
+  while (cursor.next(item) && item.key <= key) child = item.child;
+  return cursor.ok() ? child : kNoLid;
+}
+
 // Root to leaf over the latest versions (no locks, no old versions).
-bool traverse(StoreCore& s, std::string_view key, std::vector<PathNode>& path, Image& scratch) {
+bool traverse(StoreCore& s, std::string_view key, std::vector<PathNode>& path) {
   path.clear();
   Lid lid = s.root_lid();
   for (int depth = 0; depth < 64; ++depth) {
     auto* buf = const_cast<std::byte*>(s.table.translate(lid));
     if (buf == nullptr) return false;
     const std::uint64_t w1 = layout::load_word(buf, 1);
-    copy_node_bytes(buf, 0, kFirstBlockBytes, scratch.bytes.data());
-    scratch.header = layout::decode_header(scratch.bytes.data());
-    if (!scratch.header.plausible()) return false;
+    const Header h = read_header(buf);
+    if (!h.plausible()) return false;
+    prefetch(buf, kHeaderBytes, kFirstBlockBytes);
     path.push_back({lid, buf, w1});
-    if (!scratch.header.interior()) return true;
-    const auto segs = layout::parse_shortcuts(scratch);
-    if (!segs) return false;
-    const std::size_t seg = segs->find(key);
-    copy_node_bytes(buf, segs->start(seg), segs->end(seg) - segs->start(seg),
-                    scratch.bytes.data() + segs->start(seg));
-    std::vector<layout::SortedItem> items;
-    if (!layout::parse_segment(scratch, *segs, seg, items)) return false;
-    Lid child = seg == 0 ? scratch.header.leftmost : kNoLid;
-    for (const auto& it : items) {
-      if (it.key > key) break;
-      child = it.child;
+    if (!h.interior()) {
+      prefetch(buf, h.sorted_end, h.size);  // the log block, scanned by probe_leaf
+      return true;
     }
-    if (child == kNoLid) return false;
-    lid = child;
+    lid = find_child(buf, h, key);
+    if (lid == kNoLid) return false;
   }
   return false;
+}
+
+// What a write needs to know about its key in a leaf, found the way the
+// accelerator finds it (section 3.4): one segment searched and the log
+// block scanned, in place, allocating nothing. The caller holds the leaf's
+// lock, so the bytes below its size cannot change.
+struct KeyProbe {
+  bool exists = false;        // a sorted item or log entry (a delete marker included)
+  bool live = false;          // exists and its newest entry is not a delete
+  std::uint16_t latest = 0;   // offset of the key's newest entry
+  std::uint16_t greater = 0;  // the first sorted item with a greater key (sorted_end: none)
+  std::size_t log_entries = 0;
+  std::size_t hint = 0;       // log entries with a key <= ours: our order hint
+};
+
+KeyProbe probe_leaf(const std::byte* buf, const Header& h, std::string_view key) {
+  KeyProbe p;
+  const auto seg = layout::find_segment(buf, h, key);
+  if (!seg) throw Error("honeycomb: corrupt leaf");
+  prefetch(buf, seg->start, seg->end);
+  // No greater key in the segment: the next segment's first item (its
+  // boundary, > key) or sorted_end is the first greater one.
+  p.greater = seg->end;
+  layout::SegmentCursor cursor(buf, false, *seg);
+  layout::SortedItem item;
+  while (cursor.next(item)) {
+    if (item.key < key) continue;
+    if (item.key == key) {
+      p.exists = p.live = true;
+      p.latest = item.offset;
+    } else {
+      p.greater = item.offset;
+    }
+    break;
+  }
+  if (!cursor.ok()) throw Error("honeycomb: corrupt leaf");
+  // Log entries are in append (= version) order: the last one for key is
+  // its newest.
+  layout::LogCursor log(buf, h);
+  layout::LogEntry e;
+  while (p.log_entries < layout::kMaxLogEntries && log.next(e)) {
+    ++p.log_entries;
+    if (e.key > key) continue;
+    ++p.hint;
+    if (e.key == key) {
+      p.exists = true;
+      p.live = e.live_op();
+      p.latest = e.offset;
+    }
+  }
+  return p;
 }
 
 void backoff(unsigned attempt) {
@@ -125,7 +203,9 @@ class LeafWrite {
     layout::store_word(leaf_.buf, 1, leaf_w1_);
     return o;
   }
+  bool fits_log(std::size_t log_entries, std::size_t entry) const;
   Outcome fast_path(std::uint16_t back, std::uint8_t hint, std::uint8_t flags, std::string_view value);
+  Outcome merge(WriteOp op, std::string_view value);
   Outcome merge_or_split(const std::vector<layout::BuildItem>& items);
   Outcome split(const std::vector<layout::BuildItem>& items);
   void count(std::uint8_t op_code) {
@@ -139,26 +219,21 @@ class LeafWrite {
   std::vector<PathNode>& path_;
   PathNode leaf_;
   std::uint64_t leaf_w1_;  // unlocked lock word
-  Image img_;
+  Header h_;               // the leaf's header, read under its lock
   std::uint8_t op_code_ = 0;
 };
 
 Outcome LeafWrite::run() {
-  copy_full(leaf_.buf, img_);
-  const Header& h = img_.header;
-  const auto segs = layout::parse_shortcuts(img_);
-  if (!h.plausible() || !segs) throw Error("honeycomb: corrupt leaf");
-  const auto sorted = all_sorted(img_, *segs);
-  const layout::LeafMerger merger(img_, layout::parse_log(img_), kLatest);
-  const auto items = merger.merge(*segs, 0, segs->count() - 1);
+  // Under the lock nothing below the leaf's size changes; its header is
+  // re-read because a neighbour's split may have changed the sibling LIDs
+  // since the traversal (it holds this lock while it does).
+  h_ = read_header(leaf_.buf);
+  if (!h_.plausible()) throw Error("honeycomb: corrupt leaf");
+  const KeyProbe k = probe_leaf(leaf_.buf, h_, key_);
 
-  const auto it = std::lower_bound(items.begin(), items.end(), key_,
-                                   [](const layout::LeafItem& x, std::string_view k) { return x.key < k; });
-  const bool exists = it != items.end() && it->key == key_;  // live or a delete marker
-  const bool present = exists && it->live;
   WriteOp op = op_;
-  if (op == WriteOp::kUpsert) op = present ? WriteOp::kUpdate : WriteOp::kPut;
-  if ((op == WriteOp::kPut) == present) {
+  if (op == WriteOp::kUpsert) op = k.live ? WriteOp::kUpdate : WriteOp::kPut;
+  if ((op == WriteOp::kPut) == k.live) {
     // Nothing to write, but what decided it may be a write not yet
     // released: return only once readers see it too (linearizability).
     unlock_leaf(Outcome::kUnchanged);
@@ -171,43 +246,53 @@ Outcome LeafWrite::run() {
   // Back-pointer: the newest entry of this key (it replaces it), else the
   // first sorted item with a greater key. Hint: the entry's index in the
   // log's sorted order now (after every entry with a key <= ours).
-  std::uint16_t back = h.sorted_end;
-  if (exists) {
-    back = it->latest;
-  } else {
-    const auto gt = std::upper_bound(sorted.begin(), sorted.end(), key_,
-                                     [](std::string_view k, const layout::SortedItem& x) { return k < x.key; });
-    if (gt != sorted.end()) back = gt->offset;
+  const std::uint16_t back = k.exists ? k.latest : k.greater;
+  const std::uint8_t flags = op_code_ | (k.exists ? layout::kReplaces : 0);
+  if (fits_log(k.log_entries, layout::log_entry_bytes(key_, value))) {
+    return fast_path(back, static_cast<std::uint8_t>(k.hint), flags, value);
   }
-  std::size_t hint = 0;
-  for (const auto& e : merger.log()) hint += e.key <= key_ ? 1 : 0;
-  const std::uint8_t flags = op_code_ | (exists ? layout::kReplaces : 0);
+  return merge(op, value);
+}
 
-  const std::size_t entry = layout::log_entry_bytes(key_, value);
+bool LeafWrite::fits_log(std::size_t log_entries, std::size_t entry) const {
+  // The version delta must fit its 5 bytes for any version taken soon.
   const bool delta_ok = !s_.versions.mvcc() ||
-                        s_.versions.write_version() + (Version{1} << 30) - h.version <= layout::kMaxVersionDelta;
-  if (h.size - h.sorted_end + entry <= s_.options.log_block_bytes && h.size + entry <= kNodeBytes &&
-      merger.log().size() < 255 && delta_ok) {
-    return fast_path(back, static_cast<std::uint8_t>(hint), flags, value);
-  }
+                        s_.versions.write_version() + (Version{1} << 30) - h_.version <= layout::kMaxVersionDelta;
+  return h_.size - h_.sorted_end + entry <= s_.options.log_block_bytes && h_.size + entry <= kNodeBytes &&
+         log_entries < layout::kMaxLogEntries - 1 && delta_ok;
+}
 
-  // The merged block: live items with this write applied.
-  std::vector<layout::BuildItem> merged;
+Outcome LeafWrite::merge(WriteOp op, std::string_view value) {
+  // The log block is full: parse the whole leaf (a private copy, so the
+  // items' string_views stay valid after the buffer is retired).
+  Image& img = merge_image();
+  copy_full(leaf_.buf, img);
+  const auto segs = layout::parse_shortcuts(img);
+  if (!img.header.plausible() || !segs) throw Error("honeycomb: corrupt leaf");
+  const layout::LeafMerger merger(img, layout::parse_log(img), kLatest);
+  thread_local std::vector<layout::LeafItem> items;  // reused: merges are every few writes
+  merger.merge_into(*segs, 0, segs->count() - 1, items);
+
+  // The merged block: live items with this write applied at its place
+  // (found once: items ascend).
+  const auto at = std::lower_bound(items.begin(), items.end(), key_,
+                                   [](const layout::LeafItem& x, std::string_view k) { return x.key < k; });
+  thread_local std::vector<layout::BuildItem> merged;
+  merged.clear();
   merged.reserve(items.size() + 1);
-  for (const auto& x : items) {
-    if (x.key == key_) continue;
-    if (!x.live) continue;
-    if (op != WriteOp::kErase && x.key > key_ && (merged.empty() || merged.back().key < key_)) {
-      merged.push_back({key_, value, kNoLid});
+  auto copy_live = [&](auto from, auto to) {
+    for (auto x = from; x != to; ++x) {
+      if (x->live) merged.push_back({x->key, x->value, kNoLid});
     }
-    merged.push_back({x.key, x.value, kNoLid});
-  }
-  if (op != WriteOp::kErase && (merged.empty() || merged.back().key < key_)) merged.push_back({key_, value, kNoLid});
+  };
+  copy_live(items.begin(), at);
+  if (op != WriteOp::kErase) merged.push_back({key_, value, kNoLid});
+  copy_live(at != items.end() && at->key == key_ ? at + 1 : at, items.end());
   return merge_or_split(merged);
 }
 
 Outcome LeafWrite::fast_path(std::uint16_t back, std::uint8_t hint, std::uint8_t flags, std::string_view value) {
-  const Header& h = img_.header;
+  const Header& h = h_;
   std::byte* at = leaf_.buf + h.size;  // past the published size: no reader looks here
   layout::encode_log_entry(at, back, hint, flags, 0, key_, value);
   const Version w = s_.versions.acquire();
@@ -222,7 +307,7 @@ Outcome LeafWrite::fast_path(std::uint16_t back, std::uint8_t hint, std::uint8_t
 }
 
 Outcome LeafWrite::merge_or_split(const std::vector<layout::BuildItem>& items) {
-  const Header& h = img_.header;
+  const Header& h = h_;
   Header nh;
   nh.left = h.left;
   nh.right = h.right;
@@ -321,7 +406,7 @@ Outcome LeafWrite::split(const std::vector<layout::BuildItem>& items) {
   }
 
   // Siblings get new sibling LIDs in place, under their locks (try-locks).
-  const Header& h = img_.header;
+  const Header& h = h_;
   std::byte* sib[2] = {nullptr, nullptr};
   const Lid sib_lid[2] = {h.left, h.right};
   for (int i = 0; i < 2; ++i) {
@@ -436,14 +521,13 @@ Outcome LeafWrite::split(const std::vector<layout::BuildItem>& items) {
 
 bool StoreCore::write(WriteOp op, std::string_view key, std::string_view value) {
   Epochs::Guard guard(epochs);
-  std::vector<PathNode> path;
-  auto scratch = std::make_unique<Image>();
+  thread_local std::vector<PathNode> path;  // reused: no allocation per write
   for (unsigned attempt = 0;; ++attempt) {
     if (attempt > 0) {
       restarts.fetch_add(1, std::memory_order_relaxed);
       backoff(attempt);
     }
-    if (!traverse(*this, key, path, *scratch)) continue;
+    if (!traverse(*this, key, path)) continue;
     const PathNode& leaf = path.back();
     std::uint64_t expected = leaf.w1 & ~kLockBit;
     if (!layout::cas_word(leaf.buf, 1, expected, expected | kLockBit)) continue;
@@ -451,8 +535,7 @@ bool StoreCore::write(WriteOp op, std::string_view key, std::string_view value) 
       layout::store_word(leaf.buf, 1, expected);
       continue;
     }
-    auto w = std::make_unique<LeafWrite>(*this, op, key, value, path, expected);
-    const Outcome r = w->run();
+    const Outcome r = LeafWrite(*this, op, key, value, path, expected).run();
     if (r == Outcome::kRetry) continue;
     maybe_collect();
     return r == Outcome::kChanged;

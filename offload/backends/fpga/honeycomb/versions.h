@@ -39,6 +39,13 @@ class Versions {
   std::atomic<Version> gwv_{0};   // last version handed out
   std::atomic<Version> grv_{0};   // last version released
   std::atomic<Version> turn_{0};  // in-order release: the last version done
+  // Writers blocked in turn_.wait: release notifies only when there are
+  // some (libstdc++'s notify is a read-modify-write on a waiter pool line
+  // shared by every atomic, even with no waiter).
+  std::atomic<std::uint32_t> waiters_{0};
+
+  // Returns once turn_ >= version.
+  void wait_turn(Version version);
 };
 
 }  // namespace forein::offload::fpga
