@@ -245,18 +245,27 @@ struct Honeycomb {
   std::unique_ptr<hc::Store> store;
 };
 
-Honeycomb load_honeycomb(const DataSet& data, hc::AcceleratorOptions ao, hc::StoreOptions so) {
-  Honeycomb h;
-  h.accelerator = std::make_unique<hc::Accelerator>(ao);
-  h.store = std::make_unique<hc::Store>(so, h.accelerator.get());
+std::vector<hc::Item> items_of(const DataSet& data) {
   std::vector<hc::Item> items;
   items.reserve(data.words.size());
   for (std::size_t i = 0; i < data.words.size(); ++i) {
     items.push_back({key_of(data.words[i]), value_of(i)});
   }
+  return items;
+}
+
+Honeycomb load_honeycomb(const std::vector<hc::Item>& items, hc::AcceleratorOptions ao,
+                         hc::StoreOptions so) {
+  Honeycomb h;
+  h.accelerator = std::make_unique<hc::Accelerator>(ao);
+  h.store = std::make_unique<hc::Store>(so, h.accelerator.get());
   // The paper's trees sit at about 55-70 % occupancy after inserts.
   h.store->bulk_load(items, 0.7);
   return h;
+}
+
+Honeycomb load_honeycomb(const DataSet& data, hc::AcceleratorOptions ao, hc::StoreOptions so) {
+  return load_honeycomb(items_of(data), ao, so);
 }
 
 struct HoneycombPoint {
@@ -557,6 +566,7 @@ void cache_ablation(const Options& o) {
       {"interior 256 MB half DRAM", hc::CacheMode::kInterior, 256, true, kPeak / 2},
       {"interior 256 MB half DRAM no LB", hc::CacheMode::kInterior, 256, false, kPeak / 2},
   };
+  const std::vector<hc::Item> items = items_of(data);
   double none = 0;
   for (const Setup& s : setups) {
     hc::AcceleratorOptions ao;
@@ -564,7 +574,7 @@ void cache_ablation(const Options& o) {
     ao.cache_bytes = std::max<std::uint64_t>(s.mb, 1) << 20;
     ao.load_balancer = s.balancer;
     ao.dram_bytes_per_second = s.dram;
-    Honeycomb h = load_honeycomb(data, ao, {});
+    Honeycomb h = load_honeycomb(items, ao, {});
     const Mix m{"scan1", 1.0, Read::kScan, Write::kNone, 1, 1, Dist::kUniform};
     // Warm the cache, then measure.
     (void)run_honeycomb(h, data, m, co, o.seed + 17, false);

@@ -14,23 +14,26 @@
 # the fpga_experiments target (-j2). --quick: 200,000 keys (2,000,000 for
 # the cache ablation) and 0.3 s per point (a smoke test); otherwise
 # 2,000,000 keys (20,000,000: a 4-level tree, as the paper's) and 1 s per
-# point. Flags after -- go to fpga_experiments (e.g. --keys 4000000).
+# point. --plots-only: redraw the PNGs from the CSVs already in
+# docs/bench/fpga. Flags after -- go to fpga_experiments (e.g. --keys 4000000).
 # Needs gnuplot (apt-get install -y gnuplot-nox) for the PNGs; without it
 # the CSVs are still written and the script exits 1.
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 <build-dir> [--quick] [-- extra fpga_experiments flags]" >&2
+  echo "usage: $0 <build-dir> [--quick | --plots-only] [-- extra fpga_experiments flags]" >&2
   exit 2
 }
 [ $# -ge 1 ] || usage
 build=$1
 shift
 quick=0
+plots_only=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; shift ;;
+    --plots-only) plots_only=1; shift ;;
     --) shift; extra=("$@"); break ;;
     *) usage ;;
   esac
@@ -79,9 +82,11 @@ if [ $quick = 1 ]; then
 else
   sizing=(--keys 2000000 --cache-keys 20000000 --seconds 1)
 fi
-echo "\$ $exp ${sizing[*]} --out $out ${extra[*]}"
-"$exp" "${sizing[@]}" --out "$out" "${extra[@]}"
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
+if [ $plots_only = 0 ]; then
+  echo "\$ $exp ${sizing[*]} --out $out ${extra[*]}"
+  "$exp" "${sizing[@]}" --out "$out" "${extra[@]}"
+  echo "load after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
+fi
 
 if [ $have_gnuplot = 0 ]; then
   echo "run_fpga_experiments: CSVs are in $out; PNGs skipped (apt-get install -y gnuplot-nox)" >&2
@@ -109,18 +114,18 @@ if [ -f "$out/ycsb.csv" ]; then
   gnuplot <<EOF
 $term
 set output '$out/ycsb.png'
-set title "YCSB A-F (paper Fig 10): throughput, baseline measured, Honeycomb modelled NIC + measured CPU"
 set ylabel 'Mops/s'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set key outside right top
+set key inside left top
 set grid y
-set multiplot layout 1,2
+set yrange [0:*]
+set multiplot layout 1,2 title "YCSB A-F (paper Fig 10), 2 threads: baseline measured; Honeycomb = modelled NIC + measured CPU"
 set title 'uniform'
-plot '$tmp/ycsb_uniform.dat' using 2:xtic(1) title 'baseline (engine, CPU)' lc rgb '#555555', '' using 3 title 'Honeycomb' lc rgb '#0072b2'
+plot '$tmp/ycsb_uniform.dat' using 2:xtic(1) title 'baseline (CPU)' lc rgb '#555555', '' using 3 title 'Honeycomb' lc rgb '#0072b2'
 set title 'Zipf 0.99 (D: latest)'
-plot '$tmp/ycsb_zipf.dat' using 2:xtic(1) title 'baseline (engine, CPU)' lc rgb '#555555', '' using 3 title 'Honeycomb' lc rgb '#0072b2'
+plot '$tmp/ycsb_zipf.dat' using 2:xtic(1) title 'baseline (CPU)' lc rgb '#555555', '' using 3 title 'Honeycomb' lc rgb '#0072b2'
 unset multiplot
 EOF
 fi
@@ -174,6 +179,8 @@ set ylabel 'Mreqs/s'
 set y2label 'interior hit rate'
 set y2tics
 set y2range [0:1.05]
+set yrange [0:*]
+set bmargin 7
 set style fill solid 0.8 border -1
 set boxwidth 0.6
 set xtics rotate by -20
