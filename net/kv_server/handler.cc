@@ -43,62 +43,49 @@ Packet stats_reply(const Packet& request, const std::function<std::string()>& st
 }
 
 Packet RequestHandler::handle(const Packet& request) {
-  stats_.count_request(request.op);
-  Packet reply = make_reply(request, Op::kReply, Status::kOk);
-  const auto fail = [&](Status status, std::string message) {
-    reply = make_reply(request, Op::kError, status);
-    reply.value = std::move(message);
-  };
-  StartHints hints;
-  const StartHints* hint_ptr = nullptr;
-  if (request.hints && request.op != Op::kStats) {
-    stats_.count_hinted();
-    hints = manager_ != nullptr ? manager_->filter(*request.hints) : *request.hints;
-    hint_ptr = &hints;
-  }
-  try {
-    if (request.op != Op::kStats && request.key.size() > tree_.max_key_size()) {
-      fail(Status::kBadRequest, "key longer than " + std::to_string(tree_.max_key_size()) + " bytes");
-    } else if (request.op != Op::kStats && !owned_.owns(request.key)) {
-      fail(Status::kBadRequest, "key not owned by this server (" + owned_.name + ")");
-    } else {
-      if (manager_ != nullptr && request.op != Op::kStats) manager_->sample_access(word_of(request.key));
-      switch (request.op) {
-        case Op::kGet:
-          if (!tree_.get(request.key, &reply.value, hint_ptr)) {
-            reply.status = Status::kNotFound;
-            reply.value.clear();
-          }
-          break;
-        case Op::kPut:
-          if (request.value.size() > tree_.max_value_size()) {
-            fail(Status::kBadRequest,
-                 "value longer than " + std::to_string(tree_.max_value_size()) + " bytes");
-          } else {
-            tree_.put(request.key, request.value, hint_ptr);
-          }
-          break;
-        case Op::kDelete:
-          if (!tree_.erase(request.key, hint_ptr)) reply.status = Status::kNotFound;
-          break;
-        case Op::kScan:
-          reply = scan(request, hint_ptr);
-          break;
-        case Op::kStats:
-          reply = stats_reply(request, stats_json_);
-          break;
-        default:
-          fail(Status::kBadRequest, "not a request");
-          break;
-      }
+  return serve_request(request, stats_, stats_json_, [&](Packet& reply, const auto& fail) {
+    StartHints hints;
+    const StartHints* hint_ptr = nullptr;
+    if (request.hints) {
+      stats_.count_hinted();
+      hints = manager_ != nullptr ? manager_->filter(*request.hints) : *request.hints;
+      hint_ptr = &hints;
     }
-  } catch (const InvalidArgument& e) {
-    fail(Status::kBadRequest, e.what());
-  } catch (const std::exception& e) {
-    fail(Status::kServerError, e.what());
-  }
-  stats_.count_reply(reply.op, reply.status);
-  return reply;
+    if (request.key.size() > tree_.max_key_size()) {
+      fail(Status::kBadRequest, "key longer than " + std::to_string(tree_.max_key_size()) + " bytes");
+      return;
+    }
+    if (!owned_.owns(request.key)) {
+      fail(Status::kBadRequest, "key not owned by this server (" + owned_.name + ")");
+      return;
+    }
+    if (manager_ != nullptr) manager_->sample_access(word_of(request.key));
+    switch (request.op) {
+      case Op::kGet:
+        if (!tree_.get(request.key, &reply.value, hint_ptr)) {
+          reply.status = Status::kNotFound;
+          reply.value.clear();
+        }
+        break;
+      case Op::kPut:
+        if (request.value.size() > tree_.max_value_size()) {
+          fail(Status::kBadRequest,
+               "value longer than " + std::to_string(tree_.max_value_size()) + " bytes");
+        } else {
+          tree_.put(request.key, request.value, hint_ptr);
+        }
+        break;
+      case Op::kDelete:
+        if (!tree_.erase(request.key, hint_ptr)) reply.status = Status::kNotFound;
+        break;
+      case Op::kScan:
+        reply = scan(request, hint_ptr);
+        break;
+      default:
+        fail(Status::kBadRequest, "not a request");
+        break;
+    }
+  });
 }
 
 // Entries from the request's key (inclusive) in key order, at most count

@@ -2,11 +2,13 @@
 // out. Thread-safe (the tree and the manager are); no sockets here.
 #pragma once
 
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "forein/error.h"
 #include "forein/tree.h"
 #include "protocol/packet.h"
 #include "kv_server/stats.h"
@@ -37,6 +39,35 @@ Packet make_reply(const Packet& request, Op op, Status status);
 // The STATS reply: stats_json() ("{}" without one) in one datagram, or
 // ERROR kTooLarge.
 Packet stats_reply(const Packet& request, const std::function<std::string()>& stats_json);
+
+// What every handler does around its own operations: counts the request
+// and its reply, answers STATS, and turns InvalidArgument into kBadRequest
+// and any other exception into kServerError. serve(reply, fail) answers
+// every other op, into reply (REPLY kOk on entry) or by calling
+// fail(status, message).
+template <typename Serve>
+Packet serve_request(const Packet& request, ServerStats& stats,
+                     const std::function<std::string()>& stats_json, Serve serve) {
+  stats.count_request(request.op);
+  Packet reply = make_reply(request, Op::kReply, Status::kOk);
+  const auto fail = [&](Status status, std::string message) {
+    reply = make_reply(request, Op::kError, status);
+    reply.value = std::move(message);
+  };
+  try {
+    if (request.op == Op::kStats) {
+      reply = stats_reply(request, stats_json);
+    } else {
+      serve(reply, fail);
+    }
+  } catch (const InvalidArgument& e) {
+    fail(Status::kBadRequest, e.what());
+  } catch (const std::exception& e) {
+    fail(Status::kServerError, e.what());
+  }
+  stats.count_reply(reply.op, reply.status);
+  return reply;
+}
 
 class PacketHandler {
  public:

@@ -26,56 +26,39 @@ HoneycombHandler::HoneycombHandler(hc::Store& store, hc::Accelerator& accelerato
     : store_(store), accelerator_(accelerator), stats_(stats), stats_json_(std::move(stats_json)) {}
 
 Packet HoneycombHandler::handle(const Packet& request) {
-  stats_.count_request(request.op);
-  if (request.hints && request.op != Op::kStats) stats_.count_hinted();
-  Packet reply = make_reply(request, Op::kReply, Status::kOk);
-  const auto fail = [&](Status status, std::string message) {
-    reply = make_reply(request, Op::kError, status);
-    reply.value = std::move(message);
-  };
-  try {
-    const bool keyed = request.op != Op::kStats;
-    if (keyed && (request.key.empty() || request.key.size() > hc::kMaxKeyBytes)) {
-      fail(Status::kBadRequest,
-           "honeycomb keys are 1.." + std::to_string(hc::kMaxKeyBytes) + " bytes");
-    } else {
-      switch (request.op) {
-        case Op::kGet:
-          if (auto v = accelerator_.get(request.key)) {
-            reply.value = std::move(*v);
-          } else {
-            reply.status = Status::kNotFound;
-          }
-          break;
-        case Op::kPut:
-          if (request.value.size() > hc::kMaxValueBytes) {
-            fail(Status::kBadRequest,
-                 "value longer than " + std::to_string(hc::kMaxValueBytes) + " bytes");
-          } else {
-            store_.upsert(request.key, request.value);
-          }
-          break;
-        case Op::kDelete:
-          if (!store_.erase(request.key)) reply.status = Status::kNotFound;
-          break;
-        case Op::kScan:
-          reply = scan(request);
-          break;
-        case Op::kStats:
-          reply = stats_reply(request, stats_json_);
-          break;
-        default:
-          fail(Status::kBadRequest, "not a request");
-          break;
-      }
+  return serve_request(request, stats_, stats_json_, [&](Packet& reply, const auto& fail) {
+    if (request.hints) stats_.count_hinted();
+    if (request.key.empty() || request.key.size() > hc::kMaxKeyBytes) {
+      fail(Status::kBadRequest, "honeycomb keys are 1.." + std::to_string(hc::kMaxKeyBytes) + " bytes");
+      return;
     }
-  } catch (const InvalidArgument& e) {
-    fail(Status::kBadRequest, e.what());
-  } catch (const std::exception& e) {
-    fail(Status::kServerError, e.what());
-  }
-  stats_.count_reply(reply.op, reply.status);
-  return reply;
+    switch (request.op) {
+      case Op::kGet:
+        if (auto v = accelerator_.get(request.key)) {
+          reply.value = std::move(*v);
+        } else {
+          reply.status = Status::kNotFound;
+        }
+        break;
+      case Op::kPut:
+        if (request.value.size() > hc::kMaxValueBytes) {
+          fail(Status::kBadRequest,
+               "value longer than " + std::to_string(hc::kMaxValueBytes) + " bytes");
+        } else {
+          store_.upsert(request.key, request.value);
+        }
+        break;
+      case Op::kDelete:
+        if (!store_.erase(request.key)) reply.status = Status::kNotFound;
+        break;
+      case Op::kScan:
+        reply = scan(request);
+        break;
+      default:
+        fail(Status::kBadRequest, "not a request");
+        break;
+    }
+  });
 }
 
 // The protocol's SCAN (entries from the key, at most count, one datagram)

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "fpga/honeycomb_items.h"
 #include "fpga/honeycomb/accelerator.h"
 #include "fpga/honeycomb/accelerator_port.h"
 #include "fpga/honeycomb/interior_cache.h"
@@ -622,23 +623,13 @@ TEST_CASE("Request engine: idle workers sleep", "[fpga][engine]") {
 
 namespace {
 
-std::string key_of(std::uint64_t k) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "k%015llu", static_cast<unsigned long long>(k));
-  return buf;
-}
-
-std::string value_of(std::uint64_t k, std::uint64_t gen) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "v%07llu-%07llu", static_cast<unsigned long long>(k % 10000000),
-                static_cast<unsigned long long>(gen % 10000000));
-  return buf;
-}
+using forein::testing::key16;
+using forein::testing::value16;
 
 // Even keys 0, 2, ..., 2(n-1): 16 B keys and values as in section 6.
 std::vector<Item> even_items(std::uint64_t n) {
   std::vector<Item> items;
-  for (std::uint64_t i = 0; i < n; ++i) items.push_back({key_of(2 * i), value_of(2 * i, 0)});
+  for (std::uint64_t i = 0; i < n; ++i) items.push_back({key16(2 * i), value16(2 * i, 0)});
   return items;
 }
 
@@ -655,7 +646,7 @@ AcceleratorOptions e2e_options(CacheMode mode) {
 // GETs spread over the whole key range: every interior node and segment.
 void sweep(Accelerator& acc, Store& store, std::uint64_t stride) {
   for (std::uint64_t i = 0; i < kItems; i += stride) {
-    const std::string k = key_of(2 * i);
+    const std::string k = key16(2 * i);
     REQUIRE(acc.get(k) == store.get(k));
   }
 }
@@ -671,15 +662,15 @@ TEST_CASE("Accelerator end to end: GET and SCAN on a Store equal the CPU's",
 
   for (std::uint64_t i = 0; i < 300; ++i) {
     const std::uint64_t k = (i * 7919) % (2 * kItems);  // present (even) and absent (odd)
-    CHECK(acc.get(key_of(k)) == store.get(key_of(k)));
+    CHECK(acc.get(key16(k)) == store.get(key16(k)));
   }
   for (std::uint64_t i = 0; i < 100; ++i) {
     const std::uint64_t lo = (i * 104729) % (2 * kItems), hi = lo + 1 + i % 300;
-    const ScanResult a = acc.scan(key_of(lo), key_of(hi));
-    const ScanResult c = store.scan(key_of(lo), key_of(hi));
+    const ScanResult a = acc.scan(key16(lo), key16(hi));
+    const ScanResult c = store.scan(key16(lo), key16(hi));
     CHECK(a.items == c.items);
-    const ScanResult a5 = acc.scan(key_of(lo), key_of(hi + 200), 5);
-    const ScanResult c5 = store.scan(key_of(lo), key_of(hi + 200), 5);
+    const ScanResult a5 = acc.scan(key16(lo), key16(hi + 200), 5);
+    const ScanResult c5 = store.scan(key16(lo), key16(hi + 200), 5);
     CHECK(a5.items == c5.items);
     CHECK(a5.truncated == c5.truncated);
   }
@@ -725,14 +716,14 @@ TEST_CASE("Accelerator end to end: out-of-order completion, epochs, drain", "[fp
   bool second_done = false, release_first = false;
   std::vector<int> order;
   std::optional<std::string> first, second;
-  acc.submit_get(key_of(10), [&](std::optional<std::string> v) {
+  acc.submit_get(key16(10), [&](std::optional<std::string> v) {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return release_first; });
     first = std::move(v);
     order.push_back(1);
   });
   const std::uint64_t s_first = acc.newest_sequence();
-  acc.submit_scan(key_of(20), key_of(24), 0, [&](ScanResult r) {
+  acc.submit_scan(key16(20), key16(24), 0, [&](ScanResult r) {
     std::lock_guard lock(mu);
     second = r.items.size() == 3 ? std::optional(r.items[1].value) : std::nullopt;
     order.push_back(2);
@@ -751,8 +742,8 @@ TEST_CASE("Accelerator end to end: out-of-order completion, epochs, drain", "[fp
   cv.notify_all();
   acc.drain();
   CHECK(order == std::vector<int>{2, 1});
-  CHECK(first == value_of(10, 0));
-  CHECK(second == value_of(22, 0));
+  CHECK(first == value16(10, 0));
+  CHECK(second == value16(22, 0));
   CHECK(acc.oldest_sequence() == acc.newest_sequence() + 1);
   CHECK(acc.stats().requests == 2);
   CHECK(acc.stats().scans == 1);
@@ -775,11 +766,11 @@ TEST_CASE("Accelerator end to end: reads during CPU writes; the cache never serv
       for (std::uint64_t i = 0; i < 3000; ++i) {
         const std::uint64_t r = (i * 2654435761u + static_cast<std::uint64_t>(w) * 7) % kItems;
         if (i % 3 == 0) {
-          store.update(key_of(4 * (r / 2)), value_of(4 * (r / 2), i + 1));
+          store.update(key16(4 * (r / 2)), value16(4 * (r / 2), i + 1));
         } else {
           // Crowded into the first 3000 keys: leaves there split, so
           // their (cached) parents are copied and remapped.
-          store.upsert(key_of(2 * (r % 3000) + 1), value_of(2 * (r % 3000) + 1, i));
+          store.upsert(key16(2 * (r % 3000) + 1), value16(2 * (r % 3000) + 1, i));
         }
       }
     });
@@ -790,19 +781,19 @@ TEST_CASE("Accelerator end to end: reads during CPU writes; the cache never serv
     if (k >= 2 * kItems) continue;
     ++submitted;
     if (i % 4 != 0) {
-      acc.submit_get(key_of(k), [&, k](std::optional<std::string> v) {
-        if (v != value_of(k, 0)) bad.fetch_add(1);
+      acc.submit_get(key16(k), [&, k](std::optional<std::string> v) {
+        if (v != value16(k, 0)) bad.fetch_add(1);
         done.fetch_add(1);
       });
     } else {
-      acc.submit_scan(key_of(k), key_of(k + 40), 0, [&, k](ScanResult r) {
+      acc.submit_scan(key16(k), key16(k + 40), 0, [&, k](ScanResult r) {
         std::size_t stable = 0;
         for (std::size_t j = 0; j < r.items.size(); ++j) {
           if (j > 0 && !(r.items[j - 1].key < r.items[j].key)) bad.fetch_add(1);
           const std::uint64_t n = std::stoull(r.items[j].key.substr(1));
           if (n % 4 == 2) {
             ++stable;
-            if (r.items[j].value != value_of(n, 0)) bad.fetch_add(1);
+            if (r.items[j].value != value16(n, 0)) bad.fetch_add(1);
           }
         }
         if (stable != 11 && k + 40 < 2 * kItems) bad.fetch_add(1);
@@ -819,7 +810,7 @@ TEST_CASE("Accelerator end to end: reads during CPU writes; the cache never serv
   // Quiescent again: the accelerator and the CPU agree on everything.
   CHECK(acc.scan("", "~").items == store.dump());
   for (std::uint64_t i = 0; i < 200; ++i) {
-    const std::string k = key_of((i * 104729) % (2 * kItems));
+    const std::string k = key16((i * 104729) % (2 * kItems));
     CHECK(acc.get(k) == store.get(k));
   }
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fpga/honeycomb_items.h"
 #include "forein/error.h"
 #include "fpga/honeycomb/node_layout.h"
 #include "fpga/honeycomb/reader.h"
@@ -30,17 +31,8 @@ struct StringMaker<Item> {
 
 namespace {
 
-std::string key16(std::uint64_t k) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "k%015llu", static_cast<unsigned long long>(k));
-  return buf;
-}
-std::string value16(std::uint64_t k, std::uint64_t gen) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "v%07llu-%07llu", static_cast<unsigned long long>(k % 10000000),
-                static_cast<unsigned long long>(gen % 10000000));
-  return buf;
-}
+using forein::testing::key16;
+using forein::testing::value16;
 
 // SCAN's predecessor semantics on the model.
 std::vector<Item> model_scan(const std::map<std::string, std::string>& m, const std::string& lo,
