@@ -11,6 +11,7 @@ FOREIN_CAPI_SOURCES = \
 	offload/core/manager.cc \
 	offload/core/node_table.cc \
 	offload/core/registry.cc \
+	offload/backends/dpa/pla.cc \
 	offload/backends/fattree/compare64.cc \
 	offload/backends/fattree/fattree_backend.cc \
 	offload/backends/fattree/fattree_batch.cc \

@@ -1,0 +1,51 @@
+// dpa store: the paper's analytic model (DPA-Store section 4.2.6), applied
+// to what the code really did. One request's time is the sum of its
+// memory accesses, none overlapped within a thread:
+//
+//   t = dpa_lines x 465 ns + l3_lines x t_L3 + dmas x 910 ns
+//
+// and "assuming DPA scheduling overlaps one thread's computation with
+// another thread's memory accesses, the maximal throughput is"
+// traversers / t. For the paper's depth-3 tree (two inner nodes of 4.5
+// lines, a leaf's metadata line, one key DMA, one value DMA) that is
+// 6.47 us and 27.2 Mops; with 100 ns memory, 2.82 us and 62 Mops -- the
+// paper's own figures, which the tests check this code reproduces.
+//
+// Writes add a second bound: stitched nodes reach DPA memory at ~120 MB/s
+// (4.2.7), so a workload that stitches B bytes per operation cannot exceed
+// 120e6 / B operations per second (4.2.8); the model reports the lower of
+// the two rates and names the bottleneck.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dpa/dpa_types.h"
+#include "dpa/store/op_cost.h"
+
+namespace forein::offload::dpa {
+
+struct ModelConfig {
+  double dpa_access_ns = kDpaAccessNs;
+  double l3_access_ns = kDpaL3AccessNs;
+  double host_dma_ns = kHostDmaNs;
+  double host_to_dpa_bytes_per_second = kHostToDpaBytesPerSecond;
+  std::size_t traversers = kTraverserThreads;
+};
+
+// One operation's modelled latency (ns).
+double modelled_latency_ns(const OpCost& cost, const ModelConfig& config = {});
+
+struct ModelFigures {
+  double latency_ns = 0;         // mean per operation
+  double ops_per_second = 0;     // the lower of the two bounds
+  double traverser_bound = 0;    // traversers / latency
+  double stitch_bound = 0;       // host-to-DPA bytes/s / stitched bytes per op (inf: none)
+  std::string bottleneck;        // "traversers (DPA memory latency)" or "host-to-DPA stitching"
+  std::string source;            // the formula and its sources
+};
+
+// The figures for `ops` operations whose costs add up to `total`.
+ModelFigures model_figures(const OpCost& total, std::uint64_t ops, const ModelConfig& config = {});
+
+}  // namespace forein::offload::dpa
