@@ -30,7 +30,8 @@ class HotCache {
   explicit HotCache(std::uint64_t seed = 1, double admit_probability = 0.25);
 
   // The cached value of key. Counts one DPA line when the Bloom filter
-  // says "maybe" (the bucket read), none when it says "no".
+  // says "maybe" (the bucket read), none when it says "no". Leaves
+  // cost->hot_hits alone: the store counts the requests it answers here.
   bool get(std::uint64_t key, std::uint64_t* value, OpCost* cost);
   // Offer a value just read from the host: admitted at random.
   void offer(std::uint64_t key, std::uint64_t value);
