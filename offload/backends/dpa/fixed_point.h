@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 namespace forein::offload::dpa {
 
@@ -26,7 +27,8 @@ struct FixedModel {
 
   bool operator==(const FixedModel&) const = default;
 
-  // The unclamped prediction (saturating at +-2^31 positions).
+  // The unclamped prediction (the slope term saturating at 2^30 positions,
+  // the sum at +-2^31: garbage bytes cannot make it overflow).
   std::int64_t predict(std::uint64_t key) const noexcept {
     std::int64_t part_q32 = 0;
     if (key > key0 && slope_mant != 0) {
@@ -47,7 +49,10 @@ struct FixedModel {
     std::int64_t sum = intercept_q32;
     if (sum > kLimit) sum = kLimit;
     if (sum < -kLimit) sum = -kLimit;
-    sum += part_q32;  // |sum| <= 2^63 - 2^62 + ... : no overflow
+    // sum in [-2^62, 2^62] and part_q32 in [0, 2^62]: the one sum that does
+    // not fit, 2^63, saturates.
+    constexpr std::int64_t kTop = std::numeric_limits<std::int64_t>::max();
+    sum = (sum > 0 && part_q32 > kTop - sum) ? kTop : sum + part_q32;
     return sum >> 32;  // arithmetic shift: floor
   }
 

@@ -149,8 +149,10 @@ std::int64_t model_lower_bound(std::span<const std::uint64_t> keys, const FixedM
     at = i;
   }
   // Outside the window (a key the model was not trained on, or a model
-  // that does not fit): step outwards until the answer is bracketed.
-  if (at == static_cast<std::int64_t>(w.last)) {
+  // that does not fit): step outwards until the answer is bracketed. An
+  // exact match at the window's last key is the answer (keys are unique):
+  // no step, so a training key costs at most the window's 2 eps + 1 probes.
+  if (at == static_cast<std::int64_t>(w.last) && keys[static_cast<std::size_t>(at)] != key) {
     while (static_cast<std::size_t>(at) + 1 < count) {
       ++probed;
       if (keys[static_cast<std::size_t>(at) + 1] > key) break;
