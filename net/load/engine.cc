@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dpa/dpa_types.h"
+#include "dpa/store/hot_cache.h"
 #include "load/ordered.h"
 #include "load/verify.h"
 #include "load/workload.h"
@@ -28,9 +30,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Connected to HOST:PORT; with route_ports > 0 (--route-by-key) not
+// connected: send(d, i) goes to PORT + i.
 class Socket {
  public:
-  Socket(const std::string& host, std::uint16_t port) {
+  Socket(const std::string& host, std::uint16_t port, unsigned route_ports) : port_(port) {
     addrinfo hints{};
     hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_DGRAM;
@@ -44,9 +48,11 @@ class Socket {
       freeaddrinfo(res);
       throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
     }
-    const int rc = ::connect(fd_, res->ai_addr, res->ai_addrlen);
+    std::memcpy(&addr_, res->ai_addr, sizeof addr_);
+    const int rc = route_ports > 0 ? 0 : ::connect(fd_, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
     if (rc != 0) throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
+    routed_ = route_ports > 0;
     int buf = 4 << 20;
     (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
     (void)::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
@@ -58,8 +64,18 @@ class Socket {
   Socket& operator=(const Socket&) = delete;
   int fd() const { return fd_; }
 
+  ssize_t send(const std::vector<std::byte>& datagram, unsigned port_offset) {
+    if (!routed_) return ::send(fd_, datagram.data(), datagram.size(), 0);
+    sockaddr_in to = addr_;
+    to.sin_port = htons(static_cast<std::uint16_t>(port_ + port_offset));
+    return ::sendto(fd_, datagram.data(), datagram.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+  }
+
  private:
   int fd_ = -1;
+  std::uint16_t port_ = 0;
+  bool routed_ = false;
+  sockaddr_in addr_{};
 };
 
 struct Slot {
@@ -71,6 +87,7 @@ struct Slot {
   Clock::time_point started;   // the operation's start (latency)
   Clock::time_point deadline;  // the current attempt's
   std::uint32_t attempts = 0;
+  unsigned port_offset = 0;  // --route-by-key: the key's port
   bool is_read = false;
   Verifier::Ticket read_ticket = 0;
   bool is_write = false;
@@ -85,7 +102,7 @@ class Engine {
   Engine(const LoadOptions& o, const HintSource* hints)
       : o_(o),
         hints_(hints),
-        socket_(o.target_host, o.target_port),
+        socket_(o.target_host, o.target_port, o.route_by_key),
         gen_(o.workload, o.dist, o.keys, o.theta, o.seed),
         verifier_(o.keys),
         ordered_(is_ordered(o.workload)),
@@ -223,6 +240,11 @@ class Engine {
       p.hints = hints_->hint(p.key);
       if (p.hints) ++report_.hinted;
     }
+    // DPA-Store's clients pick the key's traverser thread by its port.
+    if (o_.route_by_key != 0) {
+      s.port_offset =
+          static_cast<unsigned>(offload::dpa::traverser_of(s.op.key, offload::dpa::kTraverserThreads) % o_.route_by_key);
+    }
     send_new(s, p, now);
   }
 
@@ -264,7 +286,7 @@ class Engine {
   void send_attempt(Slot& s, Clock::time_point now) {
     ++s.attempts;
     s.deadline = now + timeout_;
-    const ssize_t n = ::send(socket_.fd(), s.datagram.data(), s.datagram.size(), 0);
+    const ssize_t n = socket_.send(s.datagram, s.port_offset);
     if (n < 0) ++report_.send_failures;  // EAGAIN, ECONNREFUSED ...: the timeout resends
   }
 

@@ -75,6 +75,7 @@ std::string usage_text(const char* argv0) {
          "         [--dist uniform|zipf|latest] [--zipf THETA] [--seconds S]\n"
          "         [--outstanding K] [--verify] [--timeout-ms T] [--retries R] [--seed S]\n"
          "         [--record-bytes N] [--agent HOST:PORT [--agent-token T] [--index ID]]\n"
+         "         [--route-by-key N]\n"
          "  --target HOST:PORT   forein-kv-server's UDP address (IPv4 or a host name); for\n"
          "                       write-only/write-heavy the switch's service address\n"
          "  --keys N             keys 0..N-1 the server was loaded with (N >= 1)\n"
@@ -100,7 +101,11 @@ std::string usage_text(const char* argv0) {
          "                       (not with write-only/write-heavy)\n"
          "  --agent-token T      bearer token for the agent's calls (needs --agent)\n"
          "  --index ID           the agent's index id (default 0, the one\n"
-         "                       forein-kv-server publishes under; needs --agent)\n";
+         "                       forein-kv-server publishes under; needs --agent)\n"
+         "  --route-by-key N     forein-kv-server --engine dpa with N ports (--threads N):\n"
+         "                       send each request to the target's PORT + the key's\n"
+         "                       DPA-Store traverser (traverser_of(key, 176)) mod N,\n"
+         "                       1..64 (not with write-only/write-heavy)\n";
 }
 
 bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, bool* help) {
@@ -189,6 +194,8 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
     } else if (arg == "--agent-token") {
       if (val.empty()) return bad("a non-empty token");
       o.agent_token = val;
+    } else if (arg == "--route-by-key") {
+      if (!parse_uint(val, &o.route_by_key) || o.route_by_key == 0 || o.route_by_key > 64) return bad("1..64");
     } else if (arg == "--index") {
       if (!parse_uint(val, &o.index_id)) return bad("an unsigned integer");
       index_given = true;
@@ -215,6 +222,14 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
   }
   if (is_ordered(o.workload) && !o.agent.empty()) {
     *error = std::string("--agent: hints are not used by --workload ") + to_string(o.workload);
+    return false;
+  }
+  if (is_ordered(o.workload) && o.route_by_key != 0) {
+    *error = std::string("--route-by-key: not used by --workload ") + to_string(o.workload);
+    return false;
+  }
+  if (o.route_by_key != 0 && std::uint32_t{o.target_port} + o.route_by_key - 1 > 65535) {
+    *error = "--route-by-key " + std::to_string(o.route_by_key) + ": the target's ports would pass 65535";
     return false;
   }
   if (!is_ordered(o.workload) && record_given) {

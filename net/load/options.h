@@ -47,6 +47,10 @@ struct LoadOptions {
   // write-only / write-heavy: the records written (dataset_record(i, v,
   // record_bytes), protocol/visibility.h), 27..4096 bytes.
   std::size_t record_bytes = kRecordBytes;
+  // --route-by-key N (forein-kv-server --engine dpa, DPA-Store's routing):
+  // each request goes to target_port + traverser_of(key, 176) % N, the port
+  // of the key's traverser thread; 0: every request to target_port.
+  unsigned route_by_key = 0;
 };
 
 // Parses argv. On a bad command line returns false with a message in

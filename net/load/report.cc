@@ -64,6 +64,7 @@ std::string report_json(const RunReport& r) {
     << "\",\"zipf\":" << fmt("%.3f", opt.theta) << ",\"keys\":" << opt.keys
     << ",\"outstanding\":" << opt.outstanding << ",\"verify\":" << (opt.verify ? "true" : "false")
     << ",\"seed\":" << opt.seed << ",\"agent\":\"" << opt.agent << "\",\"index\":" << opt.index_id
+    << ",\"route_by_key\":" << opt.route_by_key
     << "}";
   return o.str();
 }
