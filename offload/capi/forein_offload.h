@@ -46,7 +46,7 @@ extern const char *forein_offload_backend_unit(int id);
  * visibility on the network path) and for a bad id.
  */
 extern int	forein_offload_backend_serves_lookups(int id);
-/* "none, switch_lpm, fattree, fpga": the backends an index can use. Static storage. */
+/* "none, switch_lpm, fattree, fpga, dpa": the backends an index can use. Static storage. */
 extern const char *forein_offload_lookup_backend_names(void);
 /*
  * The id of a backend an index can use, or -1 with a message (an unknown

@@ -11,6 +11,12 @@ FOREIN_CAPI_SOURCES = \
 	offload/core/manager.cc \
 	offload/core/node_table.cc \
 	offload/core/registry.cc \
+	offload/backends/dpa/dpa_backend.cc \
+	offload/backends/dpa/dpa_batch.cc \
+	offload/backends/dpa/dpa_device.cc \
+	offload/backends/dpa/dpa_image.cc \
+	offload/backends/dpa/dpa_layout.cc \
+	offload/backends/dpa/dpa_planner.cc \
 	offload/backends/dpa/pla.cc \
 	offload/backends/fattree/compare64.cc \
 	offload/backends/fattree/fattree_backend.cc \

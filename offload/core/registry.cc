@@ -3,6 +3,7 @@
 #include <array>
 
 #include "forein/error.h"
+#include "dpa/dpa_backend.h"
 #include "fattree/fattree_backend.h"
 #include "fpga/fpga_backend.h"
 #include "none/none_backend.h"
@@ -15,11 +16,12 @@ namespace {
 
 // One line per backend, as DPDK's l3fwd lists its lookup methods. A backend
 // joins this list only once it passes tests/offload/conformance.
-const std::array<const BackendInfo*, 5> kBackends = {
+const std::array<const BackendInfo*, 6> kBackends = {
     &kNoneBackend,
     &kSwitchLpmBackend,
     &kFattreeBackend,
     &kFpgaBackend,
+    &kDpaBackend,
     &kSwitchVisibilityBackend,
 };
 

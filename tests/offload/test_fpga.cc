@@ -135,7 +135,7 @@ TEST_CASE("fpga: registered, with the paper's unit and capacity", "[fpga]") {
   CHECK(info.capabilities == (kStartHints | kScanExecution));
   CHECK(std::string(info.unit) == "cache bytes");
   CHECK(info.default_capacity == kBoardDramBytes);
-  CHECK(lookup_backend_names() == "none, switch_lpm, fattree, fpga");
+  CHECK(lookup_backend_names() == "none, switch_lpm, fattree, fpga, dpa");
   // PostgreSQL reserves the image room up front: it stays bounded.
   CHECK(info.max_image_bytes(kBoardDramBytes) <= kMaxImageBytes);
   CHECK(info.max_image_bytes(0) >= kImageHeaderBytes + record_data_bytes(kMaxChildren));

@@ -343,7 +343,7 @@ TEST_CASE("switch_visibility backend: registered with write visibility only, no 
   CHECK(std::string(info->summary).find("Switch-delta") != std::string::npos);
   CHECK_FALSE(serves_lookups(*info));
   CHECK(registered_backend_names().find("switch_visibility") != std::string::npos);
-  CHECK(lookup_backend_names() == "none, switch_lpm, fattree, fpga");
+  CHECK(lookup_backend_names() == "none, switch_lpm, fattree, fpga, dpa");
 
   // Hosts that need start hints refuse it with a message that says why and what to use.
   try {
@@ -352,7 +352,7 @@ TEST_CASE("switch_visibility backend: registered with write visibility only, no 
   } catch (const InvalidArgument& e) {
     CHECK(std::string(e.what()) ==
           "backend \"switch_visibility\" gives no start hints (it makes in-flight writes visible on the "
-          "network path: forein-switch --backend switch_visibility); use one of: none, switch_lpm, fattree, fpga");
+          "network path: forein-switch --backend switch_visibility); use one of: none, switch_lpm, fattree, fpga, dpa");
   }
   CHECK(&backend_for_lookups("none") == find_backend("none"));
   CHECK(&backend_for_lookups("switch_lpm") == find_backend("switch_lpm"));

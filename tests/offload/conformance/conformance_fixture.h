@@ -61,10 +61,15 @@ inline bool plans_records(const BackendInfo& info) {
 
 // Device units one planned record takes: 1 for a backend that counts
 // records (LPM entries, in-switch nodes, slots), a node's 8 KB slot for one
-// that counts cache bytes (fpga, whose root in on-chip SRAM takes none).
-// Capacities the suite chooses in records are scaled by it.
+// that counts cache bytes (fpga, whose root in on-chip SRAM takes none),
+// 1 KiB for one that counts DPA bytes (dpa: an index node takes 80 bytes to
+// about 2 KiB, a full index leaf 2,112). Capacities the suite chooses in
+// records are scaled by it.
 inline std::uint64_t units_per_record(const BackendInfo& info) {
-  return std::string(info.unit) == "cache bytes" ? 8192 : 1;
+  const std::string unit = info.unit;
+  if (unit == "cache bytes") return 8192;
+  if (unit == "DPA bytes") return 1024;
+  return 1;
 }
 
 struct ConformanceTree {

@@ -121,7 +121,8 @@ TEST_CASE("conformance: an install batch over capacity changes nothing", "[confo
       }
       // big_records: the device units the batch takes. A backend counting
       // records takes one a record; fpga caches interior nodes only (a few
-      // for 20000 keys), 8 KB of DRAM each but the root.
+      // for 20000 keys), 8 KB of DRAM each but the root; dpa's index nodes
+      // take 80 bytes to about 2 KiB of DPA memory each.
       if (units_per_record(*info) == 1) {
         REQUIRE(batch.records >= 64);
         REQUIRE(big_records == batch.records);
@@ -143,7 +144,8 @@ TEST_CASE("conformance: an install batch over capacity changes nothing", "[confo
         CHECK(device->usage().capacity == capacity);
         // The same batch fits a fresh device of its own size (a
         // set-associative cache, fpga's: of the size it was planned for,
-        // whose sets the plan honours).
+        // whose sets the plan honours; dpa's: the DPA memory whose
+        // addresses the plan chose).
         BackendConfig exact;
         exact.capacity = units_per_record(*info) == 1 ? big_records : big.capacity;
         auto roomy = info->make_device(exact);

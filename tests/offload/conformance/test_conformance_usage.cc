@@ -2,7 +2,7 @@
 //
 // For every registered backend, with the default configuration, an explicit
 // capacity (4096 records: a power of two, as switch_visibility's table needs; scaled by
-// units_per_record for a backend counting cache bytes) and a
+// units_per_record for a backend counting cache or DPA bytes) and a
 // small budget: usage().unit == info.unit; capacity is
 // config.capacity, else info.default_capacity (a backend that holds nothing,
 // default_capacity 0, reports 0 whatever it is configured with); used <=

@@ -42,7 +42,7 @@ bool serves_lookups(const BackendInfo& info);
 // what it is for and the ones to use instead.
 const BackendInfo& backend_for_lookups(std::string_view name);
 
-// "none, switch_lpm, fattree, fpga": the registered names backend_for_lookups
+// "none, switch_lpm, fattree, fpga, dpa": the registered names backend_for_lookups
 // accepts, in registration order.
 std::string lookup_backend_names();
 
