@@ -86,6 +86,7 @@ struct StoreStats {
   std::uint64_t dpa_capacity = 0;
   std::uint64_t host_bytes = 0;      // host key/value arrays
   std::uint64_t patches = 0, update_only_patches = 0;
+  std::uint64_t failed_patches = 0;  // patches that found DPA memory full (nothing changed; see write)
   std::uint64_t leaf_splits = 0, inner_splits = 0, root_splits = 0;
   std::uint64_t copy_stitches = 0, connect_stitches = 0, reset_stitches = 0;
   std::uint64_t stitched_bytes = 0;  // host-to-DPA bytes copied by COPY stitches
@@ -113,7 +114,9 @@ class Store {
   // max_pairs: 1..64 (kMaxRangePairs); larger is clamped.
   RangeResult range(std::uint64_t from, std::size_t max_pairs = kMaxRangePairs, OpCost* cost = nullptr);
   // Append to the leaf's insert buffer; waits while the buffer is full and
-  // its patch is in flight. INSERT and UPDATE both leave key -> value
+  // its patch is in flight. Throws InvalidArgument (nothing written) when
+  // the buffer is full and its patch failed for want of DPA memory (the
+  // old nodes stay; reads keep working; stats().failed_patches counts it). INSERT and UPDATE both leave key -> value
   // (an UPDATE of an absent key inserts it); DELETE removes key.
   void write(WriteKind kind, std::uint64_t key, std::uint64_t value = 0, OpCost* cost = nullptr);
   void insert(std::uint64_t key, std::uint64_t value, OpCost* cost = nullptr) {
