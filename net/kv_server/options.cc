@@ -96,12 +96,21 @@ bool check_metadata_options(ServerOptions* out, std::string* error) {
 
 }  // namespace
 
+const char* to_string(Engine e) {
+  switch (e) {
+    case Engine::kForein: return "forein";
+    case Engine::kHoneycomb: return "honeycomb";
+    case Engine::kDpa: return "dpa";
+  }
+  return "?";
+}
+
 std::string usage_text(const char* argv0) {
   return std::string("usage: ") + argv0 +
          " [--mode kv] --listen HOST:PORT (--keys N | --data FILE) [--backend NAME]\n"
          "       [--agent HOST:PORT] [--agent-token T] [--threads T] [--refresh-ms MS]\n"
          "       [--sample-rate N] [--shard I/K] [--fat-root-ranges N] [--layer-nodes N]\n"
-         "       [--memif PATH [--memif-net A.B.C]] [--engine forein|honeycomb]\n"
+         "       [--memif PATH [--memif-net A.B.C]] [--engine forein|honeycomb|dpa]\n"
          "  --shard I/K: with --keys, own dataset shard I of K (0 <= I < K <= 64) and\n"
          "               publish the offload image under agent index I\n"
          "  --fat-root-ranges N, --layer-nodes N: fattree's fat root ranges (1..1024) and\n"
@@ -111,6 +120,11 @@ std::string usage_text(const char* argv0) {
          "  --engine honeycomb: serve from Honeycomb's store: GET/SCAN by the accelerator\n"
          "               model, PUT/DELETE by the CPU (keys 1..460 bytes; no --backend,\n"
          "               --agent or --shard; default forein: the engine tree)\n"
+         "  --engine dpa: serve from DPA-Store's store: 8-byte keys (big-endian uint64),\n"
+         "               64-bit values (dataset values \"v\" + 15 hex digits, or up to 7\n"
+         "               bytes); one UDP port per worker, HOST:PORT .. PORT+T-1 (PORT 0:\n"
+         "               a free block), as the paper's traverser threads; no --backend,\n"
+         "               --agent, --shard, --memif or --mode metadata\n"
          "  metadata mode (Switch-delta's metadata node; the index is rebuilt from the data nodes' logs):\n"
          "       " + std::string(argv0) + " --mode metadata --listen HOST:PORT --data-nodes H:P[,H:P...]\n"
          "       [--switch H:P] [--deferred on|off] [--batch N] [--visibility-timeout-us U]\n"
@@ -177,8 +191,10 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
         out->engine = Engine::kForein;
       } else if (value == "honeycomb") {
         out->engine = Engine::kHoneycomb;
+      } else if (value == "dpa") {
+        out->engine = Engine::kDpa;
       } else {
-        return bad("expected forein or honeycomb");
+        return bad("expected forein, honeycomb or dpa");
       }
     } else if (arg == "--mode") {
       if (value == "kv") {
@@ -273,6 +289,29 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
     *error = "--listen HOST:PORT is required";
     return false;
   }
+  if (out->engine != Engine::kForein) {
+    // Honeycomb's accelerator and DPA-Store's traversers walk their own
+    // indexes: no switch hints, no image to mirror, and their keys are not
+    // sharded. DPA-Store's clients pick the port (the thread) themselves,
+    // so no memif port either.
+    const char* refused = out->mode == ServerMode::kMetadata                        ? "--mode metadata"
+                          : out->backend_given                                      ? "--backend"
+                          : !out->agent.empty()                                     ? "--agent"
+                          : out->shards > 1                                         ? "--shard"
+                          : out->engine == Engine::kDpa && !out->memif_socket.empty() ? "--memif"
+                                                                                    : nullptr;
+    if (refused != nullptr) {
+      *error = std::string(refused) + " is not supported with --engine " + to_string(out->engine);
+      return false;
+    }
+    out->backend = "none";
+  }
+  if (out->engine == Engine::kDpa && out->listen_port != 0 &&
+      std::uint32_t{out->listen_port} + out->threads - 1 > 65535) {
+    *error = "--engine dpa listens on PORT..PORT+threads-1: " + std::to_string(out->listen_port) + "+" +
+             std::to_string(out->threads - 1) + " passes 65535";
+    return false;
+  }
   if (out->mode == ServerMode::kMetadata) {
     if (!check_metadata_options(out, error)) return false;
   } else {
@@ -284,20 +323,6 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
       *error = "give exactly one of --keys N and --data FILE";
       return false;
     }
-  }
-  if (out->engine == Engine::kHoneycomb) {
-    // Honeycomb's accelerator walks its own cached interior nodes: no
-    // switch hints, no image to mirror, and its keys are not sharded.
-    const char* refused = out->mode == ServerMode::kMetadata ? "--mode metadata"
-                          : out->backend_given               ? "--backend"
-                          : !out->agent.empty()              ? "--agent"
-                          : out->shards > 1                  ? "--shard"
-                                                             : nullptr;
-    if (refused != nullptr) {
-      *error = std::string(refused) + " is not supported with --engine honeycomb";
-      return false;
-    }
-    out->backend = "none";
   }
   if ((out->fat_root_ranges != 0 || out->layer_nodes != 0) && out->backend != "fattree") {
     *error = "--fat-root-ranges and --layer-nodes are fattree settings (give --backend fattree)";

@@ -14,8 +14,12 @@ enum class ServerMode : std::uint8_t { kKv, kMetadata };
 
 // forein: the engine tree (with --backend's hints). honeycomb: Honeycomb's
 // store (offload/backends/fpga/honeycomb/): GET/SCAN run by the
-// accelerator model, PUT/DELETE by the CPU (docs/fpga.md).
-enum class Engine : std::uint8_t { kForein, kHoneycomb };
+// accelerator model, PUT/DELETE by the CPU (docs/fpga.md). dpa:
+// DPA-Store's store (offload/backends/dpa/store/), one UDP port per worker
+// as the paper's traverser threads (docs/network.md, "--engine dpa").
+enum class Engine : std::uint8_t { kForein, kHoneycomb, kDpa };
+
+const char* to_string(Engine e);
 
 struct HostPort {
   std::string host;
@@ -29,6 +33,7 @@ struct ServerOptions {
   bool backend_given = false;
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 0;       // 0: the kernel picks a free port
+                                       // (--engine dpa: a free block of --threads ports)
   bool keys_given = false;
   std::uint64_t keys = 0;              // dataset_key(0 .. keys-1)
   std::string data_file;               // instead of --keys: lines hexkey<TAB>value

@@ -12,8 +12,13 @@
 
 #include <cerrno>
 #include <chrono>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
+
+#include "dpa/store/dpa_model.h"
 
 #include "forein/offload/registry.h"
 #include "kv_server/honeycomb_handler.h"
@@ -90,6 +95,27 @@ Server::Server(const ServerOptions& options, const Rows& rows) : options_(option
     honeycomb_loaded_ = items.size();
     handler_ = std::make_unique<HoneycombHandler>(*honeycomb_, *accelerator_, stats_,
                                                   [this] { return stats_json(); });
+  } else if (options_.engine == Engine::kDpa) {
+    // The rows go to DPA-Store's store (64-bit keys and values); the
+    // engine tree stays empty.
+    std::vector<offload::dpa::KV> pairs;
+    pairs.reserve(rows.size());
+    for (const auto& [k, v] : rows) {
+      offload::dpa::KV kv;
+      if (!dataset_index(k, &kv.key)) throw InvalidArgument(std::string("--engine dpa: ") + kDpaKeyLimit);
+      const auto stored = encode_dpa_value(v);
+      if (!stored) throw InvalidArgument(std::string("--engine dpa: ") + kDpaValueLimit);
+      kv.value = *stored;
+      pairs.push_back(kv);
+    }
+    dpa_ = std::make_unique<offload::dpa::Store>();
+    dpa_->bulk_load(pairs);
+    dpa_loaded_ = pairs.size();
+    dpa_stitched_at_load_ = dpa_->stats().stitched_bytes;
+    for (unsigned i = 0; i < options_.threads; ++i) {
+      port_handlers_.push_back(std::make_unique<DpaHandler>(*dpa_, dpa_counters_, stats_,
+                                                            [this] { return stats_json(); }, i, options_.threads));
+    }
   } else {
     tree_->bulk_load(rows);
     handler_ = std::make_unique<RequestHandler>(*tree_, manager_.get(), stats_,
@@ -109,7 +135,9 @@ Server::~Server() {
 }
 
 std::uint16_t Server::bind() {
-  port_ = listen_udp(options_.listen_host, options_.listen_port, options_.threads, &sockets_);
+  port_ = options_.engine == Engine::kDpa
+              ? listen_udp_ports(options_.listen_host, options_.listen_port, options_.threads, &sockets_)
+              : listen_udp(options_.listen_host, options_.listen_port, options_.threads, &sockets_);
   if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + errno_text(errno));
   if (!options_.memif_socket.empty()) {
     memif_ = std::make_unique<MemifPort>(
@@ -138,7 +166,10 @@ void Server::start() {
     workers_.emplace_back([this] { metadata_->run(sockets_.front(), stop_pipe_[0]); });
     return;
   }
-  for (int fd : sockets_) workers_.emplace_back([this, fd] { worker(fd); });
+  for (std::size_t i = 0; i < sockets_.size(); ++i) {
+    PacketHandler& handler = port_handlers_.empty() ? *handler_ : *port_handlers_[i];
+    workers_.emplace_back([this, fd = sockets_[i], &handler] { worker(fd, handler); });
+  }
   if (memif_) memif_->start();
 }
 
@@ -160,8 +191,8 @@ std::string Server::stats_json() {
   const offload::ManagerStats ms = manager_->stats();
   const offload::BackendUsage usage = backend_->usage();
   std::string extra;
-  extra += "\"engine\":" + json_string(honeycomb_ ? "honeycomb" : "forein");
-  extra += ",\"keys\":" + std::to_string(honeycomb_ ? honeycomb_loaded_ : tree_->size());
+  extra += "\"engine\":" + json_string(to_string(options_.engine));
+  extra += ",\"keys\":" + std::to_string(honeycomb_ ? honeycomb_loaded_ : dpa_ ? dpa_->stats().keys : tree_->size());
   extra += ",\"height\":" + std::to_string(tree_->height());
   extra += ",\"threads\":" + std::to_string(options_.threads);
   extra += ",\"port\":" + std::to_string(port_);
@@ -194,6 +225,7 @@ std::string Server::stats_json() {
   if (memif_) extra += ",\"memif\":" + memif_->json();
   if (metadata_) extra += "," + metadata_->json();
   if (honeycomb_) extra += "," + honeycomb_json();
+  if (dpa_) extra += "," + dpa_json();
   return stats_.json(tree_->stats(), extra);
 }
 
@@ -224,7 +256,90 @@ std::string Server::honeycomb_json() {
   return j;
 }
 
-void Server::worker(int fd) {
+namespace {
+
+// A JSON number (null when not finite: JSON has no infinity).
+std::string json_double(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+}  // namespace
+
+// DPA-Store's counters: the store's (tree, DPA memory, patches, stitches,
+// hot-entry caches), the misrouted requests, the ports, and per op kind
+// the paper's model (dpa_model.h) over the OpCosts the operations summed.
+std::string Server::dpa_json() {
+  const offload::dpa::StoreStats st = dpa_->stats();
+  std::string j = "\"dpa\":{";
+  j += "\"loaded_keys\":" + std::to_string(dpa_loaded_);
+  j += ",\"leaves\":" + std::to_string(st.leaves);
+  j += ",\"inner_nodes\":" + std::to_string(st.inner_nodes);
+  j += ",\"depth\":" + std::to_string(st.depth);
+  j += ",\"dpa_bytes\":" + std::to_string(st.dpa_bytes);
+  j += ",\"dpa_capacity\":" + std::to_string(st.dpa_capacity);
+  j += ",\"host_bytes\":" + std::to_string(st.host_bytes);
+  j += ",\"patches\":" + std::to_string(st.patches);
+  j += ",\"leaf_splits\":" + std::to_string(st.leaf_splits);
+  j += ",\"root_splits\":" + std::to_string(st.root_splits);
+  j += ",\"copy_stitches\":" + std::to_string(st.copy_stitches);
+  j += ",\"connect_stitches\":" + std::to_string(st.connect_stitches);
+  j += ",\"stitched_bytes\":" + std::to_string(st.stitched_bytes);
+  j += ",\"write_waits\":" + std::to_string(st.write_waits);
+  j += ",\"hot_hits\":" + std::to_string(st.hot_hits);
+  j += ",\"hot_lookups\":" + std::to_string(st.hot_lookups);
+  j += ",\"misrouted\":" + std::to_string(dpa_counters_.misrouted());
+  j += ",\"range_calls\":" + std::to_string(dpa_counters_.range_calls());
+  j += ",\"ports\":[";
+  for (unsigned i = 0; i < options_.threads; ++i) j += (i ? "," : "") + std::to_string(port_ + i);
+  j += "],\"model\":{";
+  // The store's stitchers run behind the writes: the bytes they copied
+  // since the bulk load are amortized over the PUTs and DELETEs by count
+  // (op_cost.h: "amortized by the caller"), unless the writes' OpCosts
+  // carry them already.
+  constexpr DpaOpKind kKinds[] = {DpaOpKind::kGet, DpaOpKind::kScan, DpaOpKind::kPut, DpaOpKind::kDelete};
+  std::uint64_t ops_of[kDpaOpKinds] = {};
+  offload::dpa::OpCost totals[kDpaOpKinds];
+  std::uint64_t carried = 0;
+  for (const DpaOpKind kind : kKinds) {
+    const auto k = static_cast<std::size_t>(kind);
+    totals[k] = dpa_counters_.total(kind, &ops_of[k]);
+    carried += totals[k].stitched_bytes;
+  }
+  const std::uint64_t writes =
+      ops_of[static_cast<std::size_t>(DpaOpKind::kPut)] + ops_of[static_cast<std::size_t>(DpaOpKind::kDelete)];
+  const std::uint64_t stitched = st.stitched_bytes - std::min(st.stitched_bytes, dpa_stitched_at_load_);
+  for (const DpaOpKind kind : {DpaOpKind::kPut, DpaOpKind::kDelete}) {
+    const auto k = static_cast<std::size_t>(kind);
+    if (carried == 0 && writes > 0) {
+      totals[k].stitched_bytes = static_cast<std::uint64_t>(static_cast<unsigned __int128>(stitched) * ops_of[k] / writes);
+    }
+  }
+  for (const DpaOpKind kind : kKinds) {
+    const std::uint64_t ops = ops_of[static_cast<std::size_t>(kind)];
+    const offload::dpa::OpCost& total = totals[static_cast<std::size_t>(kind)];
+    if (kind != DpaOpKind::kGet) j += ",";
+    j += "\"" + std::string(to_string(kind)) + "\":{\"ops\":" + std::to_string(ops);
+    if (ops > 0) {
+      const offload::dpa::ModelFigures m = offload::dpa::model_figures(total, ops);
+      j += ",\"latency_ns\":" + json_double(m.latency_ns);
+      j += ",\"mops\":" + json_double(m.ops_per_second / 1e6);
+      j += ",\"bottleneck\":" + json_string(m.bottleneck);
+    } else {
+      j += ",\"latency_ns\":0,\"mops\":0,\"bottleneck\":\"\"";
+    }
+    j += ",\"dpa_lines\":" + std::to_string(total.dpa_lines);
+    j += ",\"dmas\":" + std::to_string(total.dmas);
+    j += ",\"stitched_bytes\":" + std::to_string(total.stitched_bytes);
+    j += "}";
+  }
+  j += "}}";
+  return j;
+}
+
+void Server::worker(int fd, PacketHandler& handler) {
   Packet request;
   serve_udp(
       fd, stop_pipe_[0], stopping_, kReceiveBuffer,
@@ -243,7 +358,7 @@ void Server::worker(int fd) {
           return std::nullopt;
         }
         try {
-          return encode_packet(handler_->handle(request));
+          return encode_packet(handler.handle(request));
         } catch (const std::exception&) {
           stats_.count_drop(DropReason::kSendFailed);
           return std::nullopt;

@@ -16,10 +16,12 @@
 #include "forein/offload/manager.h"
 #include "forein/tree.h"
 #include "kv_server/data.h"
+#include "kv_server/dpa_handler.h"
 #include "kv_server/handler.h"
 #include "kv_server/memif_port.h"
 #include "kv_server/metadata_node.h"
 #include "kv_server/options.h"
+#include "dpa/store/store.h"
 #include "fpga/honeycomb/accelerator.h"
 #include "fpga/honeycomb/store.h"
 #include "kv_server/stats.h"
@@ -44,7 +46,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Binds options.threads sockets to the listen address; returns the port
-  // (the kernel's pick for port 0). With --memif also starts the EAL and
+  // (the kernel's pick for port 0). --engine dpa: one socket per worker on
+  // ports PORT..PORT+threads-1 (PORT 0: a free block); returns the first. With --memif also starts the EAL and
   // joins the memif socket (MemifPort). Throws std::runtime_error with the
   // reason (address in use, bad host, no memif socket ...).
   std::uint16_t bind();
@@ -60,8 +63,9 @@ class Server {
   Tree& tree() { return *tree_; }
 
  private:
-  void worker(int fd);
+  void worker(int fd, PacketHandler& handler);
   std::string honeycomb_json();
+  std::string dpa_json();
 
   ServerOptions options_;
   std::unique_ptr<offload::Backend> backend_;
@@ -73,6 +77,13 @@ class Server {
   std::unique_ptr<offload::fpga::Accelerator> accelerator_;
   std::unique_ptr<offload::fpga::Store> honeycomb_;
   std::uint64_t honeycomb_loaded_ = 0;
+  // --engine dpa: DPA-Store's store and one handler per port (worker i
+  // serves port_ + i and counts requests for another port as misrouted).
+  std::unique_ptr<offload::dpa::Store> dpa_;
+  std::uint64_t dpa_loaded_ = 0;
+  std::uint64_t dpa_stitched_at_load_ = 0;  // the bulk load's stitched bytes (not the writes')
+  DpaCounters dpa_counters_;
+  std::vector<std::unique_ptr<PacketHandler>> port_handlers_;
   std::unique_ptr<PacketHandler> handler_;
   std::unique_ptr<AgentMirror> mirror_;  // --agent: the manager's device, mirrored
   std::unique_ptr<MemifPort> memif_;     // --memif: destroyed first (rte_eal_cleanup)

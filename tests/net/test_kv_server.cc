@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "forein/tree.h"
+#include "kv_server/dpa_handler.h"
 #include "protocol/dataset.h"
 #include "child_process.h"
 #include "protocol/packet.h"
@@ -67,6 +68,27 @@ void check_get(Udp& udp, const std::string& key, const std::optional<std::string
     REQUIRE(r.status == Status::kNotFound);
   }
 }
+
+// A loopback UDP socket holding a port (no SO_REUSEPORT), closed on scope
+// exit, also when a check fails.
+struct HeldPort {
+  int fd = -1;
+  std::uint16_t port = 0;
+  HeldPort() {
+    fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port = ntohs(a.sin_port);
+  }
+  ~HeldPort() { ::close(fd); }
+  HeldPort(const HeldPort&) = delete;
+  HeldPort& operator=(const HeldPort&) = delete;
+};
 
 // The tree the server builds from --keys N (same bulk load, same page ids)
 // gives the correct leaf hints.
@@ -381,18 +403,10 @@ TEST_CASE("kv server: bad flags, unknown backend, port in use exit 2", "[net][kv
   }
   {
     // A socket without SO_REUSEPORT holds the port.
-    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-    const auto owned = spawn_server({"--listen", "127.0.0.1:" + std::to_string(ntohs(a.sin_port)), "--keys", "10"});
+    const HeldPort held;
+    const auto owned = spawn_server({"--listen", "127.0.0.1:" + std::to_string(held.port), "--keys", "10"});
     ChildProcess& c = *owned;
     const std::string err = c.read_stderr(std::chrono::seconds(30));
-    ::close(fd);
     CHECK(err.find("in use") != std::string::npos);
     CHECK(c.wait_exit() == 2);
   }
@@ -509,6 +523,240 @@ TEST_CASE("kv server --engine honeycomb: GET/SCAN by the accelerator model, writ
     CHECK(c.wait_exit() == 2);
   }
   const auto bad = spawn_server({"--listen", "127.0.0.1:0", "--keys", "10", "--engine", "masstree"});
-  CHECK(bad->read_stderr(std::chrono::seconds(30)).find("forein or honeycomb") != std::string::npos);
+  CHECK(bad->read_stderr(std::chrono::seconds(30)).find("forein, honeycomb or dpa") != std::string::npos);
   CHECK(bad->wait_exit() == 2);
+}
+
+namespace {
+
+// A value DPA-Store holds: the data set's form or 0..7 random bytes.
+std::string random_dpa_value(std::mt19937_64& rng, std::uint64_t key) {
+  if (rng() % 2 == 0) return dataset_value(key, static_cast<std::uint32_t>(1 + rng() % 1000));
+  std::string v(rng() % 8, '\0');
+  for (char& c : v) c = static_cast<char>(rng());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("kv server --engine dpa: value encoding round-trips", "[net][kv_server][dpa]") {
+  using forein::net::kv::decode_dpa_value;
+  using forein::net::kv::encode_dpa_value;
+  std::mt19937_64 rng(forein::testing::test_seed("kv server dpa encoding"));
+  for (int i = 0; i < 20000; ++i) {
+    const std::uint64_t key = rng();
+    const std::string v = i % 3 == 0 ? dataset_value(key, static_cast<std::uint32_t>(rng() % 5))
+                                     : random_dpa_value(rng, key);
+    const auto stored = encode_dpa_value(v);
+    REQUIRE(stored.has_value());
+    REQUIRE(decode_dpa_value(*stored) == v);
+  }
+  for (const std::string& bad : {std::string("12345678"), std::string("v0123456789ABCDE"), std::string("w0123456789abcde"),
+                                std::string("v0123456789abcdef"), std::string("v0123456789abcd"),
+                                std::string(40, 'x')}) {
+    INFO(bad);
+    CHECK_FALSE(encode_dpa_value(bad).has_value());
+  }
+}
+
+TEST_CASE("kv server --engine dpa: DPA-Store's store, one port per traverser thread",
+          "[net][kv_server][dpa]") {
+  using forein::net::kv::dpa_port_index;
+  const std::uint64_t n = 20000;
+  const unsigned threads = 3;
+  std::uint16_t base = 0;
+  const std::unique_ptr<ChildProcess> owner =
+      start_server({"--keys", std::to_string(n), "--engine", "dpa", "--threads", std::to_string(threads)}, &base);
+  ChildProcess& server = *owner;
+  std::vector<std::unique_ptr<Udp>> udp;
+  for (unsigned i = 0; i < threads; ++i) udp.push_back(std::make_unique<Udp>(static_cast<std::uint16_t>(base + i)));
+  const auto port_of = [&](std::uint64_t key) -> Udp& { return *udp[dpa_port_index(key, threads)]; };
+
+  // Before any write: the bulk load's keys.
+  const std::string s0 = stats(*udp[0]);
+  CHECK(s0.find("\"engine\":\"dpa\"") != std::string::npos);
+  CHECK(json_number(s0, "keys") == static_cast<long long>(n));
+  CHECK(json_number(s0, "loaded_keys") == static_cast<long long>(n));
+  CHECK(json_number(s0, "leaves") >= 1);
+  CHECK(json_number(s0, "depth") >= 1);
+  CHECK(json_number(s0, "dpa_bytes") > 0);
+  CHECK(json_number(s0, "dpa_bytes") <= json_number(s0, "dpa_capacity"));
+  CHECK(json_number(s0, "misrouted") == 0);
+  std::string ports = "\"ports\":[";
+  for (unsigned i = 0; i < threads; ++i) ports += (i ? "," : "") + std::to_string(base + i);
+  CHECK(s0.find(ports + "]") != std::string::npos);
+
+  std::map<std::string, std::string> model;
+  for (std::uint64_t i = 0; i < n; ++i) model[dataset_key(i)] = dataset_value(i);
+  const std::uint64_t seed = forein::testing::test_seed("kv server dpa");
+  std::mt19937_64 rng(seed);
+  std::uint64_t counted[4] = {0, 0, 0, 0};  // GET, SCAN, PUT, DELETE served by the store
+  for (int op = 0; op < 4000; ++op) {
+    const std::uint64_t k = rng() % (n + n / 4);  // some absent
+    const std::string key = dataset_key(k);
+    Udp& to = port_of(k);
+    switch (rng() % 4) {
+      case 0: {
+        const std::string v = random_dpa_value(rng, k);
+        const Packet r = to.call(request(Op::kPut, key, v));
+        REQUIRE(r.op == Op::kReply);
+        REQUIRE(r.status == Status::kOk);
+        model[key] = v;
+        ++counted[2];
+        break;
+      }
+      case 1: {
+        const Packet r = to.call(request(Op::kDelete, key));
+        REQUIRE(r.op == Op::kReply);
+        CHECK((r.status == Status::kOk) == (model.erase(key) == 1));
+        ++counted[3];
+        break;
+      }
+      case 2: {
+        const auto it = model.find(key);
+        check_get(to, key, it == model.end() ? std::nullopt : std::optional<std::string>(it->second));
+        ++counted[0];
+        break;
+      }
+      default: {
+        // Across DPA-Store's 64-pair responses; now and then no limit (a
+        // full datagram).
+        const std::uint32_t count = rng() % 50 == 0 ? 0 : 1 + static_cast<std::uint32_t>(rng() % 200);
+        const Packet r = to.call(request(Op::kScan, key, "", count));
+        REQUIRE(r.op == Op::kReply);
+        const auto entries = decode_scan_entries(r.value);
+        REQUIRE(entries.has_value());
+        REQUIRE(entries->size() == r.count);
+        auto it = model.lower_bound(key);
+        std::size_t i = 0;
+        for (; (count == 0 || i < count) && it != model.end() && i < entries->size(); ++i, ++it) {
+          REQUIRE((*entries)[i].key == it->first);
+          REQUIRE((*entries)[i].value == it->second);
+        }
+        CHECK(entries->size() == i);
+        if (count != 0) {
+          CHECK(i == std::min<std::size_t>(count, static_cast<std::size_t>(std::distance(model.lower_bound(key), model.end()))));
+          CHECK_FALSE(r.more);
+        } else {
+          CHECK(r.more == (it != model.end()));  // a datagram's worth, more to come
+          if (r.more) CHECK(i > 64);
+        }
+        ++counted[1];
+        break;
+      }
+    }
+  }
+
+  // Keys are 8 bytes, values 64-bit: anything else refused with the limit.
+  for (const std::string& key : {std::string(), std::string(7, 'k'), std::string(9, 'k')}) {
+    for (const Op op : {Op::kGet, Op::kPut, Op::kDelete, Op::kScan}) {
+      const Packet r = udp[0]->call(request(op, key, "v", 5));
+      CHECK(r.op == Op::kError);
+      CHECK(r.status == Status::kBadRequest);
+      CHECK(r.value.find("8 bytes") != std::string::npos);
+    }
+  }
+  const std::string target = dataset_key(7);
+  for (const std::string& value : {std::string("12345678"), std::string("V0123456789abcde"),
+                                  std::string("v0123456789ABCDE"), std::string("v0123456789abcdef0"),
+                                  std::string(100, 'x')}) {
+    INFO(value);
+    const Packet r = port_of(7).call(request(Op::kPut, target, value));
+    CHECK(r.op == Op::kError);
+    CHECK(r.status == Status::kBadRequest);
+    CHECK(r.value.find("64-bit") != std::string::npos);
+  }
+  {
+    const auto it = model.find(target);
+    check_get(port_of(7), target, it == model.end() ? std::nullopt : std::optional<std::string>(it->second));
+    ++counted[0];
+  }
+
+  // Every thread serves any request; one sent to another port counts.
+  const std::string s1 = stats(*udp[0]);
+  const long long misrouted_before = json_number(s1, "misrouted");
+  int wrong_port = 0;
+  for (std::uint64_t k = 0; k < 60; ++k) {
+    Udp& other = *udp[(dpa_port_index(k, threads) + 1 + k % (threads - 1)) % threads];
+    const auto it = model.find(dataset_key(k));
+    check_get(other, dataset_key(k), it == model.end() ? std::nullopt : std::optional<std::string>(it->second));
+    ++wrong_port;
+    ++counted[0];
+  }
+  const std::string s2 = stats(*udp[threads - 1]);  // STATS on any port
+  CHECK(json_number(s2, "misrouted") >= misrouted_before + wrong_port);
+  CHECK(json_number(s2, "loaded_keys") == static_cast<long long>(n));
+  CHECK(json_number(s2, "hot_lookups") >= json_number(s2, "hot_hits"));
+  CHECK(json_number(s2, "range_calls") >= static_cast<long long>(counted[1]));
+  // The model's figures per op kind, from the summed OpCosts: the GETs first.
+  const std::size_t model_at = s2.find("\"model\":{\"get\":{\"ops\":");
+  REQUIRE(model_at != std::string::npos);
+  const std::string m = s2.substr(model_at);
+  CHECK(json_number(m, "ops") >= static_cast<long long>(counted[0]));  // resends are served again
+  CHECK(json_number(m, "latency_ns") > 0);
+  CHECK(json_number(m, "mops") >= 0);
+  for (const char* kind : {"\"scan\":{\"ops\":", "\"put\":{\"ops\":", "\"delete\":{\"ops\":"}) {
+    INFO(kind);
+    const std::size_t at = m.find(kind);
+    REQUIRE(at != std::string::npos);
+    CHECK(json_number(m.substr(at), "ops") > 0);
+    CHECK(json_number(m.substr(at), "latency_ns") > 0);
+  }
+  CHECK(m.find("\"bottleneck\":\"") != std::string::npos);
+
+  server.signal(SIGINT);
+  const auto exit_line = server.read_line(std::chrono::seconds(60));
+  REQUIRE(exit_line.has_value());
+  CHECK(exit_line->find("\"engine\":\"dpa\"") != std::string::npos);
+  CHECK(exit_line->find("\"dpa\":{") != std::string::npos);
+  CHECK(server.wait_exit() == 0);
+}
+
+TEST_CASE("kv server --engine dpa: refused flags, bad data, ports in use exit 2", "[net][kv_server][dpa]") {
+  for (const std::vector<std::string>& refused :
+       {std::vector<std::string>{"--backend", "fattree"}, {"--shard", "0/2"}, {"--agent", "127.0.0.1:1"},
+        {"--memif", "/tmp/forein-no-such.sock"}, {"--mode", "metadata"}}) {
+    std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--keys", "10", "--engine", "dpa"};
+    args.insert(args.end(), refused.begin(), refused.end());
+    const auto owned = spawn_server(args);
+    ChildProcess& c = *owned;
+    const std::string flag = refused[0] == "--mode" ? "--mode metadata" : refused[0];
+    INFO(flag);
+    const std::string err = c.read_stderr(std::chrono::seconds(30));
+    CHECK(err.find(flag + " is not supported with --engine dpa") != std::string::npos);
+    CHECK(c.wait_exit() == 2);
+  }
+  {
+    // A data file row DPA-Store cannot hold: a 7-byte key.
+    forein::testing::TempDir dir;
+    const std::string path = dir.path + "/rows.tsv";
+    {
+      std::ofstream f(path);
+      f << "0000000000000001\tone\n"
+        << "00000000000002\ttwo\n";
+    }
+    const auto owned = spawn_server({"--listen", "127.0.0.1:0", "--data", path, "--engine", "dpa"});
+    ChildProcess& c = *owned;
+    CHECK(c.read_stderr(std::chrono::seconds(30)).find("8 bytes") != std::string::npos);
+    CHECK(c.wait_exit() == 2);
+  }
+  {
+    // PORT..PORT+1 with PORT+1 taken: named, exit 2.
+    HeldPort held;
+    const auto owned = spawn_server({"--listen", "127.0.0.1:" + std::to_string(held.port - 1), "--keys", "10",
+                                     "--engine", "dpa", "--threads", "2"});
+    ChildProcess& c = *owned;
+    const std::string err = c.read_stderr(std::chrono::seconds(30));
+    INFO(err);
+    CHECK(err.find("cannot listen on 127.0.0.1:") != std::string::npos);
+    CHECK(err.find("in use") != std::string::npos);
+    CHECK(c.wait_exit() == 2);
+  }
+  {
+    const auto owned =
+        spawn_server({"--listen", "127.0.0.1:65535", "--keys", "10", "--engine", "dpa", "--threads", "2"});
+    ChildProcess& c = *owned;
+    CHECK(c.read_stderr(std::chrono::seconds(30)).find("65535") != std::string::npos);
+    CHECK(c.wait_exit() == 2);
+  }
 }
