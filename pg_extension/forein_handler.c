@@ -74,7 +74,7 @@ init_reloptions(void)
 					  FOREIN_DEFAULT_FILLFACTOR, FOREIN_MIN_FILLFACTOR, 100,
 					  ShareUpdateExclusiveLock);
 	add_string_reloption(forein_relopt_kind, "offload",
-						 "Offload backend that supplies scan hints: a registered one (none, switch_lpm, fattree, fpga)",
+						 "Offload backend that supplies scan hints: a registered one (none, switch_lpm, fattree, fpga, dpa)",
 						 "switch_lpm", validate_offload, ShareUpdateExclusiveLock);
 	add_int_reloption(forein_relopt_kind, "lpm_entries",
 					  "LPM entries this index may use in the switch table (0: forein.lpm_entries; LPM backends only)",

@@ -3,7 +3,7 @@
 # random blocks and levels as hints) the answers equal those without hints
 # and those of a btree index, and the bad hints are counted as fallbacks.
 # With real offload tables installed (forein_refresh) by every registered
-# backend that gives hints (switch_lpm, fattree, fpga, ...) hints are used
+# backend that gives hints (switch_lpm, fattree, fpga, dpa, ...) hints are used
 # (hint_hits > 0), and stay safe when page splits make them stale.
 use strict;
 use warnings;
@@ -223,6 +223,18 @@ for my $backend (@backends)
 			cmp_ok($listed, '>', 0, "$backend: forein_refresh cached $listed interior nodes");
 			is($installed, 8192 * ($listed - 1),
 				"$backend: $installed cache bytes, 8 KB for each DRAM-cached node");
+		}
+		elsif ($backend eq 'dpa')
+		{
+			# dpa counts DPA bytes: a 64-byte metadata line per index node and
+			# 16 bytes per leaf boundary, so at least 64 + 16 per boundary;
+			# the image lists the boundaries (node > 0) and the inner nodes
+			my $boundaries = $node->safe_psql('postgres',
+				"SELECT count(*) FROM forein_offload_entries('hs_k') WHERE node > 0");
+			cmp_ok($boundaries, '>', 0, "$backend: forein_refresh indexed $boundaries leaf boundaries");
+			cmp_ok($installed, '>=', 64 + 16 * $boundaries,
+				"$backend: $installed DPA bytes for $boundaries boundaries");
+			is($installed % 16, 0, "$backend: DPA bytes in whole 16-byte entries");
 		}
 		else
 		{
