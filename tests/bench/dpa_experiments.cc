@@ -225,11 +225,11 @@ std::string fmt(double x, int prec = 3) {
   return b;
 }
 
-void print_row(const std::string& label, const Tally& t, const dpa::ModelFigures& f, const std::string& paper) {
+void print_row(const std::string& label, const Tally& t, const dpa::ModelFigures& f, const std::string& note) {
   std::printf("  %-28s %8s Mops  %7s us  lines %5.2f  l3 %4.2f  dmas %4.2f  stitched %7.1f B/op  [%s]%s\n",
               label.c_str(), fmt(f.ops_per_second / 1e6, 2).c_str(), fmt(f.latency_ns / 1e3, 2).c_str(),
               per_op(t.cost.dpa_lines, t.ops), per_op(t.cost.l3_lines, t.ops), per_op(t.cost.dmas, t.ops),
-              per_op(t.cost.stitched_bytes, t.ops), f.bottleneck.c_str(), paper.empty() ? "" : ("  paper: " + paper).c_str());
+              per_op(t.cost.stitched_bytes, t.ops), f.bottleneck.c_str(), note.empty() ? "" : ("  " + note).c_str());
   std::fflush(stdout);
 }
 
@@ -271,7 +271,7 @@ void experiment_ops(const Options& o, std::ofstream& csv) {
     std::mt19937_64 rng(o.seed);
     auto row = [&](const std::string& op, const Tally& t, const char* paper) {
       const auto f = figures(t);
-      print_row(op, t, f, paper);
+      print_row(op, t, f, std::string("paper: ") + paper);
       csv << dn << "," << op << "," << depth << "," << cost_cols(t, f) << "," << paper << "\n";
     };
     KeyPicker uni = uniform_picker(ks.loaded);
@@ -544,30 +544,15 @@ int run(const Options& o) {
   for (const auto& d : o.datasets) std::printf(" %s", d.c_str());
   std::printf(", seed %llu\n", static_cast<unsigned long long>(o.seed));
   std::printf("model: %s\n\n", dpa::model_figures(dpa::OpCost{}, 1).source.c_str());
-  auto csv = [&](const std::string& name) { return forein::bench::open_csv(o.out + "/" + name + ".csv"); };
-  if (wants(o, "ops")) {
-    auto f = csv("ops");
-    experiment_ops(o, f);
-  }
-  if (wants(o, "ycsb")) {
-    auto f = csv("ycsb");
-    experiment_ycsb(o, f);
-  }
-  if (wants(o, "hot")) {
-    auto f = csv("hot");
-    experiment_hot(o, f);
-  }
-  if (wants(o, "eps")) {
-    auto f = csv("eps");
-    experiment_eps(o, f);
-  }
-  if (wants(o, "threads")) {
-    auto f = csv("threads");
-    experiment_threads(o, f);
-  }
-  if (wants(o, "memory")) {
-    auto f = csv("memory");
-    experiment_memory(o, f);
+  using Experiment = void (*)(const Options&, std::ofstream&);
+  const std::pair<const char*, Experiment> experiments[] = {
+      {"ops", experiment_ops},  {"ycsb", experiment_ycsb},       {"hot", experiment_hot},
+      {"eps", experiment_eps},  {"threads", experiment_threads}, {"memory", experiment_memory},
+  };
+  for (const auto& [name, fn] : experiments) {
+    if (!wants(o, name)) continue;
+    auto csv = forein::bench::open_csv(o.out + "/" + name + ".csv");
+    fn(o, csv);
   }
   std::printf("\ndpa_experiments: done in %.1f s\n", seconds_since(t0));
   return 0;
