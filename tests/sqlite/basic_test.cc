@@ -20,12 +20,12 @@ TEST_CASE("sqlite: offload=NAME takes a registered backend", "[sqlite]") {
   Db db;
   const std::string bogus = db.try_exec("CREATE VIRTUAL TABLE a USING forein(k INTEGER, v, offload=honeycomb)");
   CHECK(bogus.find("unknown offload backend 'honeycomb'") != std::string::npos);
-  CHECK(bogus.find("none, switch_lpm, fattree, fpga") != std::string::npos);
+  CHECK(bogus.find("none, switch_lpm, fattree, fpga, dpa") != std::string::npos);
   // A registered backend that gives no start hints is refused, saying why.
   const std::string visibility =
       db.try_exec("CREATE VIRTUAL TABLE v USING forein(k INTEGER, v, offload=switch_visibility)");
   CHECK(visibility.find("gives no start hints") != std::string::npos);
-  CHECK(visibility.find("use one of: none, switch_lpm, fattree, fpga") != std::string::npos);
+  CHECK(visibility.find("use one of: none, switch_lpm, fattree, fpga, dpa") != std::string::npos);
   const std::string twice =
       db.try_exec("CREATE VIRTUAL TABLE b USING forein(k INTEGER, v, page_size=8192, page_size=4096)");
   CHECK(twice.find("given twice") != std::string::npos);
@@ -52,12 +52,14 @@ TEST_CASE("sqlite: offload=NAME takes a registered backend", "[sqlite]") {
   CHECK(db.rows("SELECT json_extract(forein_stats('s'), '$.installed_entries') > 0") == "1");
 }
 
-TEST_CASE("sqlite: offload=fattree and offload=fpga give the answers of offload=none", "[sqlite]") {
+TEST_CASE("sqlite: offload=fattree, offload=fpga and offload=dpa give the answers of offload=none", "[sqlite]") {
   // fattree's capacity in in-switch nodes; fpga's in cache bytes (4 GB of
-  // on-board DRAM, 8 KB a cached interior node).
+  // on-board DRAM, 8 KB a cached interior node); dpa's in DPA bytes (1 GiB
+  // of DPA memory holding the learned index over the leaf boundaries).
   const auto backend = GENERATE(as<std::pair<std::string, std::uint64_t>>{},
                                 std::pair<std::string, std::uint64_t>{"fattree", 21504},
-                                std::pair<std::string, std::uint64_t>{"fpga", std::uint64_t{4} << 30});
+                                std::pair<std::string, std::uint64_t>{"fpga", std::uint64_t{4} << 30},
+                                std::pair<std::string, std::uint64_t>{"dpa", std::uint64_t{1} << 30});
   INFO("offload=" << backend.first);
   const std::uint64_t seed = forein::testing::test_seed("sqlite " + backend.first);
   std::mt19937_64 rng(seed);

@@ -137,7 +137,8 @@ TEST_CASE("sqlite: hints from the offload path and random hints change no result
   const auto backend = GENERATE(as<std::pair<std::string, std::uint64_t>>{},
                                 std::pair<std::string, std::uint64_t>{"switch_lpm", 73000},
                                 std::pair<std::string, std::uint64_t>{"fattree", 21504},
-                                std::pair<std::string, std::uint64_t>{"fpga", std::uint64_t{4} << 30});
+                                std::pair<std::string, std::uint64_t>{"fpga", std::uint64_t{4} << 30},
+                                std::pair<std::string, std::uint64_t>{"dpa", std::uint64_t{1} << 30});
   const std::uint64_t seed = forein::testing::test_seed("sqlite hints");
   std::mt19937_64 rng(seed);
   INFO("offload=" << backend.first);
