@@ -108,6 +108,8 @@ class Store {
   // become leaves, scaffolding built upward, stitched, root pointer last).
   // Throws InvalidArgument for unsorted or duplicate keys or a non-empty
   // store, OutOfSpace-like InvalidArgument if DPA memory cannot hold it.
+  // Expects no concurrent requests ("traverser threads are disabled during
+  // bulk loading", 4.2.7); returns once the tree is stitched and visible.
   void bulk_load(std::span<const KV> pairs);
 
   std::optional<std::uint64_t> get(std::uint64_t key, OpCost* cost = nullptr);
