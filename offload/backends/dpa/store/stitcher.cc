@@ -18,6 +18,9 @@ Stitchers::~Stitchers() {
 }
 
 void Stitchers::submit(std::shared_ptr<StitchBatch> batch) {
+  // One submission at a time: two fenced batches must enter every queue in
+  // the same order, or the stitchers would wait on each other.
+  std::lock_guard<std::mutex> order(submit_mutex_);
   if (batch->fenced) {
     for (auto& q : queues_) {
       std::lock_guard<std::mutex> lock(q->mutex);

@@ -80,6 +80,7 @@ class Stitchers {
 
   std::atomic<NicNode*>& root_;
   std::function<void(StitchBatch&)> on_done_;
+  std::mutex submit_mutex_;
   std::vector<std::unique_ptr<Queue>> queues_;
   StitchCounters counters_;
   std::atomic<bool> stop_{false};
