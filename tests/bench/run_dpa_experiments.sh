@@ -6,7 +6,11 @@
 # Experiments: GET / RANGE / INSERT / UPDATE-only, YCSB A-F, the hot-entry
 # cache on/off (uniform, Zipf 0.99), error bound sweeps, traverser counts,
 # and DPA memory per data set beside Table 1. Writes CSVs to docs/bench/dpa/
-# and renders PNGs there with gnuplot.
+# and renders PNGs there with gnuplot. Also measures dpa hints against the
+# root start on the engine's tree (dpa_host_speedup: engine_hints.csv). The
+# PostgreSQL probes (1M nested-loop probes vs btree) are a separate command:
+#   ROWS=1000000 PROBES=1000000 REPS=5 BACKENDS="none switch_lpm dpa" \
+#     bash tests/bench/run_pg_offload_bench.sh
 #
 #   bash tests/bench/run_dpa_experiments.sh <build-dir> [--smoke | --plots-only] [-- extra flags]
 #
@@ -51,7 +55,7 @@ if [ $plots_only = 0 ]; then
     echo "run_dpa_experiments: configuring $build (Release)"
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
   fi
-  cmake --build "$build" -j2 --target dpa_experiments >/dev/null
+  cmake --build "$build" -j2 --target dpa_experiments dpa_host_speedup >/dev/null
   [ -x "$exp" ] || { echo "run_dpa_experiments: $exp not built" >&2; exit 1; }
 fi
 
@@ -84,6 +88,12 @@ if [ $plots_only = 0 ]; then
   [ $smoke = 1 ] && sizing=(--smoke)
   echo "\$ $exp ${sizing[*]} --out $out ${extra[*]}"
   "$exp" "${sizing[@]}" --out "$out" "${extra[@]}"
+  # Measured, not modelled: dpa hints vs the root start on the engine's tree
+  # (tests/bench/dpa_host_speedup.cc; engine_hints.csv).
+  host=(--keys 1000000,10000000 --ops 1000000 --reps 5)
+  [ $smoke = 1 ] && host=(--keys 100000 --ops 100000 --reps 1 --train 100000)
+  echo "\$ $build/tests/bench/dpa_host_speedup ${host[*]} --out $out"
+  "$build/tests/bench/dpa_host_speedup" "${host[@]}" --out "$out"
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 fi
 
