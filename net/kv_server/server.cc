@@ -111,7 +111,7 @@ Server::Server(const ServerOptions& options, const Rows& rows) : options_(option
     dpa_ = std::make_unique<offload::dpa::Store>();
     dpa_->bulk_load(pairs);
     dpa_loaded_ = pairs.size();
-    dpa_stitched_at_load_ = dpa_->stats().stitched_bytes;
+    dpa_at_load_ = dpa_->stats();
     for (unsigned i = 0; i < options_.threads; ++i) {
       port_handlers_.push_back(std::make_unique<DpaHandler>(*dpa_, dpa_counters_, stats_,
                                                             [this] { return stats_json(); }, i, options_.threads));
@@ -295,27 +295,29 @@ std::string Server::dpa_json() {
   j += ",\"ports\":[";
   for (unsigned i = 0; i < options_.threads; ++i) j += (i ? "," : "") + std::to_string(port_ + i);
   j += "],\"model\":{";
-  // The store's stitchers run behind the writes: the bytes they copied
-  // since the bulk load are amortized over the PUTs and DELETEs by count
-  // (op_cost.h: "amortized by the caller"), unless the writes' OpCosts
-  // carry them already.
+  // The store's stitchers run behind the writes: what they did since the
+  // bulk load (bytes copied, commands polled, lines written) is amortized
+  // over the PUTs and DELETEs by count (op_cost.h: "amortized by the
+  // caller").
   constexpr DpaOpKind kKinds[] = {DpaOpKind::kGet, DpaOpKind::kScan, DpaOpKind::kPut, DpaOpKind::kDelete};
   std::uint64_t ops_of[kDpaOpKinds] = {};
   offload::dpa::OpCost totals[kDpaOpKinds];
-  std::uint64_t carried = 0;
   for (const DpaOpKind kind : kKinds) {
     const auto k = static_cast<std::size_t>(kind);
     totals[k] = dpa_counters_.total(kind, &ops_of[k]);
-    carried += totals[k].stitched_bytes;
   }
   const std::uint64_t writes =
       ops_of[static_cast<std::size_t>(DpaOpKind::kPut)] + ops_of[static_cast<std::size_t>(DpaOpKind::kDelete)];
-  const std::uint64_t stitched = st.stitched_bytes - std::min(st.stitched_bytes, dpa_stitched_at_load_);
+  const offload::dpa::OpCost stitching = offload::dpa::stitcher_work(dpa_at_load_, st);
+  const auto share = [&](std::uint64_t x, std::uint64_t ops) {
+    return static_cast<std::uint64_t>(static_cast<unsigned __int128>(x) * ops / writes);
+  };
   for (const DpaOpKind kind : {DpaOpKind::kPut, DpaOpKind::kDelete}) {
     const auto k = static_cast<std::size_t>(kind);
-    if (carried == 0 && writes > 0) {
-      totals[k].stitched_bytes = static_cast<std::uint64_t>(static_cast<unsigned __int128>(stitched) * ops_of[k] / writes);
-    }
+    if (writes == 0) break;
+    totals[k].stitched_bytes += share(stitching.stitched_bytes, ops_of[k]);
+    totals[k].stitch_commands += share(stitching.stitch_commands, ops_of[k]);
+    totals[k].stitcher_lines += share(stitching.stitcher_lines, ops_of[k]);
   }
   for (const DpaOpKind kind : kKinds) {
     const std::uint64_t ops = ops_of[static_cast<std::size_t>(kind)];
@@ -333,6 +335,7 @@ std::string Server::dpa_json() {
     j += ",\"dpa_lines\":" + std::to_string(total.dpa_lines);
     j += ",\"dmas\":" + std::to_string(total.dmas);
     j += ",\"stitched_bytes\":" + std::to_string(total.stitched_bytes);
+    j += ",\"stitch_commands\":" + std::to_string(total.stitch_commands);
     j += "}";
   }
   j += "}}";

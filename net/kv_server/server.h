@@ -81,7 +81,7 @@ class Server {
   // serves port_ + i and counts requests for another port as misrouted).
   std::unique_ptr<offload::dpa::Store> dpa_;
   std::uint64_t dpa_loaded_ = 0;
-  std::uint64_t dpa_stitched_at_load_ = 0;  // the bulk load's stitched bytes (not the writes')
+  offload::dpa::StoreStats dpa_at_load_;  // after the bulk load: its stitches are not the writes'
   DpaCounters dpa_counters_;
   std::vector<std::unique_ptr<PacketHandler>> port_handlers_;
   std::unique_ptr<PacketHandler> handler_;

@@ -168,11 +168,11 @@ struct Tally {
   std::uint64_t misses = 0;  // GETs of loaded keys that found nothing (must stay 0)
 };
 
-// Stitched bytes are the store's, per patch, not per operation: the
-// caller amortizes them over the run (op_cost.h), after a flush.
+// Stitching is the store's, per patch, not per operation: the bytes,
+// commands and lines are amortized over the run (op_cost.h), after a flush.
 void add_stitches(dpa::Store& s, const dpa::StoreStats& before, Tally* t) {
   s.flush();
-  t->cost.stitched_bytes += s.stats().stitched_bytes - before.stitched_bytes;
+  t->cost += dpa::stitcher_work(before, s.stats());
 }
 
 dpa::ModelFigures figures(const Tally& t, std::size_t traversers = dpa::kTraverserThreads) {
@@ -233,14 +233,16 @@ void print_row(const std::string& label, const Tally& t, const dpa::ModelFigures
   std::fflush(stdout);
 }
 
-const char* kCostHeader = "ops,dpa_lines_per_op,l3_lines_per_op,dmas_per_op,stitched_bytes_per_op,latency_us,traverser_mops,stitch_mops,mops,bottleneck";
+const char* kCostHeader = "ops,dpa_lines_per_op,l3_lines_per_op,dmas_per_op,stitched_bytes_per_op,stitch_commands_per_op,latency_us,traverser_mops,stitch_mops,stitcher_mops,mops,bottleneck";
 
 std::string cost_cols(const Tally& t, const dpa::ModelFigures& f) {
   const double stitch = std::isinf(f.stitch_bound) ? -1 : f.stitch_bound / 1e6;
+  const double stitcher = std::isinf(f.stitcher_bound) ? -1 : f.stitcher_bound / 1e6;
   return std::to_string(t.ops) + "," + fmt(per_op(t.cost.dpa_lines, t.ops), 4) + "," +
          fmt(per_op(t.cost.l3_lines, t.ops), 4) + "," + fmt(per_op(t.cost.dmas, t.ops), 4) + "," +
-         fmt(per_op(t.cost.stitched_bytes, t.ops), 2) + "," + fmt(f.latency_ns / 1e3, 4) + "," +
-         fmt(f.traverser_bound / 1e6, 4) + "," + fmt(stitch, 4) + "," + fmt(f.ops_per_second / 1e6, 4) + "," +
+         fmt(per_op(t.cost.stitched_bytes, t.ops), 2) + "," + fmt(per_op(t.cost.stitch_commands, t.ops), 4) + "," +
+         fmt(f.latency_ns / 1e3, 4) + "," + fmt(f.traverser_bound / 1e6, 4) + "," + fmt(stitch, 4) + "," +
+         fmt(stitcher, 4) + "," + fmt(f.ops_per_second / 1e6, 4) + "," +
          f.bottleneck;
 }
 

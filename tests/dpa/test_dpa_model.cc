@@ -14,6 +14,9 @@ using forein::offload::dpa::ModelConfig;
 using forein::offload::dpa::model_figures;
 using forein::offload::dpa::modelled_latency_ns;
 using forein::offload::dpa::OpCost;
+using forein::offload::dpa::kDpaAccessNs;
+using forein::offload::dpa::kHostDmaNs;
+using forein::offload::dpa::kStitcherThreads;
 
 // Two GETs down the paper's depth-3 tree: per GET two inner nodes of 4.5
 // lines and a leaf's metadata line (10 DPA lines), one key DMA and one
@@ -91,6 +94,30 @@ TEST_CASE("dpa model: stitched bytes bound writes at 120 MB/s", "[dpa][model]") 
   const auto g = model_figures(total, 1000);
   REQUIRE(g.bottleneck == "traversers (DPA memory latency)");
   REQUIRE(g.stitch_bound == Approx(120e6 * 1000));
+}
+
+TEST_CASE("dpa model: stitcher threads bound UPDATE-only patches by their DMA polls", "[dpa][model]") {
+  // 1600 UPDATEs: descents with no DMA; every 16 fill a buffer whose
+  // patch ends in one RESET stitch writing the leaf's 6 lines (4.2.7: a
+  // DMA poll per stitch, then DPA memory).
+  OpCost total;
+  total.dpa_lines = 1600 * 8;
+  total.l3_lines = 1600 * 2;
+  total.stitch_commands = 100;
+  total.stitcher_lines = 100 * 6;
+  const auto f = model_figures(total, 1600);
+  const double stitcher_ns_per_op = (100 * kHostDmaNs + 600 * kDpaAccessNs) / 1600;
+  REQUIRE(f.stitcher_bound == Approx(kStitcherThreads / (stitcher_ns_per_op * 1e-9)));
+  REQUIRE(std::isinf(f.stitch_bound));
+  REQUIRE(f.stitcher_bound < f.traverser_bound);
+  REQUIRE(f.ops_per_second == f.stitcher_bound);
+  REQUIRE(f.bottleneck == "stitcher threads (a DMA poll per stitch)");
+  // More stitchers lift the bound in proportion.
+  ModelConfig eight;
+  eight.stitchers = 8;
+  REQUIRE(model_figures(total, 1600, eight).stitcher_bound == Approx(2 * f.stitcher_bound));
+  // No stitches: no stitcher bound.
+  REQUIRE(std::isinf(model_figures(OpCost{}, 10).stitcher_bound));
 }
 
 TEST_CASE("dpa model: no operations", "[dpa][model]") {

@@ -13,8 +13,18 @@
 //
 // Writes add a second bound: stitched nodes reach DPA memory at ~120 MB/s
 // (4.2.7), so a workload that stitches B bytes per operation cannot exceed
-// 120e6 / B operations per second (4.2.8); the model reports the lower of
-// the two rates and names the bottleneck.
+// 120e6 / B operations per second (4.2.8). And the stitcher threads poll
+// for every stitch command with a DMA before they write DPA memory ("the
+// stitcher threads have to poll for incoming stitches per DMA and then to
+// first load the data into the DPA thread and then into DPA memory", 4.2.7;
+// patchers are "limited in throughput by the NIC-side stitcher threads",
+// 4.2.2): four stitchers each spending
+//
+//   s = stitch commands x 910 ns + lines CONNECT/RESET write x 465 ns
+//
+// per operation bound it at stitchers / s (COPY payloads are the byte
+// bound's). The model reports the lowest of the three rates and names the
+// bottleneck.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +41,7 @@ struct ModelConfig {
   double host_dma_ns = kHostDmaNs;
   double host_to_dpa_bytes_per_second = kHostToDpaBytesPerSecond;
   std::size_t traversers = kTraverserThreads;
+  std::size_t stitchers = kStitcherThreads;
 };
 
 // One operation's modelled latency (ns).
@@ -38,10 +49,13 @@ double modelled_latency_ns(const OpCost& cost, const ModelConfig& config = {});
 
 struct ModelFigures {
   double latency_ns = 0;         // mean per operation
-  double ops_per_second = 0;     // the lower of the two bounds
+  double ops_per_second = 0;     // the lowest of the three bounds
   double traverser_bound = 0;    // traversers / latency
   double stitch_bound = 0;       // host-to-DPA bytes/s / stitched bytes per op (inf: none)
-  std::string bottleneck;        // "traversers (DPA memory latency)" or "host-to-DPA stitching"
+  double stitcher_bound = 0;     // stitchers / their time per op (inf: no stitches)
+  // "traversers (DPA memory latency)", "host-to-DPA stitching" or
+  // "stitcher threads (a DMA poll per stitch)"
+  std::string bottleneck;
   std::string source;            // the formula and its sources
 };
 

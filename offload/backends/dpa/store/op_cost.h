@@ -19,6 +19,11 @@ struct OpCost {
   std::uint64_t buffer_entries = 0; // insert-buffer entries scanned
   std::uint64_t hot_hits = 0;       // answered by the hot-entry cache
   std::uint64_t stitched_bytes = 0; // host-to-DPA bytes of COPY stitches (writes, amortized by the caller)
+  // The stitcher threads' work on the operation's behalf (amortized by the
+  // caller like stitched_bytes): stitch commands, each polled by one DMA
+  // (4.2.7), and the DPA lines CONNECT and RESET stitches write.
+  std::uint64_t stitch_commands = 0;
+  std::uint64_t stitcher_lines = 0;
 
   OpCost& operator+=(const OpCost& o) {
     dpa_lines += o.dpa_lines;
@@ -30,6 +35,8 @@ struct OpCost {
     buffer_entries += o.buffer_entries;
     hot_hits += o.hot_hits;
     stitched_bytes += o.stitched_bytes;
+    stitch_commands += o.stitch_commands;
+    stitcher_lines += o.stitcher_lines;
     return *this;
   }
 };

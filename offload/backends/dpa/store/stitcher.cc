@@ -95,10 +95,12 @@ void Stitchers::apply(StitchBatch& batch) {
         // pointer, and the epochs read the counters after it.
         s.inner->children[s.index].store(s.target);
         counters_.connects.fetch_add(1);
+        counters_.lines.fetch_add(1);
         break;
       case Stitch::Kind::kConnectRoot:
         root_.store(s.target);
         counters_.connects.fetch_add(1);
+        counters_.lines.fetch_add(1);
         break;
       case Stitch::Kind::kReset:
         for (std::uint32_t i = 0; i < s.leaf->capacity; ++i) s.leaf->entries[i].tag.store(0);
@@ -106,6 +108,7 @@ void Stitchers::apply(StitchBatch& batch) {
         s.leaf->committed.store(0);
         s.leaf->reserved.store(0);
         counters_.resets.fetch_add(1);
+        counters_.lines.fetch_add(s.leaf->bytes / kLine);
         break;
     }
   }

@@ -54,6 +54,10 @@ struct StitchBatch {
 
 struct StitchCounters {
   std::atomic<std::uint64_t> copies{0}, connects{0}, resets{0}, bytes{0};
+  // DPA lines written by CONNECT (the pointer's line) and RESET (the
+  // leaf's metadata line and its buffer's lines) stitches; COPY payloads
+  // are counted in bytes.
+  std::atomic<std::uint64_t> lines{0};
 };
 
 class Stitchers {

@@ -298,6 +298,7 @@ StoreStats Store::stats() const {
   s.connect_stitches = sc.connects.load();
   s.reset_stitches = sc.resets.load();
   s.stitched_bytes = sc.bytes.load();
+  s.stitcher_lines = sc.lines.load();
   s.retired_nodes = m.epochs.retired();
   s.reclaimed_nodes = m.epochs.reclaimed();
   s.write_waits = m.write_waits.load();
@@ -312,5 +313,15 @@ StoreStats Store::stats() const {
 const StoreOptions& Store::options() const { return impl_->options; }
 std::vector<KV> Store::dump() const { return impl_->dump(); }
 std::string Store::check() const { return impl_->check(); }
+
+OpCost stitcher_work(const StoreStats& before, const StoreStats& after) {
+  auto delta = [](std::uint64_t a, std::uint64_t b) { return b > a ? b - a : 0; };
+  OpCost c;
+  c.stitched_bytes = delta(before.stitched_bytes, after.stitched_bytes);
+  c.stitch_commands = delta(before.copy_stitches + before.connect_stitches + before.reset_stitches,
+                            after.copy_stitches + after.connect_stitches + after.reset_stitches);
+  c.stitcher_lines = delta(before.stitcher_lines, after.stitcher_lines);
+  return c;
+}
 
 }  // namespace forein::offload::dpa

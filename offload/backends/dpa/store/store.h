@@ -90,10 +90,17 @@ struct StoreStats {
   std::uint64_t leaf_splits = 0, inner_splits = 0, root_splits = 0;
   std::uint64_t copy_stitches = 0, connect_stitches = 0, reset_stitches = 0;
   std::uint64_t stitched_bytes = 0;  // host-to-DPA bytes copied by COPY stitches
+  std::uint64_t stitcher_lines = 0;  // DPA lines CONNECT and RESET stitches wrote
   std::uint64_t retired_nodes = 0, reclaimed_nodes = 0;
   std::uint64_t write_waits = 0;     // writes that found their buffer full and waited
   std::uint64_t hot_lookups = 0, hot_hits = 0;
 };
+
+// The stitchers' work between two stats() snapshots, as the OpCost fields
+// a caller amortizes over the writes that caused it (stitched_bytes,
+// stitch_commands, stitcher_lines): stitching runs on its own threads
+// after the writes, so no single write's OpCost carries it.
+OpCost stitcher_work(const StoreStats& before, const StoreStats& after);
 
 class Store {
  public:
