@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <random>
+#include <set>
 #include <vector>
 
 #include "switch_lpm/layers.h"
@@ -16,6 +18,13 @@ struct SyntheticTree {
   std::vector<Word> words;               // sorted, distinct
   std::vector<std::size_t> leaf_of_key;  // table index of each word's leaf
 };
+
+// n distinct random words from rng, ascending.
+inline std::vector<Word> random_words(std::mt19937_64& rng, std::size_t n) {
+  std::set<Word> s;
+  while (s.size() < n) s.insert(rng());
+  return {s.begin(), s.end()};
+}
 
 inline SyntheticTree build_synthetic_tree(std::vector<Word> sorted_words, std::size_t leaf_size,
                                           std::size_t fanout) {

@@ -30,15 +30,10 @@ using namespace forein::offload;
 using namespace forein::offload::dpa;
 using forein::offload::testing::SyntheticTree;
 using forein::offload::testing::build_synthetic_tree;
+using forein::offload::testing::random_words;
 using forein::testing::test_seed;
 
 namespace {
-
-std::vector<Word> random_words(std::mt19937_64& rng, std::size_t n) {
-  std::set<Word> s;
-  while (s.size() < n) s.insert(rng());
-  return {s.begin(), s.end()};
-}
 
 // Words in clusters of consecutive runs with random gaps: a distribution
 // a single line fits badly, so the PLA needs many segments.

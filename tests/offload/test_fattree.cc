@@ -27,15 +27,10 @@ using namespace forein::offload;
 using namespace forein::offload::fattree;
 using forein::offload::testing::SyntheticTree;
 using forein::offload::testing::build_synthetic_tree;
+using forein::offload::testing::random_words;
 using forein::testing::test_seed;
 
 namespace {
-
-std::vector<Word> random_words(std::mt19937_64& rng, std::size_t n) {
-  std::set<Word> s;
-  while (s.size() < n) s.insert(rng());
-  return {s.begin(), s.end()};
-}
 
 // Every record of a plan installed on a fresh device.
 std::unique_ptr<FattreeDevice> device_of(const SwitchPlan& plan) {

@@ -30,15 +30,10 @@ using namespace forein::offload;
 using namespace forein::offload::fpga;
 using forein::offload::testing::SyntheticTree;
 using forein::offload::testing::build_synthetic_tree;
+using forein::offload::testing::random_words;
 using forein::testing::test_seed;
 
 namespace {
-
-std::vector<Word> random_words(std::mt19937_64& rng, std::size_t n) {
-  std::set<Word> s;
-  while (s.size() < n) s.insert(rng());
-  return {s.begin(), s.end()};
-}
 
 // Zipf-like weights over the leaves, in a random order of ranks.
 void weigh_leaves(SyntheticTree& t, std::mt19937_64& rng) {
