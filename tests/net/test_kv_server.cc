@@ -688,6 +688,13 @@ TEST_CASE("kv server --engine dpa: DPA-Store's store, one port per traverser thr
   CHECK(json_number(s2, "loaded_keys") == static_cast<long long>(n));
   CHECK(json_number(s2, "hot_lookups") >= json_number(s2, "hot_hits"));
   CHECK(json_number(s2, "range_calls") >= static_cast<long long>(counted[1]));
+  // Patches and stitches: every patch is either an UPDATE-only one or a
+  // merge; none found DPA memory full; reclamation never runs ahead.
+  CHECK(json_number(s2, "update_only_patches") <= json_number(s2, "patches"));
+  CHECK(json_number(s2, "failed_patches") == 0);
+  CHECK(json_number(s2, "reset_stitches") <= json_number(s2, "update_only_patches"));
+  CHECK(json_number(s2, "reclaimed_nodes") <= json_number(s2, "retired_nodes"));
+  CHECK(json_number(s2, "stitcher_lines") >= json_number(s2, "reset_stitches"));
   // The model's figures per op kind, from the summed OpCosts: the GETs first.
   const std::size_t model_at = s2.find("\"model\":{\"get\":{\"ops\":");
   REQUIRE(model_at != std::string::npos);
