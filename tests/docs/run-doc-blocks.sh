@@ -194,7 +194,9 @@ pg_ready() {
 
 run_psql() {
 	local doc=$1 n=$2 line=$3 block=$work/blocks/$1/$2
-	local dir=$work/run-$doc-$n db="docblock_$2"
+	# One database per block of the whole run: block numbers restart in
+	# every doc.
+	local dir=$work/run-$doc-$n db="docblock_$((ran + 1))"
 	mkdir -p "$dir"
 	chmod 755 "$work" "$dir"
 	local sql="$doc-block$n.sql"

@@ -40,8 +40,10 @@ case $kind in
 	psql)
 		expect_line "PASS sample.md block 3 (line 38, psql)"
 		expect_line "PASS sample.md block 4 (line 48, psql)"
+		expect_line "PASS second.md block 3 (line 16, psql)"
+		expect_line "PASS second.md block 4 (line 22, psql)"
 		reject_line "sqlite3)"
-		grep -q "ran 2 block(s), 0 failure(s)" "$out" || fail "pass/: not 2 blocks run" ;;
+		grep -q "ran 6 block(s), 0 failure(s)" "$out" || fail "pass/: not 6 blocks run" ;;
 esac
 
 run fail; rc=$?
