@@ -55,6 +55,7 @@ Accelerator::~Accelerator() { impl_->engine.drain(); }
 void Accelerator::map(Lid lid, NodeAddress address) { impl_->core.map(lid, address); }
 void Accelerator::unmap(Lid lid) { impl_->core.unmap(lid); }
 void Accelerator::set_read_version(Version grv) { impl_->core.set_read_version(grv); }
+Version Accelerator::current_read_version() { return impl_->core.grv.load(std::memory_order_acquire); }
 void Accelerator::set_root(Lid root, std::uint32_t height) { impl_->core.set_root(root, height); }
 std::uint64_t Accelerator::newest_sequence() { return impl_->engine.newest_sequence(); }
 std::uint64_t Accelerator::oldest_sequence() { return impl_->engine.oldest_sequence(); }

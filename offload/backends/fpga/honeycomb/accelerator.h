@@ -95,6 +95,7 @@ class Accelerator final : public AcceleratorLink {
   void map(Lid lid, NodeAddress address) override;
   void unmap(Lid lid) override;
   void set_read_version(Version grv) override;
+  Version current_read_version() override;
   void set_root(Lid root, std::uint32_t height) override;
   std::uint64_t newest_sequence() override;
   std::uint64_t oldest_sequence() override;

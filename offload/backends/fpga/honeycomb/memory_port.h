@@ -40,6 +40,10 @@ class AcceleratorLink {
   virtual void unmap(Lid lid) = 0;
   // Writers released changes up to grv (in version order).
   virtual void set_read_version(Version grv) = 0;
+  // The read version the accelerator serves requests at now (0: none).
+  // CPU reads take the larger of it and their own GRV, so a version a NIC
+  // read has already returned is never hidden from a later CPU read.
+  virtual Version current_read_version() { return 0; }
   // The tree grew (or was loaded): new root LID and height (levels, 1 =
   // the root is a leaf).
   virtual void set_root(Lid root, std::uint32_t height) = 0;

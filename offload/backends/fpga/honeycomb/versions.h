@@ -30,7 +30,16 @@ class Versions {
   // changes nothing must not report a state readers cannot see yet).
   void wait_released(Version version);
 
-  Version read_version() const { return grv_.load(std::memory_order_seq_cst); }
+  // The version CPU reads run at: GRV, or the accelerator's copy if that
+  // is ahead. release() sets the accelerator's copy first, so a version
+  // any reader (NIC or CPU) has seen is seen by every later reader; with
+  // GRV alone, a NIC read could return a write that a later CPU read, at
+  // the older GRV, did not see.
+  Version read_version() const {
+    const Version cpu = grv_.load(std::memory_order_seq_cst);
+    const Version nic = link_ != nullptr ? link_->current_read_version() : 0;
+    return nic > cpu ? nic : cpu;
+  }
   Version write_version() const { return gwv_.load(std::memory_order_acquire); }
 
  private:
