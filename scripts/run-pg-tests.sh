@@ -121,6 +121,23 @@ tap_cleanup() {
 	rm -f "$tapdir/scratch"
 	tap_scratch=
 }
+# tap_log_digest: what the servers of a failed TAP run said about crashes,
+# PANICs and fatal errors, so that a CI log shows why a cluster went away
+# (the full logs stay in $tapdir/log, which CI does not keep).
+tap_log_digest() {
+	local f n
+	[ -d "$tapdir/log" ] || return 0
+	for f in "$tapdir"/log/*.log; do
+		[ -f "$f" ] || continue
+		case ${f##*/} in regress_log_*) continue ;; esac
+		n=$(grep -c -E 'PANIC|FATAL|TRAP|terminated by signal|exited with exit code|server process .* was terminated' "$f" || true)
+		[ "$n" -gt 0 ] || continue
+		echo "--- ${f##*/}: $n crash/fatal lines (first 20, then the log's last 15 lines)"
+		grep -E 'PANIC|FATAL|TRAP|terminated by signal|exited with exit code|server process .* was terminated' "$f" | head -n 20
+		echo "..."
+		tail -n 15 "$f"
+	done
+}
 regress_pid=
 # cleanup: on exit, also on a signal: stop what still runs, remove the
 # scratch directories.
@@ -208,6 +225,7 @@ if [ $do_tap -eq 1 ]; then
 			if [ $tap_rc -eq 0 ] && [ ${#run_files[@]} -eq ${#files[@]} ]; then
 				echo "TAP: PASSED"
 			else
+				tap_log_digest
 				failed+=("TAP (logs: $tapdir/log/)")
 			fi
 		else
