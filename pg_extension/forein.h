@@ -24,8 +24,10 @@
  *			   page (its stored key equals the low key).
  *
  * Keys are unique as (key, heap TID), so every bound and separator is a
- * strict position.  NULL keys sort after all non-NULL keys (ASC NULLS LAST,
- * the only column order supported).
+ * strict position.  A key is one or more key columns, each ASC or DESC with
+ * NULLs last or first, as btree orders them; INCLUDE columns follow the key
+ * columns in leaf tuples (and in bounds copied from them) but never count
+ * in comparisons.
  *
  * Locking (nbtree's README rules): readers hold one buffer content lock at a
  * time and move right when the search key is >= the high key.  Writers lock
@@ -163,8 +165,15 @@ typedef enum ForeinTextWords
 
 struct pg_locale_struct;
 
-/* Per-index state, cached in rd_amcache */
-typedef struct ForeinState
+/*
+ * One key column of an index: how its values compare, in index order
+ * (desc: the column is DESC; nulls_first: NULLs come before its values).
+ * Cross-type comparison procs (scan keys of another type of the column's
+ * operator family) are looked up once and cached here.
+ */
+#define FOREIN_CROSS_CACHE 4
+
+typedef struct ForeinColumn
 {
 	ForeinKeyKind kind;
 	Oid			typid;			/* the opclass input type */
@@ -172,13 +181,31 @@ typedef struct ForeinState
 	Oid			collation;
 	int16		typlen;
 	bool		typbyval;
+	bool		desc;
+	bool		nulls_first;
+	FmgrInfo	cmp;			/* support proc 1 for (typid, typid) */
+	int			ncross;
+	Oid			cross_type[FOREIN_CROSS_CACHE];
+	FmgrInfo	cross_cmp[FOREIN_CROSS_CACHE];
+} ForeinColumn;
+
+/*
+ * Per-index state, cached in rd_amcache.  The offload word of a key is the
+ * word of its leading column (flipped for DESC), so the word fields describe
+ * column 0.
+ */
+typedef struct ForeinState
+{
+	int			nkeys;			/* key columns (INCLUDE columns follow) */
+	int			natts;			/* all columns */
+	ForeinColumn cols[INDEX_MAX_KEYS];
 	bool		has_words;		/* offload words are order-preserving */
 	ForeinTextWords text_words; /* text keys: how their words are made */
 	struct pg_locale_struct *locale;	/* LIBC, ICU: the collation's locale
 										 * (NULL: the database's libc one) */
 	const char *no_words_reason;	/* !has_words: why, for messages */
-	FmgrInfo	cmp;			/* support proc 1 for (typid, typid) */
 	TupleDesc	tupdesc;
+	MemoryContext cache_cxt;	/* for cached cross-type procs (NULL: none) */
 	BlockNumber root;			/* cached from the metapage; see forein_get_root */
 	uint32		root_level;
 } ForeinState;
@@ -205,16 +232,30 @@ typedef enum ForeinTidMode
 	(ItemPointerGetBlockNumberNoCheck(tid) == 0 && \
 	 ItemPointerGetOffsetNumberNoCheck(tid) == 0)
 
+/* One column's value in a search key */
+typedef struct ForeinKeyValue
+{
+	bool		isnull;
+	bool		use_proc;		/* compare with cmp (a cross-type proc) */
+	int64		ival;			/* INT, DATE, TIMESTAMP kinds */
+	Datum		datum;			/* UUID, GENERIC kinds, and use_proc */
+	FmgrInfo   *cmp;			/* use_proc: proc(column type, argument type) */
+} ForeinKeyValue;
+
+/*
+ * A search key gives the first nvals key columns; a key with fewer values
+ * than the index has key columns stands for all keys with that prefix, and
+ * its TID mode must be BEFORE or AFTER (before or after all of them).
+ */
 typedef struct ForeinSearchKey
 {
 	bool		unbounded;		/* minus infinity (with TID_BEFORE) */
-	bool		isnull;			/* NULL: sorts after every non-NULL key */
-	int64		ival;			/* INT, DATE, TIMESTAMP kinds */
-	Datum		datum;			/* UUID, GENERIC kinds */
-	FmgrInfo   *cmp;			/* GENERIC: 3-way proc for (index type, arg type) */
+	bool		has_word;		/* word is the leading column's word */
+	int			nvals;
 	ForeinTidMode tidmode;
 	ItemPointerData tid;		/* with FOREIN_TID_EXACT */
 	uint64		word;			/* offload word of the key */
+	ForeinKeyValue vals[INDEX_MAX_KEYS];
 } ForeinSearchKey;
 
 /* One level of the path a writer descended, for parent insertion */
@@ -261,28 +302,64 @@ typedef struct ForeinScanPos
 	int			nextTupleOffset;
 } ForeinScanPos;
 
+/*
+ * A scan key as the scan checks it on the entries it reads.  Keys the
+ * scan's range already guarantees (the equalities of the leading columns,
+ * the bounds of the next one) are "implied" and not checked again; the
+ * others filter entries inside the range, as nbtree's non-required keys do.
+ */
+typedef struct ForeinScanCond
+{
+	int			col;			/* key column, 0-based */
+	StrategyNumber strategy;	/* 0: a NULL test */
+	bool		want_null;		/* NULL test: IS NULL (else IS NOT NULL) */
+	ForeinKeyValue arg;
+	ForeinKeyValue *elems;		/* = ANY(array) etc.: the non-NULL elements */
+	int			nelems;			/* -1: not an array key */
+	bool		sorted;			/* elems ascending and distinct */
+	bool		implied;
+} ForeinScanCond;
+
+/* A leading column with an equality: one value, or an array's elements */
+typedef struct ForeinPrefixColumn
+{
+	ForeinKeyValue *vals;		/* in index order, distinct */
+	int			nvals;
+	int			cur;			/* the value of the current range */
+	int			mark;
+} ForeinPrefixColumn;
+
 typedef struct ForeinScanOpaqueData
 {
 	bool		qual_ok;		/* false: the quals can never match */
 	bool		started;
-	/* preprocessed bounds */
+
+	/* the scan keys, and which of them filter entries */
+	ForeinScanCond *conds;
+	int			nconds;
+	int			nfilters;
+
+	/*
+	 * The range: columns 0..nprefix-1 equal one value each (arrays: one
+	 * range per combination of their elements, in index order), column
+	 * nprefix between its bounds (index order; NULL values stand for "the
+	 * NULLs" when only NULLs are excluded).
+	 */
+	int			nprefix;
+	ForeinPrefixColumn prefix[INDEX_MAX_KEYS];
+	bool		has_arrays;
+	bool		have_lo;
+	bool		lo_incl;
+	ForeinKeyValue lo;
+	bool		have_hi;
+	bool		hi_incl;
+	ForeinKeyValue hi;
+
+	/* the current range as (key, TID) positions: [lower, upper) */
 	bool		have_lower;
 	ForeinSearchKey lower;		/* first position to return */
 	bool		have_upper;
 	ForeinSearchKey upper;		/* first position past the range */
-	bool		want_null;		/* IS NULL: only NULL keys */
-	bool		want_notnull;	/* IS NOT NULL, or any comparison */
-	FmgrInfo	lower_cmp;
-	FmgrInfo	upper_cmp;
-
-	/*
-	 * key = ANY(array): the distinct elements inside the other bounds,
-	 * ascending; the scan visits [element, element] ranges one by one.
-	 */
-	ForeinSearchKey *elems;
-	int			nelems;			/* -1: no array key */
-	int			elem;			/* the current element */
-	int			mark_elem;
 
 	ForeinScanPos pos;
 	ForeinScanPos mark;
@@ -329,8 +406,11 @@ extern void forein_get_root(Relation index, BlockNumber *root, uint32 *level);
 extern bool forein_page_recyclable(Page page);
 extern void forein_key_from_datum(ForeinState *state, Datum value, bool isnull,
 								  ForeinSearchKey *key);
-extern bool forein_key_from_scankey(ForeinState *state, ScanKey sk,
-									FmgrInfo *cmpbuf, ForeinSearchKey *key);
+extern bool forein_value_from_arg(ForeinState *state, int col, Datum value,
+								  Oid argtype, ForeinKeyValue *kv);
+extern void forein_key_set_word(ForeinState *state, ForeinSearchKey *key);
+extern int	forein_compare_value(const ForeinColumn *col,
+								 const ForeinKeyValue *kv, Datum stored);
 extern void forein_key_from_tuple(ForeinState *state, IndexTuple itup,
 								  ForeinSearchKey *key);
 extern int	forein_compare(ForeinState *state, const ForeinSearchKey *key,

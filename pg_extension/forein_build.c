@@ -103,9 +103,12 @@ typedef struct BuildState
 	Size		nentries;
 	Size		capacity;
 	Size		next;			/* reading position after the sort */
-	TupleDesc	sortdesc;
-	Oid			sortops[2];
-	Oid			collations[2];
+	TupleDesc	sortdesc;		/* the index's columns, then TID and liveness */
+	int			natts;			/* the index's columns */
+	int			nsortkeys;		/* key columns and the TID */
+	Oid			sortops[INDEX_MAX_KEYS + 1];
+	Oid			collations[INDEX_MAX_KEYS + 1];
+	bool		nullsfirst[INDEX_MAX_KEYS + 1];
 } BuildState;
 
 static Size
@@ -275,29 +278,37 @@ int_datum(Oid typid, int64 v)
 }
 
 static void
-put_slot(BuildState *bs, Datum value, bool isnull, ItemPointer tid, bool alive)
+put_slot(BuildState *bs, Datum *values, bool *isnull, ItemPointer tid, bool alive)
 {
 	TupleTableSlot *slot = bs->slot;
+	int			i;
 
 	ExecClearTuple(slot);
-	slot->tts_values[0] = value;
-	slot->tts_isnull[0] = isnull;
-	slot->tts_values[1] = PointerGetDatum(tid);
-	slot->tts_isnull[1] = false;
-	slot->tts_values[2] = BoolGetDatum(alive);
-	slot->tts_isnull[2] = false;
+	for (i = 0; i < bs->natts; i++)
+	{
+		slot->tts_values[i] = values[i];
+		slot->tts_isnull[i] = isnull[i];
+	}
+	slot->tts_values[bs->natts] = PointerGetDatum(tid);
+	slot->tts_isnull[bs->natts] = false;
+	slot->tts_values[bs->natts + 1] = BoolGetDatum(alive);
+	slot->tts_isnull[bs->natts + 1] = false;
 	ExecStoreVirtualTuple(slot);
 	tuplesort_puttupleslot(bs->sort, slot);
 }
 
+/* Sorts by the key columns in index order, then by heap TID */
 static void
 begin_tuplesort(BuildState *bs)
 {
-	AttrNumber	attnums[2] = {1, 2};
-	bool		nullsfirst[2] = {false, false};
+	AttrNumber	attnums[INDEX_MAX_KEYS + 1];
+	int			i;
 
-	bs->sort = tuplesort_begin_heap(bs->sortdesc, 2, attnums, bs->sortops,
-									bs->collations, nullsfirst,
+	for (i = 0; i < bs->nsortkeys - 1; i++)
+		attnums[i] = i + 1;
+	attnums[bs->nsortkeys - 1] = bs->natts + 1;
+	bs->sort = tuplesort_begin_heap(bs->sortdesc, bs->nsortkeys, attnums,
+									bs->sortops, bs->collations, bs->nullsfirst,
 									maintenance_work_mem, NULL, TUPLESORT_NONE);
 }
 
@@ -311,9 +322,10 @@ spill_entries(BuildState *bs)
 	for (i = 0; i < bs->nentries; i++)
 	{
 		IntEntry   *e = &bs->entries[i];
+		Datum		value = e->isnull ? (Datum) 0 : int_datum(bs->state->cols[0].typid, e->key);
+		bool		isnull = e->isnull;
 
-		put_slot(bs, e->isnull ? (Datum) 0 : int_datum(bs->state->typid, e->key),
-				 e->isnull, &e->tid, e->alive);
+		put_slot(bs, &value, &isnull, &e->tid, e->alive);
 	}
 	pfree(bs->entries);
 	bs->entries = NULL;
@@ -335,7 +347,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			if (2 * bs->capacity * sizeof(IntEntry) > (Size) maintenance_work_mem * 1024)
 			{
 				spill_entries(bs);
-				put_slot(bs, values[0], isnull[0], tid, tupleIsAlive);
+				put_slot(bs, values, isnull, tid, tupleIsAlive);
 				return;
 			}
 			bs->capacity *= 2;
@@ -349,21 +361,22 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			ForeinSearchKey key;
 
 			forein_key_from_datum(bs->state, values[0], false, &key);
-			e->key = key.ival;
+			e->key = key.vals[0].ival;
 		}
 		e->tid = *tid;
 		e->alive = tupleIsAlive;
 		return;
 	}
-	put_slot(bs, values[0], isnull[0], tid, tupleIsAlive);
+	put_slot(bs, values, isnull, tid, tupleIsAlive);
 }
 
 /* The next entry in sorted order; false at the end */
 static bool
-next_sorted(BuildState *bs, Datum *value, bool *isnull, ItemPointerData *tid,
+next_sorted(BuildState *bs, Datum *values, bool *isnull, ItemPointerData *tid,
 			bool *alive)
 {
 	bool		tnull;
+	int			i;
 
 	if (bs->sort == NULL)
 	{
@@ -372,28 +385,29 @@ next_sorted(BuildState *bs, Datum *value, bool *isnull, ItemPointerData *tid,
 		if (bs->next >= bs->nentries)
 			return false;
 		e = &bs->entries[bs->next++];
-		*isnull = e->isnull;
-		*value = e->isnull ? (Datum) 0 : int_datum(bs->state->typid, e->key);
+		isnull[0] = e->isnull;
+		values[0] = e->isnull ? (Datum) 0 : int_datum(bs->state->cols[0].typid, e->key);
 		*tid = e->tid;
 		*alive = e->alive;
 		return true;
 	}
 	if (!tuplesort_gettupleslot(bs->sort, true, false, bs->slot, NULL))
 		return false;
-	*value = slot_getattr(bs->slot, 1, isnull);
-	*tid = *(ItemPointer) DatumGetPointer(slot_getattr(bs->slot, 2, &tnull));
-	*alive = DatumGetBool(slot_getattr(bs->slot, 3, &tnull));
+	for (i = 0; i < bs->natts; i++)
+		values[i] = slot_getattr(bs->slot, i + 1, &isnull[i]);
+	*tid = *(ItemPointer) DatumGetPointer(slot_getattr(bs->slot, bs->natts + 1, &tnull));
+	*alive = DatumGetBool(slot_getattr(bs->slot, bs->natts + 2, &tnull));
 	return true;
 }
 
 static void
 report_duplicate(Relation heap, Relation index, IndexTuple itup)
 {
-	Datum		values[1];
-	bool		isnull[1];
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
 	char	   *desc;
 
-	values[0] = index_getattr(itup, 1, RelationGetDescr(index), &isnull[0]);
+	index_deform_tuple(itup, RelationGetDescr(index), values, isnull);
 	desc = BuildIndexValueDescription(index, values, isnull);
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
@@ -415,15 +429,17 @@ load_leaves(BuildState *bs, Relation heap, IndexInfo *indexInfo, LevelWriter *w)
 												 "forein build tuple",
 												 ALLOCSET_DEFAULT_SIZES);
 
-	Datum		value;
-	bool		isnull;
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
 	ItemPointerData tid;
 	bool		alive;
 
-	while (next_sorted(bs, &value, &isnull, &tid, &alive))
+	while (next_sorted(bs, values, isnull, &tid, &alive))
 	{
 		MemoryContext old = MemoryContextSwitchTo(tupcxt);
-		IndexTuple	itup = index_form_tuple(state->tupdesc, &value, &isnull);
+		IndexTuple	itup = index_form_tuple(state->tupdesc, values, isnull);
+		bool		anynull = false;
+		int			i;
 
 		itup->t_tid = tid;
 		MemoryContextSwitchTo(old);
@@ -435,8 +451,10 @@ load_leaves(BuildState *bs, Relation heap, IndexInfo *indexInfo, LevelWriter *w)
 							RelationGetRelationName(bs->index)),
 					 errhint("Values larger than 1/5 of a buffer page cannot be indexed.")));
 
+		for (i = 0; i < state->nkeys; i++)
+			anynull |= isnull[i];
 		if (indexInfo->ii_Unique &&
-			(!isnull || indexInfo->ii_NullsNotDistinct))
+			(!anynull || indexInfo->ii_NullsNotDistinct))
 		{
 			if (prev != NULL && forein_keys_equal(state, prev, itup))
 			{
@@ -485,6 +503,48 @@ load_inner(BuildState *bs, LevelWriter *below, BlockNumber *root, uint32 *level)
 	*level = w->level;
 }
 
+/*
+ * The sort's tuple descriptor and keys: every index column (INCLUDE ones
+ * ride along), sorted by the key columns with their opfamily's "<" (">"
+ * for DESC) and NULLS placement, then the heap TID and a liveness flag.
+ */
+static void
+init_sort(BuildState *bs, ForeinState *state)
+{
+	int			i;
+
+	bs->natts = state->natts;
+	bs->nsortkeys = state->nkeys + 1;
+	bs->sortdesc = CreateTemplateTupleDesc(state->natts + 2);
+	for (i = 0; i < state->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(state->tupdesc, i);
+
+		TupleDescInitEntry(bs->sortdesc, i + 1, NameStr(att->attname),
+						   att->atttypid, att->atttypmod, 0);
+		TupleDescInitEntryCollation(bs->sortdesc, i + 1, att->attcollation);
+	}
+	for (i = 0; i < state->nkeys; i++)
+	{
+		ForeinColumn *col = &state->cols[i];
+
+		bs->sortops[i] = get_opfamily_member(col->opfamily, col->typid, col->typid,
+											 col->desc ? BTGreaterStrategyNumber :
+											 BTLessStrategyNumber);
+		if (!OidIsValid(bs->sortops[i]))
+			elog(ERROR, "forein: no ordering operator for type %u in the operator family",
+				 col->typid);
+		bs->collations[i] = col->collation;
+		bs->nullsfirst[i] = col->nulls_first;
+	}
+	bs->sortops[state->nkeys] = TIDLessOperator;
+	bs->collations[state->nkeys] = InvalidOid;
+	bs->nullsfirst[state->nkeys] = false;
+	TupleDescInitEntry(bs->sortdesc, state->natts + 1, "tid", TIDOID, -1, 0);
+	TupleDescInitEntry(bs->sortdesc, state->natts + 2, "alive", BOOLOID, -1, 0);
+	bs->slot = MakeSingleTupleTableSlot(bs->sortdesc, &TTSOpsMinimalTuple);
+}
+
 IndexBuildResult *
 forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -500,11 +560,6 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (RelationGetNumberOfBlocks(index) != 0)
 		elog(ERROR, "index \"%s\" already contains data",
 			 RelationGetRelationName(index));
-	if (index->rd_indoption[0] & (INDOPTION_DESC | INDOPTION_NULLS_FIRST))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("forein indexes support only ASC NULLS LAST columns"),
-				 errhint("Omit DESC and NULLS FIRST: forein scans backward for descending order.")));
 	(void) forein_index_backend(index);	/* validates the reloptions early */
 
 	state = forein_get_state(index);
@@ -514,22 +569,10 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.use_wal = RelationNeedsWAL(index);
 	bs.placeholder = forein_make_placeholder(state);
 
-	bs.sortops[0] = get_opfamily_member(state->opfamily, state->typid, state->typid,
-										BTLessStrategyNumber);
-	if (!OidIsValid(bs.sortops[0]))
-		elog(ERROR, "forein: no < operator for type %u in the operator family",
-			 state->typid);
-	bs.sortops[1] = TIDLessOperator;
-	bs.collations[0] = state->collation;
-	bs.collations[1] = InvalidOid;
-	bs.sortdesc = CreateTemplateTupleDesc(3);
-	TupleDescInitEntry(bs.sortdesc, 1, "key", state->typid, -1, 0);
-	TupleDescInitEntryCollation(bs.sortdesc, 1, state->collation);
-	TupleDescInitEntry(bs.sortdesc, 2, "tid", TIDOID, -1, 0);
-	TupleDescInitEntry(bs.sortdesc, 3, "alive", BOOLOID, -1, 0);
-	bs.slot = MakeSingleTupleTableSlot(bs.sortdesc, &TTSOpsMinimalTuple);
-	if (state->kind == FOREIN_KEY_INT || state->kind == FOREIN_KEY_DATE ||
-		state->kind == FOREIN_KEY_TIMESTAMP)
+	init_sort(&bs, state);
+	if (state->natts == 1 && !state->cols[0].desc && !state->cols[0].nulls_first &&
+		(state->cols[0].kind == FOREIN_KEY_INT || state->cols[0].kind == FOREIN_KEY_DATE ||
+		 state->cols[0].kind == FOREIN_KEY_TIMESTAMP))
 	{
 		bs.capacity = 1024;
 		bs.entries = palloc(bs.capacity * sizeof(IntEntry));

@@ -395,10 +395,9 @@ forein_insert_downlink(Relation index, ForeinState *state, Buffer lbuf,
 
 		if (ForeinPageIsLeftmost(lpage))
 		{
-			memset(&key, 0, sizeof(key));
+			memset(&key, 0, offsetof(ForeinSearchKey, vals));
 			key.unbounded = true;
 			key.tidmode = FOREIN_TID_BEFORE;
-			key.cmp = &state->cmp;
 		}
 		else
 			forein_key_from_tuple(state, (IndexTuple) PageGetItem(lpage, PageGetItemId(lpage, FOREIN_LOKEY)),
@@ -545,6 +544,7 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 	ForeinSearchKey key;
 	bool		check;
 	bool		is_unique = true;
+	int			i;
 
 	itup->t_tid = *ht_ctid;
 	if (IndexTupleSize(itup) > FOREIN_MAX_ITEM_SIZE)
@@ -555,8 +555,10 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 						RelationGetRelationName(index)),
 				 errhint("Values larger than 1/5 of a buffer page cannot be indexed.")));
 	forein_key_from_tuple(state, itup, &key);
-	check = checkUnique != UNIQUE_CHECK_NO &&
-		(!isnull[0] || index->rd_index->indnullsnotdistinct);
+	/* a key with a NULL column never conflicts (unless NULLS NOT DISTINCT) */
+	check = checkUnique != UNIQUE_CHECK_NO;
+	for (i = 0; check && i < state->nkeys; i++)
+		check = !isnull[i] || index->rd_index->indnullsnotdistinct;
 
 	for (;;)
 	{

@@ -4,8 +4,12 @@
  *	  Index scans: bounds from the scan keys, page-at-a-time reading in
  *	  either direction, mark/restore, index-only and bitmap scans.
  *
- * Scan keys collapse into one range [lower, upper) of (key, TID) positions
- * (IS NULL selects the NULLs, which sort last).  A page is read under a
+ * Scan keys become a range [lower, upper) of (key, TID) positions, as
+ * nbtree's "required" keys do: the leading columns with an equality (or
+ * IS NULL, or an array: one range per combination of its elements, in
+ * index order) give a prefix, the next column's bounds end it.  Every
+ * other key filters the entries inside the range.  DESC columns and NULLS
+ * FIRST are handled by comparing in index order.  A page is read under a
  * share lock in one go: every entry in range is copied, with the page's
  * right link and low key, and the lock is dropped (the pin is kept only for
  * non-MVCC snapshots, as nbtree does, so VACUUM cannot recycle a TID we are
@@ -30,114 +34,65 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/uuid.h"
 
-static int
-mode_rank(ForeinTidMode mode)
-{
-	return mode == FOREIN_TID_BEFORE ? -1 : 1;
-}
-
-/* Orders two scan bounds (TID modes BEFORE or AFTER only) */
-static int
-compare_bounds(ForeinState *state, const ForeinSearchKey *a,
-			   const ForeinSearchKey *b)
+/*
+ * Orders two non-NULL search values of column col in value order; false
+ * when they cannot be compared here (cross-type values, or a cross-type
+ * value against a plain one).
+ */
+static bool
+order_values(const ForeinColumn *col, const ForeinKeyValue *a,
+			 const ForeinKeyValue *b, int *result)
 {
 	int			cmp = 0;
 
-	if (a->isnull || b->isnull)
-		cmp = (int) a->isnull - (int) b->isnull;
-	else
+	if (a->use_proc || b->use_proc)
+		return false;
+	switch (col->kind)
 	{
-		switch (state->kind)
-		{
-			case FOREIN_KEY_INT:
-			case FOREIN_KEY_DATE:
-			case FOREIN_KEY_TIMESTAMP:
-				cmp = (a->ival > b->ival) - (a->ival < b->ival);
-				break;
-			case FOREIN_KEY_UUID:
-				cmp = memcmp(DatumGetPointer(a->datum), DatumGetPointer(b->datum), 16);
-				break;
-			case FOREIN_KEY_GENERIC:
-				cmp = DatumGetInt32(FunctionCall2Coll(&state->cmp, state->collation,
-													  a->datum, b->datum));
-				cmp = (cmp > 0) - (cmp < 0);
-				break;
-		}
+		case FOREIN_KEY_INT:
+		case FOREIN_KEY_DATE:
+		case FOREIN_KEY_TIMESTAMP:
+			cmp = (a->ival > b->ival) - (a->ival < b->ival);
+			break;
+		case FOREIN_KEY_UUID:
+			cmp = memcmp(DatumGetPointer(a->datum), DatumGetPointer(b->datum), UUID_LEN);
+			cmp = (cmp > 0) - (cmp < 0);
+			break;
+		case FOREIN_KEY_GENERIC:
+			cmp = DatumGetInt32(FunctionCall2Coll((FmgrInfo *) &col->cmp,
+												  col->collation, a->datum,
+												  b->datum));
+			cmp = (cmp > 0) - (cmp < 0);
+			break;
 	}
-	if (cmp != 0)
-		return cmp;
-	return mode_rank(a->tidmode) - mode_rank(b->tidmode);
+	*result = cmp;
+	return true;
 }
 
-static void
-set_lower(ForeinScanOpaque so, ForeinState *state, ForeinSearchKey *key)
-{
-	if (!so->have_lower || compare_bounds(state, key, &so->lower) > 0)
-		so->lower = *key;
-	so->have_lower = true;
-}
-
-static void
-set_upper(ForeinScanOpaque so, ForeinState *state, ForeinSearchKey *key)
-{
-	if (!so->have_upper || compare_bounds(state, key, &so->upper) < 0)
-		so->upper = *key;
-	so->have_upper = true;
-}
-
-/* Narrows [lower, upper) by "column <strategy> key" */
-static void
-apply_bound(ForeinScanOpaque so, ForeinState *state, StrategyNumber strategy,
-			ForeinSearchKey key)
-{
-	switch (strategy)
-	{
-		case BTLessStrategyNumber:
-			key.tidmode = FOREIN_TID_BEFORE;
-			set_upper(so, state, &key);
-			break;
-		case BTLessEqualStrategyNumber:
-			key.tidmode = FOREIN_TID_AFTER;
-			set_upper(so, state, &key);
-			break;
-		case BTEqualStrategyNumber:
-			key.tidmode = FOREIN_TID_BEFORE;
-			set_lower(so, state, &key);
-			key.tidmode = FOREIN_TID_AFTER;
-			set_upper(so, state, &key);
-			break;
-		case BTGreaterEqualStrategyNumber:
-			key.tidmode = FOREIN_TID_BEFORE;
-			set_lower(so, state, &key);
-			break;
-		case BTGreaterStrategyNumber:
-			key.tidmode = FOREIN_TID_AFTER;
-			set_lower(so, state, &key);
-			break;
-		default:
-			elog(ERROR, "forein: unknown strategy %d", strategy);
-	}
-}
-
-static ForeinState *sort_state;
+static const ForeinColumn *sort_col;
 
 static int
 compare_elems(const void *a, const void *b)
 {
-	return compare_bounds(sort_state, (const ForeinSearchKey *) a,
-						  (const ForeinSearchKey *) b);
+	int			cmp = 0;
+
+	(void) order_values(sort_col, (const ForeinKeyValue *) a,
+						(const ForeinKeyValue *) b, &cmp);
+	return cmp;
 }
 
 /*
- * The non-NULL elements of an array scan key as search keys, sorted and
- * distinct.  Returns the count (0: nothing can match).
+ * The non-NULL elements of an array scan key, sorted and distinct when
+ * they are comparable (else in array order, cond->sorted false).
  */
-static int
-array_elements(ForeinState *state, ScanKey sk, ForeinSearchKey **out)
+static void
+array_elements(ForeinState *state, ScanKey sk, ForeinScanCond *cond)
 {
 	ArrayType  *arr = DatumGetArrayTypeP(sk->sk_argument);
 	Oid			elemtype = ARR_ELEMTYPE(arr);
+	const ForeinColumn *col = &state->cols[cond->col];
 	int16		elmlen;
 	bool		elmbyval;
 	char		elmalign;
@@ -146,77 +101,392 @@ array_elements(ForeinState *state, ScanKey sk, ForeinSearchKey **out)
 	int			n;
 	int			i;
 	int			m = 0;
-	ForeinSearchKey *keys;
+	bool		comparable = true;
 
 	get_typlenbyvalalign(elemtype, &elmlen, &elmbyval, &elmalign);
 	deconstruct_array(arr, elemtype, elmlen, elmbyval, elmalign, &values, &nulls, &n);
-	keys = palloc(sizeof(ForeinSearchKey) * Max(n, 1));
+	cond->elems = palloc(sizeof(ForeinKeyValue) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{
-		ScanKeyData one = *sk;
-
 		if (nulls[i])
 			continue;
-		one.sk_flags &= ~SK_SEARCHARRAY;
-		one.sk_argument = values[i];
-		if (!forein_key_from_scankey(state, &one, NULL, &keys[m]) ||
-			keys[m].cmp != &state->cmp)
+		if (!forein_value_from_arg(state, cond->col, values[i], elemtype,
+								   &cond->elems[m]))
 			elog(ERROR, "forein: unsupported array element type %u", elemtype);
-		keys[m].tidmode = FOREIN_TID_BEFORE;
+		comparable &= !cond->elems[m].use_proc;
 		m++;
 	}
 	pfree(values);
 	pfree(nulls);
-	if (m > 1)
+	cond->sorted = comparable;
+	if (comparable && m > 1)
 	{
 		int			j = 0;
 
-		sort_state = state;
-		qsort(keys, m, sizeof(ForeinSearchKey), compare_elems);
+		sort_col = col;
+		qsort(cond->elems, m, sizeof(ForeinKeyValue), compare_elems);
 		for (i = 1; i < m; i++)
-			if (compare_bounds(state, &keys[i], &keys[j]) != 0)
-				keys[++j] = keys[i];
+			if (compare_elems(&cond->elems[i], &cond->elems[j]) != 0)
+				cond->elems[++j] = cond->elems[i];
 		m = j + 1;
 	}
-	*out = keys;
-	return m;
+	cond->nelems = m;
 }
 
-/* Keeps the elements of a that also are in b (both sorted, distinct) */
-static int
-intersect_elements(ForeinState *state, ForeinSearchKey *a, int na,
-				   const ForeinSearchKey *b, int nb)
+/* Does a stored value's comparison with the argument satisfy the strategy? */
+static inline bool
+strategy_holds(StrategyNumber strategy, int stored_vs_arg)
 {
-	int			i = 0,
-				j = 0,
-				m = 0;
-
-	while (i < na && j < nb)
+	switch (strategy)
 	{
-		int			c = compare_bounds(state, &a[i], &b[j]);
-
-		if (c == 0)
-			a[m++] = a[i++], j++;
-		else if (c < 0)
-			i++;
-		else
-			j++;
+		case BTLessStrategyNumber:
+			return stored_vs_arg < 0;
+		case BTLessEqualStrategyNumber:
+			return stored_vs_arg <= 0;
+		case BTEqualStrategyNumber:
+			return stored_vs_arg == 0;
+		case BTGreaterEqualStrategyNumber:
+			return stored_vs_arg >= 0;
+		case BTGreaterStrategyNumber:
+			return stored_vs_arg > 0;
 	}
-	return m;
+	elog(ERROR, "forein: unknown strategy %d", strategy);
+	return false;
 }
 
-/* Sets [lower, upper) to the current array element */
-static void
-set_element_bounds(ForeinScanOpaque so)
+/* Does the tuple satisfy the condition? */
+static bool
+cond_matches(ForeinState *state, const ForeinScanCond *cond, IndexTuple itup)
 {
-	so->lower = so->elems[so->elem];
-	so->lower.tidmode = FOREIN_TID_BEFORE;
-	so->upper = so->elems[so->elem];
-	so->upper.tidmode = FOREIN_TID_AFTER;
-	so->have_lower = so->have_upper = true;
+	const ForeinColumn *col = &state->cols[cond->col];
+	bool		isnull;
+	Datum		stored = index_getattr(itup, cond->col + 1, state->tupdesc, &isnull);
+	int			i;
+
+	if (cond->strategy == 0)
+		return isnull == cond->want_null;
+	if (isnull)
+		return false;
+	if (cond->nelems < 0)
+		return strategy_holds(cond->strategy,
+							  -forein_compare_value(col, &cond->arg, stored));
+	if (cond->sorted && cond->strategy == BTEqualStrategyNumber)
+	{
+		int			lo = 0,
+					hi = cond->nelems - 1;
+
+		while (lo <= hi)
+		{
+			int			mid = (lo + hi) / 2;
+			int			c = -forein_compare_value(col, &cond->elems[mid], stored);
+
+			if (c == 0)
+				return true;
+			if (c < 0)
+				hi = mid - 1;
+			else
+				lo = mid + 1;
+		}
+		return false;
+	}
+	for (i = 0; i < cond->nelems; i++)
+		if (strategy_holds(cond->strategy,
+						   -forein_compare_value(col, &cond->elems[i], stored)))
+			return true;
+	return false;
 }
 
-/* Collapses the scan keys into [lower, upper) */
+/* Does the tuple pass every condition the range does not imply? */
+static inline bool
+passes_filters(ForeinScanOpaque so, ForeinState *state, IndexTuple itup)
+{
+	int			i;
+
+	if (so->nfilters == 0)
+		return true;
+	for (i = 0; i < so->nconds; i++)
+		if (!so->conds[i].implied && !cond_matches(state, &so->conds[i], itup))
+			return false;
+	return true;
+}
+
+/*
+ * Takes a bound of the range column (index order) unless the one already
+ * chosen is tighter; bounds that cannot be ordered against each other
+ * leave the later one as a filter.
+ */
+static void
+take_bound(ForeinScanOpaque so, const ForeinColumn *col, ForeinScanCond *cond,
+		   bool lower_side, bool incl, ForeinScanCond **chosen)
+{
+	bool	   *have = lower_side ? &so->have_lo : &so->have_hi;
+	bool	   *cur_incl = lower_side ? &so->lo_incl : &so->hi_incl;
+	ForeinKeyValue *cur = lower_side ? &so->lo : &so->hi;
+	int			cmp;
+
+	if (*have)
+	{
+		if (!order_values(col, &cond->arg, cur, &cmp))
+			return;				/* stays a filter */
+		if (col->desc)
+			cmp = -cmp;
+		if (!lower_side)
+			cmp = -cmp;
+		/* cmp > 0: the new bound is tighter; equal: exclusive is tighter */
+		if (cmp < 0 || (cmp == 0 && (incl || !*cur_incl)))
+		{
+			cond->implied = true;
+			return;
+		}
+		if (*chosen)
+			(*chosen)->implied = true;
+	}
+	*have = true;
+	*cur_incl = incl;
+	*cur = cond->arg;
+	cond->implied = true;
+	*chosen = cond;
+}
+
+/*
+ * The leading column's equality for column i, if the keys give one: a
+ * plain "=", else an "= ANY" with comparable elements, else IS NULL.
+ * Marks what it uses as implied; false when the column has none.
+ */
+static bool
+take_prefix_column(ForeinScanOpaque so, ForeinState *state, int i)
+{
+	const ForeinColumn *col = &state->cols[i];
+	ForeinPrefixColumn *pc = &so->prefix[i];
+	ForeinScanCond *eq = NULL;
+	ForeinScanCond *arr = NULL;
+	ForeinScanCond *isnull = NULL;
+	int			k;
+
+	for (k = 0; k < so->nconds; k++)
+	{
+		ForeinScanCond *c = &so->conds[k];
+
+		if (c->col != i)
+			continue;
+		if (c->strategy == BTEqualStrategyNumber && c->nelems < 0)
+		{
+			int			cmp;
+
+			if (eq == NULL)
+				eq = c;
+			else if (order_values(col, &c->arg, &eq->arg, &cmp))
+			{
+				if (cmp != 0)
+					so->qual_ok = false;	/* x = 1 AND x = 2 */
+				c->implied = true;
+			}
+		}
+		else if (c->strategy == BTEqualStrategyNumber && c->sorted && arr == NULL)
+			arr = c;
+		else if (c->strategy == 0 && c->want_null && isnull == NULL)
+			isnull = c;
+	}
+	if (eq != NULL)
+	{
+		pc->vals = &eq->arg;
+		pc->nvals = 1;
+		eq->implied = true;
+	}
+	else if (arr != NULL)
+	{
+		pc->vals = arr->elems;
+		pc->nvals = arr->nelems;
+		if (col->desc && arr->nelems > 1)
+		{
+			/* index order: descending */
+			ForeinKeyValue *rev = palloc(sizeof(ForeinKeyValue) * arr->nelems);
+
+			for (k = 0; k < arr->nelems; k++)
+				rev[k] = arr->elems[arr->nelems - 1 - k];
+			pc->vals = rev;
+		}
+		arr->implied = true;
+		so->has_arrays |= arr->nelems > 1;
+		if (arr->nelems == 0)
+			so->qual_ok = false;
+	}
+	else if (isnull != NULL)
+	{
+		ForeinKeyValue *v = palloc0(sizeof(ForeinKeyValue));
+
+		v->isnull = true;
+		pc->vals = v;
+		pc->nvals = 1;
+		isnull->implied = true;
+	}
+	else
+		return false;
+	pc->cur = 0;
+	return true;
+}
+
+/* The bounds of the range column, nprefix, from its comparisons */
+static void
+take_range_column(ForeinScanOpaque so, ForeinState *state, int i)
+{
+	const ForeinColumn *col = &state->cols[i];
+	ForeinScanCond *lo_cond = NULL;
+	ForeinScanCond *hi_cond = NULL;
+	bool		notnull = false;
+	int			k;
+
+	for (k = 0; k < so->nconds; k++)
+	{
+		ForeinScanCond *c = &so->conds[k];
+		bool		lower_side;
+		bool		incl;
+
+		if (c->col != i)
+			continue;
+		if (c->strategy == 0)
+		{
+			if (!c->want_null)
+			{
+				notnull = true;
+				c->implied = true;
+			}
+			continue;
+		}
+		notnull = true;
+		if (c->nelems >= 0)
+			continue;			/* arrays here filter */
+		switch (c->strategy)
+		{
+			case BTLessStrategyNumber:
+			case BTLessEqualStrategyNumber:
+				lower_side = col->desc;
+				break;
+			case BTGreaterStrategyNumber:
+			case BTGreaterEqualStrategyNumber:
+				lower_side = !col->desc;
+				break;
+			default:
+				continue;		/* "=" of another type than the chosen one */
+		}
+		incl = c->strategy == BTLessEqualStrategyNumber ||
+			c->strategy == BTGreaterEqualStrategyNumber;
+		take_bound(so, col, c, lower_side, incl, lower_side ? &lo_cond : &hi_cond);
+	}
+
+	/* comparisons and IS NOT NULL exclude the NULLs at their end */
+	if (notnull)
+	{
+		bool	   *have = col->nulls_first ? &so->have_lo : &so->have_hi;
+		bool	   *incl = col->nulls_first ? &so->lo_incl : &so->hi_incl;
+		ForeinKeyValue *v = col->nulls_first ? &so->lo : &so->hi;
+
+		if (!*have)
+		{
+			*have = true;
+			*incl = false;
+			memset(v, 0, sizeof(*v));
+			v->isnull = true;
+		}
+	}
+}
+
+/* Sets [lower, upper) to the range of the current prefix values */
+static void
+set_range(ForeinScanOpaque so, ForeinState *state)
+{
+	int			n = so->nprefix;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		ForeinPrefixColumn *pc = &so->prefix[i];
+
+		so->lower.vals[i] = pc->vals[pc->cur];
+		so->upper.vals[i] = pc->vals[pc->cur];
+	}
+	so->lower.unbounded = so->upper.unbounded = false;
+	so->lower.nvals = so->upper.nvals = n;
+	so->lower.tidmode = FOREIN_TID_BEFORE;
+	so->upper.tidmode = FOREIN_TID_AFTER;
+	if (so->have_lo)
+	{
+		so->lower.vals[n] = so->lo;
+		so->lower.nvals = n + 1;
+		so->lower.tidmode = so->lo_incl ? FOREIN_TID_BEFORE : FOREIN_TID_AFTER;
+	}
+	if (so->have_hi)
+	{
+		so->upper.vals[n] = so->hi;
+		so->upper.nvals = n + 1;
+		so->upper.tidmode = so->hi_incl ? FOREIN_TID_AFTER : FOREIN_TID_BEFORE;
+	}
+	so->have_lower = so->lower.nvals > 0;
+	so->have_upper = so->upper.nvals > 0;
+	forein_key_set_word(state, &so->lower);
+	forein_key_set_word(state, &so->upper);
+}
+
+/*
+ * Positions the array combination at its first (forward) or last
+ * (backward) value in every prefix column.
+ */
+static void
+first_combination(ForeinScanOpaque so, ForeinState *state, ScanDirection dir)
+{
+	int			i;
+
+	for (i = 0; i < so->nprefix; i++)
+		so->prefix[i].cur = ScanDirectionIsBackward(dir) ? so->prefix[i].nvals - 1 : 0;
+	set_range(so, state);
+}
+
+/*
+ * Moves to the next combination of the prefix columns' values in index
+ * order (the last column fastest); false after the last one.
+ */
+static bool
+next_combination(ForeinScanOpaque so, ForeinState *state, ScanDirection dir)
+{
+	int			i;
+
+	if (!so->has_arrays)
+		return false;
+	for (i = so->nprefix - 1; i >= 0; i--)
+	{
+		ForeinPrefixColumn *pc = &so->prefix[i];
+
+		if (ScanDirectionIsBackward(dir))
+		{
+			if (pc->cur > 0)
+			{
+				pc->cur--;
+				break;
+			}
+			pc->cur = pc->nvals - 1;
+		}
+		else
+		{
+			if (pc->cur + 1 < pc->nvals)
+			{
+				pc->cur++;
+				break;
+			}
+			pc->cur = 0;
+		}
+	}
+	if (i < 0)
+	{
+		/* wrapped around: stay on the last combination */
+		for (i = 0; i < so->nprefix; i++)
+			so->prefix[i].cur = ScanDirectionIsBackward(dir) ? 0 : so->prefix[i].nvals - 1;
+		return false;
+	}
+	set_range(so, state);
+	return true;
+}
+
+/* Turns the scan keys into conditions, the range and the filters */
 static void
 preprocess_keys(IndexScanDesc scan)
 {
@@ -224,137 +494,57 @@ preprocess_keys(IndexScanDesc scan)
 	ForeinState *state = forein_get_state(scan->indexRelation);
 	int			i;
 
+	if (so->conds)
+		pfree(so->conds);
+	so->conds = palloc0(sizeof(ForeinScanCond) * Max(scan->numberOfKeys, 1));
+	so->nconds = 0;
 	so->qual_ok = true;
-	so->have_lower = so->have_upper = false;
-	so->want_null = so->want_notnull = false;
-	if (so->nelems >= 0 && so->elems)
-		pfree(so->elems);
-	so->elems = NULL;
-	so->nelems = -1;
-	so->elem = 0;
+	so->nprefix = 0;
+	so->has_arrays = false;
+	so->have_lo = so->have_hi = false;
 
 	for (i = 0; i < scan->numberOfKeys; i++)
 	{
 		ScanKey		sk = &scan->keyData[i];
-		ForeinSearchKey key;
-		FmgrInfo	cmpbuf;
+		ForeinScanCond *cond = &so->conds[so->nconds];
 
-		if ((sk->sk_flags & SK_SEARCHARRAY) && !(sk->sk_flags & SK_ISNULL))
-		{
-			ForeinSearchKey *elems;
-			int			n = array_elements(state, sk, &elems);
-
-			so->want_notnull = true;
-			if (n == 0)
-			{
-				so->qual_ok = false;
-				continue;
-			}
-			if (sk->sk_strategy == BTEqualStrategyNumber)
-			{
-				if (so->nelems < 0)
-				{
-					so->elems = elems;
-					so->nelems = n;
-				}
-				else
-				{
-					so->nelems = intersect_elements(state, so->elems, so->nelems,
-													elems, n);
-					pfree(elems);
-				}
-				continue;
-			}
-			/* x < ANY(a) is x < max(a); x > ANY(a) is x > min(a) */
-			key = (sk->sk_strategy == BTLessStrategyNumber ||
-				   sk->sk_strategy == BTLessEqualStrategyNumber) ? elems[n - 1] : elems[0];
-			pfree(elems);
-			apply_bound(so, state, sk->sk_strategy, key);
-			continue;
-		}
-
+		cond->col = sk->sk_attno - 1;
+		cond->nelems = -1;
 		if (sk->sk_flags & SK_ISNULL)
 		{
-			if (sk->sk_flags & SK_SEARCHNULL)
-				so->want_null = true;
-			else if (sk->sk_flags & SK_SEARCHNOTNULL)
-				so->want_notnull = true;
+			if (sk->sk_flags & (SK_SEARCHNULL | SK_SEARCHNOTNULL))
+			{
+				cond->strategy = 0;
+				cond->want_null = (sk->sk_flags & SK_SEARCHNULL) != 0;
+				so->nconds++;
+			}
 			else
 				so->qual_ok = false;	/* a comparison with NULL */
 			continue;
 		}
-		if (!forein_key_from_scankey(state, sk, &cmpbuf, &key) ||
-			key.cmp != &state->cmp)
+		cond->strategy = sk->sk_strategy;
+		if (sk->sk_flags & SK_SEARCHARRAY)
+		{
+			array_elements(state, sk, cond);
+			if (cond->nelems == 0)
+				so->qual_ok = false;
+		}
+		else if (!forein_value_from_arg(state, cond->col, sk->sk_argument,
+										sk->sk_subtype, &cond->arg))
 			elog(ERROR, "forein: unsupported scan key type %u for index \"%s\"",
 				 sk->sk_subtype, RelationGetRelationName(scan->indexRelation));
-		so->want_notnull = true;
-		apply_bound(so, state, sk->sk_strategy, key);
+		so->nconds++;
 	}
 
-	if (so->want_null && so->want_notnull)
-		so->qual_ok = false;
-	else if (so->want_null)
-	{
-		ForeinSearchKey key;
+	while (so->nprefix < state->nkeys && take_prefix_column(so, state, so->nprefix))
+		so->nprefix++;
+	if (so->nprefix < state->nkeys)
+		take_range_column(so, state, so->nprefix);
 
-		forein_key_from_datum(state, (Datum) 0, true, &key);
-		so->lower = key;
-		so->have_lower = true;
-	}
-	else if (so->want_notnull)
-	{
-		ForeinSearchKey key;
-
-		/* comparisons never match NULLs, which sort last: stop before them */
-		forein_key_from_datum(state, (Datum) 0, true, &key);
-		set_upper(so, state, &key);
-	}
-	if (so->nelems >= 0)
-	{
-		/* keep the elements inside the other bounds */
-		int			m = 0;
-
-		if (so->want_null)
-			so->qual_ok = false;
-		for (i = 0; i < so->nelems; i++)
-		{
-			ForeinSearchKey lo = so->elems[i];
-			ForeinSearchKey hi = so->elems[i];
-
-			lo.tidmode = FOREIN_TID_BEFORE;
-			hi.tidmode = FOREIN_TID_AFTER;
-			if (so->have_lower && compare_bounds(state, &hi, &so->lower) <= 0)
-				continue;
-			if (so->have_upper && compare_bounds(state, &lo, &so->upper) >= 0)
-				continue;
-			so->elems[m++] = so->elems[i];
-		}
-		so->nelems = m;
-		if (m == 0)
-			so->qual_ok = false;
-		else
-			set_element_bounds(so);
-		return;
-	}
-	if (so->have_lower && so->have_upper &&
-		compare_bounds(state, &so->lower, &so->upper) >= 0)
-		so->qual_ok = false;
-}
-
-/*
- * Moves to the next array element in direction dir; false when there is
- * none (or no array key).
- */
-static bool
-next_element(ForeinScanOpaque so, ScanDirection dir)
-{
-	int			next = so->elem + (ScanDirectionIsBackward(dir) ? -1 : 1);
-
-	if (so->nelems < 0 || next < 0 || next >= so->nelems)
-		return false;
-	so->elem = next;
-	set_element_bounds(so);
-	return true;
+	so->nfilters = 0;
+	for (i = 0; i < so->nconds; i++)
+		so->nfilters += so->conds[i].implied ? 0 : 1;
+	first_combination(so, state, ForwardScanDirection);
 }
 
 IndexScanDesc
@@ -364,7 +554,6 @@ forein_beginscan(Relation r, int nkeys, int norderbys)
 	ForeinScanOpaque so = palloc0(sizeof(ForeinScanOpaqueData));
 
 	so->pos.buf = InvalidBuffer;
-	so->nelems = -1;
 	so->pos.items = palloc(sizeof(ForeinScanItem) * MaxIndexTuplesPerPage);
 	so->mark.items = palloc(sizeof(ForeinScanItem) * MaxIndexTuplesPerPage);
 	scan->xs_itupdesc = RelationGetDescr(r);
@@ -443,6 +632,8 @@ read_page(IndexScanDesc scan, Buffer buf, ScanDirection dir)
 			end_hit = true;
 			break;
 		}
+		if (!passes_filters(so, state, itup))
+			continue;
 		item->heapTid = itup->t_tid;
 		item->offnum = off;
 		if (scan->xs_want_itup)
@@ -597,6 +788,7 @@ bool
 forein_gettuple(IndexScanDesc scan, ScanDirection dir)
 {
 	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	ForeinState *state = forein_get_state(scan->indexRelation);
 	ForeinScanPos *pos = &so->pos;
 
 	bool		found;
@@ -606,11 +798,7 @@ forein_gettuple(IndexScanDesc scan, ScanDirection dir)
 	if (!so->started)
 	{
 		so->started = true;
-		if (so->nelems > 0)
-		{
-			so->elem = ScanDirectionIsBackward(dir) ? so->nelems - 1 : 0;
-			set_element_bounds(so);
-		}
+		first_combination(so, state, dir);
 		found = first_position(scan, dir);
 	}
 	else if (ScanDirectionIsForward(dir))
@@ -618,8 +806,8 @@ forein_gettuple(IndexScanDesc scan, ScanDirection dir)
 	else
 		found = --pos->itemIndex >= pos->firstItem || step_page(scan, dir);
 
-	/* this element's entries are done: on to the next one */
-	while (!found && next_element(so, dir))
+	/* this combination's entries are done: on to the next one */
+	while (!found && next_combination(so, state, dir))
 		found = first_position(scan, dir);
 	if (!found)
 		return false;
@@ -631,16 +819,13 @@ int64
 forein_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
 	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	ForeinState *state = forein_get_state(scan->indexRelation);
 	int64		ntids = 0;
 
 	if (!so->qual_ok)
 		return 0;
 	so->started = true;
-	if (so->nelems > 0)
-	{
-		so->elem = 0;
-		set_element_bounds(so);
-	}
+	first_combination(so, state, ForwardScanDirection);
 	do
 	{
 		if (!first_position(scan, ForwardScanDirection))
@@ -654,7 +839,7 @@ forein_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 				tbm_add_tuples(tbm, &pos->items[i].heapTid, 1, false);
 			ntids += pos->lastItem - pos->firstItem + 1;
 		} while (step_page(scan, ForwardScanDirection));
-	} while (next_element(so, ForwardScanDirection));
+	} while (next_combination(so, state, ForwardScanDirection));
 	return ntids;
 }
 
@@ -674,6 +859,8 @@ forein_endscan(IndexScanDesc scan)
 		pfree(so->mark.hikey);
 	pfree(so->pos.items);
 	pfree(so->mark.items);
+	if (so->conds)
+		pfree(so->conds);
 	if (so->pos.tuples)
 	{
 		pfree(so->pos.tuples);
@@ -709,6 +896,7 @@ void
 forein_markpos(IndexScanDesc scan)
 {
 	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	int			i;
 
 	if (!so->started)
 	{
@@ -716,7 +904,8 @@ forein_markpos(IndexScanDesc scan)
 		return;
 	}
 	copy_pos(&so->mark, &so->pos);
-	so->mark_elem = so->elem;
+	for (i = 0; i < so->nprefix; i++)
+		so->prefix[i].mark = so->prefix[i].cur;
 	so->mark_valid = true;
 }
 
@@ -724,6 +913,7 @@ void
 forein_restrpos(IndexScanDesc scan)
 {
 	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	int			i;
 
 	if (!so->mark_valid)
 	{
@@ -734,11 +924,9 @@ forein_restrpos(IndexScanDesc scan)
 	}
 	release_pos(&so->pos);
 	copy_pos(&so->pos, &so->mark);
-	if (so->nelems > 0)
-	{
-		so->elem = so->mark_elem;
-		set_element_bounds(so);
-	}
+	for (i = 0; i < so->nprefix; i++)
+		so->prefix[i].cur = so->prefix[i].mark;
+	set_range(so, forein_get_state(scan->indexRelation));
 }
 
 bool

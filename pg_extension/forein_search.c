@@ -29,9 +29,9 @@ tuple_int(ForeinState *state, IndexTuple itup)
 {
 	char	   *data = (char *) itup + IndexInfoFindDataOffset(itup->t_info);
 
-	if (state->typlen == 2)
+	if (state->cols[0].typlen == 2)
 		return *(int16 *) data;
-	if (state->typlen == 4)
+	if (state->cols[0].typlen == 4)
 		return *(int32 *) data;
 	return *(int64 *) data;
 }
@@ -50,16 +50,21 @@ compare_int(ForeinState *state, const ForeinSearchKey *key, IndexTuple itup)
 	if (IndexTupleHasNulls(itup))
 		return -1;
 	v = tuple_int(state, itup);
-	if (key->ival != v)
-		return key->ival > v ? 1 : -1;
+	if (key->vals[0].ival != v)
+		return key->vals[0].ival > v ? 1 : -1;
 	return forein_compare(state, key, itup);
 }
 
 static inline bool
 can_interpolate(ForeinState *state, const ForeinSearchKey *key)
 {
-	return state->kind != FOREIN_KEY_UUID && state->kind != FOREIN_KEY_GENERIC &&
-		!key->unbounded && !key->isnull;
+	const ForeinColumn *col = &state->cols[0];
+
+	/* one ASC NULLS LAST integer-like column (no INCLUDE), a plain value */
+	return state->natts == 1 && !col->desc && !col->nulls_first &&
+		col->kind != FOREIN_KEY_UUID && col->kind != FOREIN_KEY_GENERIC &&
+		!key->unbounded && key->nvals == 1 && !key->vals[0].isnull &&
+		!key->vals[0].use_proc;
 }
 
 #define COMPARE(fast, state, key, itup) \
@@ -89,9 +94,9 @@ interpolate(ForeinState *state, Page page, const ForeinSearchKey *key,
 		return;
 	v0 = tuple_int(state, first);
 	v1 = tuple_int(state, last);
-	if (key->ival <= v0 || key->ival > v1 || v1 <= v0)
+	if (key->vals[0].ival <= v0 || key->vals[0].ival > v1 || v1 <= v0)
 		return;
-	guess = lo + (OffsetNumber) (((double) (key->ival - v0) / (double) (v1 - v0)) * (hi - lo));
+	guess = lo + (OffsetNumber) (((double) (key->vals[0].ival - v0) / (double) (v1 - v0)) * (hi - lo));
 	if (guess <= lo)
 		guess = lo + 1;
 	if (guess > hi)
@@ -321,7 +326,7 @@ forein_descend(Relation index, ForeinState *state, const ForeinSearchKey *key,
 	if (stack)
 		*stack = NULL;
 
-	if (use_hints && !key->unbounded && state->has_words)
+	if (use_hints && key->has_word)
 	{
 		ForeinHint hint;
 
@@ -424,13 +429,12 @@ forein_get_endpoint(Relation index, ForeinState *state, bool rightmost)
 {
 	ForeinSearchKey key;
 
-	memset(&key, 0, sizeof(key));
-	key.cmp = &state->cmp;
+	memset(&key, 0, offsetof(ForeinSearchKey, vals));
 	if (rightmost)
 	{
-		key.isnull = true;
+		/* a prefix of no values, after everything */
+		key.nvals = 0;
 		key.tidmode = FOREIN_TID_AFTER;
-		key.word = PG_UINT64_MAX;
 	}
 	else
 	{

@@ -407,7 +407,7 @@ bound_key_text(ForeinState *state, IndexTuple bound, bool *isnull)
 
 	if (*isnull)
 		return (Datum) 0;
-	getTypeOutputInfo(state->typid, &outfunc, &varlena);
+	getTypeOutputInfo(state->cols[0].typid, &outfunc, &varlena);
 	return CStringGetTextDatum(OidOutputFunctionCall(outfunc, value));
 }
 

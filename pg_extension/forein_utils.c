@@ -68,28 +68,29 @@ kind_of_type(Oid typid)
 static void
 choose_text_words(ForeinState *state)
 {
+	ForeinColumn *col = &state->cols[0];
 	pg_locale_t locale;
 
 	state->has_words = false;
 	state->text_words = FOREIN_TEXT_WORDS_NONE;
 	state->locale = NULL;
-	if (state->typid != TEXTOID)
+	if (col->typid != TEXTOID)
 	{
 		state->no_words_reason = "its key type has no order-preserving offload word";
 		return;
 	}
-	if (!OidIsValid(state->collation))
+	if (!OidIsValid(col->collation))
 	{
 		state->no_words_reason = "its key has no collation";
 		return;
 	}
-	if (lc_collate_is_c(state->collation))
+	if (lc_collate_is_c(col->collation))
 	{
 		state->text_words = FOREIN_TEXT_WORDS_BYTES;
 		state->has_words = true;
 		return;
 	}
-	locale = pg_newlocale_from_collation(state->collation);
+	locale = pg_newlocale_from_collation(col->collation);
 	if (locale && !locale->deterministic)
 	{
 		state->no_words_reason = "its key's collation is nondeterministic";
@@ -110,18 +111,26 @@ choose_text_words(ForeinState *state)
 	state->has_words = true;
 }
 
+static void
+init_column(ForeinColumn *col, Oid typid, Oid collation)
+{
+	col->typid = typid;
+	col->collation = collation;
+	col->kind = kind_of_type(typid);
+	get_typlenbyval(typid, &col->typlen, &col->typbyval);
+}
+
 /*
- * The key-type part of a state: kind, type, collation and how words are
- * made.  Enough for forein_datum_word (forein_debug_word uses it alone).
+ * The key-type part of a state for a one-column key: kind, type, collation
+ * and how words are made.  Enough for forein_datum_word (forein_debug_word
+ * uses it alone).
  */
 void
 forein_init_key_state(ForeinState *state, Oid typid, Oid collation)
 {
-	state->typid = typid;
-	state->collation = collation;
-	state->kind = kind_of_type(typid);
-	get_typlenbyval(typid, &state->typlen, &state->typbyval);
-	if (state->kind != FOREIN_KEY_GENERIC)
+	state->nkeys = state->natts = 1;
+	init_column(&state->cols[0], typid, collation);
+	if (state->cols[0].kind != FOREIN_KEY_GENERIC)
 	{
 		state->has_words = true;
 		state->no_words_reason = NULL;
@@ -138,23 +147,60 @@ forein_get_state(Relation index)
 	if (state == NULL)
 	{
 		MemoryContext oldcxt = MemoryContextSwitchTo(index->rd_indexcxt);
+		int			i;
 
 		state = palloc0(sizeof(ForeinState));
 		forein_init_key_state(state, index->rd_opcintype[0],
 							  index->rd_indcollation[0]);
-		state->opfamily = index->rd_opfamily[0];
-		fmgr_info_copy(&state->cmp,
-					   index_getprocinfo(index, 1, FOREIN_CMP_PROC),
-					   CurrentMemoryContext);
+		state->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
+		state->natts = IndexRelationGetNumberOfAttributes(index);
+		for (i = 0; i < state->nkeys; i++)
+		{
+			ForeinColumn *col = &state->cols[i];
+
+			if (i > 0)
+				init_column(col, index->rd_opcintype[i], index->rd_indcollation[i]);
+			col->opfamily = index->rd_opfamily[i];
+			col->desc = (index->rd_indoption[i] & INDOPTION_DESC) != 0;
+			col->nulls_first = (index->rd_indoption[i] & INDOPTION_NULLS_FIRST) != 0;
+			fmgr_info_copy(&col->cmp,
+						   index_getprocinfo(index, i + 1, FOREIN_CMP_PROC),
+						   CurrentMemoryContext);
+		}
 		state->tupdesc = RelationGetDescr(index);
 		state->root = InvalidBlockNumber;
+		state->cache_cxt = index->rd_indexcxt;
 		MemoryContextSwitchTo(oldcxt);
 		index->rd_amcache = state;
 	}
 	return state;
 }
 
-/* int64 value of a key of the INT/DATE/TIMESTAMP kinds, given its type */
+/*
+ * The comparison proc of column col against a value of argtype, from the
+ * column's operator family (cached in the state); NULL if there is none.
+ */
+static FmgrInfo *
+cross_proc(ForeinState *state, ForeinColumn *col, Oid argtype)
+{
+	Oid			proc;
+	int			i;
+	MemoryContext oldcxt;
+
+	for (i = 0; i < col->ncross; i++)
+		if (col->cross_type[i] == argtype)
+			return &col->cross_cmp[i];
+	proc = get_opfamily_proc(col->opfamily, col->typid, argtype, FOREIN_CMP_PROC);
+	if (!OidIsValid(proc) || col->ncross == FOREIN_CROSS_CACHE ||
+		state->cache_cxt == NULL)
+		return NULL;
+	oldcxt = MemoryContextSwitchTo(state->cache_cxt);
+	fmgr_info(proc, &col->cross_cmp[col->ncross]);
+	MemoryContextSwitchTo(oldcxt);
+	col->cross_type[col->ncross] = argtype;
+	return &col->cross_cmp[col->ncross++];
+}
+
 static int64
 int_value(Datum value, Oid typid)
 {
@@ -264,27 +310,28 @@ text_word(ForeinState *state, const char *data, Size len)
 }
 
 /* The offload word of a non-NULL key value */
+/* The offload word of a non-NULL leading-column value (ASC order) */
 static uint64
-value_word(ForeinState *state, ForeinSearchKey *key)
+value_word(ForeinState *state, const ForeinKeyValue *kv)
 {
-	switch (state->kind)
+	switch (state->cols[0].kind)
 	{
 		case FOREIN_KEY_INT:
-			return forein_word_int64(key->ival);
+			return forein_word_int64(kv->ival);
 		case FOREIN_KEY_DATE:
-			return forein_word_date((int32) key->ival);
+			return forein_word_date((int32) kv->ival);
 		case FOREIN_KEY_TIMESTAMP:
-			return forein_word_timestamp(key->ival);
+			return forein_word_timestamp(kv->ival);
 		case FOREIN_KEY_UUID:
-			return forein_word_uuid(DatumGetUUIDP(key->datum)->data);
+			return forein_word_uuid(DatumGetUUIDP(kv->datum)->data);
 		case FOREIN_KEY_GENERIC:
 			if (state->has_words)
 			{
-				text	   *t = DatumGetTextPP(key->datum);
+				text	   *t = DatumGetTextPP(kv->datum);
 				uint64		w = text_word(state, VARDATA_ANY(t),
 										  VARSIZE_ANY_EXHDR(t));
 
-				if ((Pointer) t != DatumGetPointer(key->datum))
+				if ((Pointer) t != DatumGetPointer(kv->datum))
 					pfree(t);
 				return w;
 			}
@@ -293,80 +340,98 @@ value_word(ForeinState *state, ForeinSearchKey *key)
 	return 0;
 }
 
+/*
+ * Sets the key's word from its leading value: the column's word, flipped
+ * for a DESC column, with NULLs at the end their column sorts them to, so
+ * that words never contradict the index's order.
+ */
 static void
-set_value(ForeinState *state, ForeinSearchKey *key, Datum value, Oid typid)
+set_word(ForeinState *state, ForeinSearchKey *key)
 {
-	switch (state->kind)
+	const ForeinColumn *col = &state->cols[0];
+	const ForeinKeyValue *kv = &key->vals[0];
+
+	key->has_word = false;
+	key->word = 0;
+	if (key->unbounded || key->nvals == 0 || kv->use_proc)
+		return;
+	key->has_word = state->has_words;
+	if (kv->isnull)
+		key->word = col->nulls_first ? 0 : PG_UINT64_MAX;
+	else
+	{
+		key->word = value_word(state, kv);
+		if (col->desc)
+			key->word = ~key->word;
+	}
+}
+
+/*
+ * A search value of column i from a non-NULL argument of type argtype.
+ * Integer-family arguments compare as int64; an argument of the column's
+ * own type by the column's kind; any other type through the cross-type
+ * proc of the column's family (false when it has none).
+ */
+bool
+forein_value_from_arg(ForeinState *state, int i, Datum value, Oid argtype,
+					  ForeinKeyValue *kv)
+{
+	ForeinColumn *col = &state->cols[i];
+
+	memset(kv, 0, sizeof(*kv));
+	if (!OidIsValid(argtype))
+		argtype = col->typid;
+	if (col->kind == FOREIN_KEY_INT &&
+		(argtype == INT2OID || argtype == INT4OID || argtype == INT8OID))
+	{
+		kv->ival = int_value(value, argtype);
+		return true;
+	}
+	if (argtype != col->typid)
+	{
+		kv->cmp = cross_proc(state, col, argtype);
+		kv->use_proc = true;
+		kv->datum = value;
+		return kv->cmp != NULL;
+	}
+	switch (col->kind)
 	{
 		case FOREIN_KEY_INT:
 		case FOREIN_KEY_DATE:
 		case FOREIN_KEY_TIMESTAMP:
-			key->ival = int_value(value, typid);
+			kv->ival = int_value(value, argtype);
 			break;
 		case FOREIN_KEY_UUID:
 		case FOREIN_KEY_GENERIC:
-			key->datum = value;
+			kv->datum = value;
 			break;
 	}
-	key->word = value_word(state, key);
+	return true;
 }
 
+/* A one-value search key (column 0), TID mode BEFORE */
 void
 forein_key_from_datum(ForeinState *state, Datum value, bool isnull,
 					  ForeinSearchKey *key)
 {
-	memset(key, 0, sizeof(*key));
-	key->cmp = &state->cmp;
+	key->unbounded = false;
+	key->nvals = 1;
 	key->tidmode = FOREIN_TID_BEFORE;
+	ItemPointerSetInvalid(&key->tid);
+	memset(&key->vals[0], 0, sizeof(ForeinKeyValue));
 	if (isnull)
-	{
-		key->isnull = true;
-		key->word = PG_UINT64_MAX;
-		return;
-	}
-	set_value(state, key, value, state->typid);
+		key->vals[0].isnull = true;
+	else
+		(void) forein_value_from_arg(state, 0, value, state->cols[0].typid,
+									 &key->vals[0]);
+	set_word(state, key);
 }
 
-/*
- * Builds a search key from a comparison scan key.  cmpbuf receives the
- * cross-type comparison proc for the generic kind.  Returns false if the
- * argument's type cannot be compared (never for the shipped opclasses).
- */
-bool
-forein_key_from_scankey(ForeinState *state, ScanKey sk, FmgrInfo *cmpbuf,
-						ForeinSearchKey *key)
+/* Recomputes a search key's word after its values were set by hand */
+void
+forein_key_set_word(ForeinState *state, ForeinSearchKey *key)
 {
-	Oid			argtype = OidIsValid(sk->sk_subtype) ? sk->sk_subtype : state->typid;
-
-	memset(key, 0, sizeof(*key));
-	key->tidmode = FOREIN_TID_BEFORE;
-	key->cmp = &state->cmp;
-	if (state->kind == FOREIN_KEY_INT)
-	{
-		if (argtype != INT2OID && argtype != INT4OID && argtype != INT8OID)
-			return false;
-	}
-	else if (argtype != state->typid)
-	{
-		Oid			proc;
-
-		if (state->kind != FOREIN_KEY_GENERIC)
-			return false;
-		proc = get_opfamily_proc(state->opfamily, state->typid, argtype,
-								 FOREIN_CMP_PROC);
-		if (!OidIsValid(proc) || cmpbuf == NULL)
-			return false;
-		fmgr_info(proc, cmpbuf);
-		key->cmp = cmpbuf;
-	}
-	set_value(state, key, sk->sk_argument, argtype);
-	return true;
-}
-
-static inline char *
-tuple_data(IndexTuple itup)
-{
-	return (char *) itup + IndexInfoFindDataOffset(itup->t_info);
+	set_word(state, key);
 }
 
 /* The key of an index tuple as a search key at exactly its heap TID */
@@ -374,32 +439,39 @@ void
 forein_key_from_tuple(ForeinState *state, IndexTuple itup,
 					  ForeinSearchKey *key)
 {
-	memset(key, 0, sizeof(*key));
-	key->cmp = &state->cmp;
+	int			i;
+
+	key->unbounded = false;
+	key->nvals = state->nkeys;
 	key->tidmode = FOREIN_TID_EXACT;
 	key->tid = itup->t_tid;
-	if (IndexTupleHasNulls(itup))
+	for (i = 0; i < state->nkeys; i++)
 	{
-		key->isnull = true;
-		key->word = PG_UINT64_MAX;
-		return;
+		ForeinKeyValue *kv = &key->vals[i];
+		bool		isnull;
+		Datum		value = index_getattr(itup, i + 1, state->tupdesc, &isnull);
+
+		memset(kv, 0, sizeof(*kv));
+		kv->isnull = isnull;
+		if (!isnull)
+			(void) forein_value_from_arg(state, i, value, state->cols[i].typid, kv);
 	}
-	set_value(state, key,
-			  fetch_att(tuple_data(itup), state->typbyval, state->typlen),
-			  state->typid);
+	set_word(state, key);
 }
 
-/* The offload word of a tuple's key */
+/* The offload word of a tuple's key (its leading column's) */
 uint64
 forein_tuple_word(ForeinState *state, IndexTuple itup)
 {
 	ForeinSearchKey key;
+	bool		isnull;
+	Datum		value = index_getattr(itup, 1, state->tupdesc, &isnull);
 
-	forein_key_from_tuple(state, itup, &key);
+	forein_key_from_datum(state, value, isnull, &key);
 	return key.word;
 }
 
-/* The offload word of a non-NULL value of the index's key type */
+/* The offload word of a non-NULL value of the index's leading key type */
 uint64
 forein_datum_word(ForeinState *state, Datum value)
 {
@@ -426,61 +498,100 @@ compare_tid(const ForeinSearchKey *key, ItemPointer tid)
 	return 0;
 }
 
-/* Three-way comparison of a search key with an index tuple's (key, TID) */
-int
-forein_compare(ForeinState *state, const ForeinSearchKey *key, IndexTuple itup)
+/* int64 value of a stored INT/DATE/TIMESTAMP-kind datum */
+static inline int64
+stored_int(const ForeinColumn *col, Datum value)
 {
-	bool		tnull = IndexTupleHasNulls(itup);
-	int			cmp = 0;
+	if (col->typlen == 2)
+		return DatumGetInt16(value);
+	if (col->typlen == 4)
+		return DatumGetInt32(value);
+	return DatumGetInt64(value);
+}
 
-	if (key->unbounded)
-		return -1;
-	if (key->isnull || tnull)
+/*
+ * Three-way comparison of a search value with a stored non-NULL value of
+ * column col, in the values' own (ascending) order.
+ */
+int
+forein_compare_value(const ForeinColumn *col, const ForeinKeyValue *kv,
+					 Datum stored)
+{
+	int32		r;
+
+	if (kv->use_proc)
 	{
-		if (!tnull)
-			return 1;			/* NULL sorts after every value */
-		if (!key->isnull)
-			return -1;
-		return compare_tid(key, &itup->t_tid);
+		/* proc(stored value, argument); we want argument - stored */
+		r = DatumGetInt32(FunctionCall2Coll(kv->cmp, col->collation, stored,
+											kv->datum));
+		return (r < 0) - (r > 0);
 	}
-
-	switch (state->kind)
+	switch (col->kind)
 	{
 		case FOREIN_KEY_INT:
 		case FOREIN_KEY_DATE:
 		case FOREIN_KEY_TIMESTAMP:
 			{
-				int64		v;
+				int64		v = stored_int(col, stored);
 
-				if (state->typlen == 2)
-					v = *(int16 *) tuple_data(itup);
-				else if (state->typlen == 4)
-					v = *(int32 *) tuple_data(itup);
-				else
-					v = *(int64 *) tuple_data(itup);
-				cmp = (key->ival > v) - (key->ival < v);
-				break;
+				return (kv->ival > v) - (kv->ival < v);
 			}
 		case FOREIN_KEY_UUID:
-			cmp = memcmp(DatumGetUUIDP(key->datum)->data, tuple_data(itup),
-						 UUID_LEN);
-			break;
+			r = memcmp(DatumGetUUIDP(kv->datum)->data,
+					   DatumGetUUIDP(stored)->data, UUID_LEN);
+			return (r > 0) - (r < 0);
 		case FOREIN_KEY_GENERIC:
-			{
-				/* proc(index value, argument); we want argument - value */
-				int32		r = DatumGetInt32(FunctionCall2Coll(key->cmp,
-																state->collation,
-																fetch_att(tuple_data(itup),
-																		  state->typbyval,
-																		  state->typlen),
-																key->datum));
-
-				cmp = (r < 0) - (r > 0);
-				break;
-			}
+			r = DatumGetInt32(FunctionCall2Coll((FmgrInfo *) &col->cmp,
+												col->collation, stored,
+												kv->datum));
+			return (r < 0) - (r > 0);
 	}
-	if (cmp != 0)
-		return cmp;
+	return 0;
+}
+
+/* A search value against a stored value (either NULL), in index order */
+static inline int
+compare_column(const ForeinColumn *col, const ForeinKeyValue *kv,
+			   Datum stored, bool snull)
+{
+	int			cmp;
+
+	if (kv->isnull || snull)
+	{
+		if (kv->isnull && snull)
+			return 0;
+		/* a NULL search value against a value, or the other way round */
+		cmp = kv->isnull ? 1 : -1;
+		return col->nulls_first ? -cmp : cmp;
+	}
+	cmp = forein_compare_value(col, kv, stored);
+	return col->desc ? -cmp : cmp;
+}
+
+/*
+ * Three-way comparison of a search key with an index tuple's (key, TID):
+ * key columns in index order (INCLUDE columns never count), then the heap
+ * TID.  A key with fewer values than key columns is a prefix: before or
+ * after every tuple that shares it.
+ */
+int
+forein_compare(ForeinState *state, const ForeinSearchKey *key, IndexTuple itup)
+{
+	int			i;
+
+	if (key->unbounded)
+		return -1;
+	for (i = 0; i < key->nvals; i++)
+	{
+		bool		snull;
+		Datum		stored = index_getattr(itup, i + 1, state->tupdesc, &snull);
+		int			cmp = compare_column(&state->cols[i], &key->vals[i], stored, snull);
+
+		if (cmp != 0)
+			return cmp;
+	}
+	if (key->nvals < state->nkeys)
+		return key->tidmode == FOREIN_TID_BEFORE ? -1 : 1;
 	return compare_tid(key, &itup->t_tid);
 }
 
@@ -533,10 +644,17 @@ forein_page_interval(ForeinState *state, Page page, uint64 *lo, uint64 *hi,
 		lob = (IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_LOKEY));
 	if (has_hi)
 		hib = (IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_HIKEY));
+	/*
+	 * A bound owns its word only if nothing of that word sorts before it:
+	 * a minimal TID with no later key columns (with more columns, smaller
+	 * values of the later columns may share the leading value).
+	 */
 	iv = forein_word_interval(has_lo, has_lo ? forein_tuple_word(state, lob) : 0,
-							  has_lo && ForeinTidIsMinimal(&lob->t_tid),
+							  has_lo && state->nkeys == 1 &&
+							  ForeinTidIsMinimal(&lob->t_tid),
 							  has_hi, has_hi ? forein_tuple_word(state, hib) : 0,
-							  has_hi && ForeinTidIsMinimal(&hib->t_tid));
+							  has_hi && state->nkeys == 1 &&
+							  ForeinTidIsMinimal(&hib->t_tid));
 	*lo = iv.lo;
 	*hi = iv.hi;
 	*hi_inf = iv.hi_inf;
@@ -587,13 +705,21 @@ forein_keys_equal(ForeinState *state, IndexTuple a, IndexTuple b)
 	return forein_compare(state, &key, b) <= 0;
 }
 
-/* The stand-in bound of a leftmost/rightmost page: a NULL key */
+/* The stand-in bound of a leftmost/rightmost page: all NULLs */
 IndexTuple
 forein_make_placeholder(ForeinState *state)
 {
-	Datum		value = (Datum) 0;
-	bool		isnull = true;
-	IndexTuple	itup = index_form_tuple(state->tupdesc, &value, &isnull);
+	Datum		values[INDEX_MAX_KEYS];
+	bool		isnull[INDEX_MAX_KEYS];
+	IndexTuple	itup;
+	int			i;
+
+	for (i = 0; i < state->natts; i++)
+	{
+		values[i] = (Datum) 0;
+		isnull[i] = true;
+	}
+	itup = index_form_tuple(state->tupdesc, values, isnull);
 
 	ItemPointerSet(&itup->t_tid, 0, 0);
 	return itup;

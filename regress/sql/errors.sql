@@ -24,12 +24,6 @@ SELECT t FROM unsup WHERE lower(t) = 'world';
 CREATE INDEX unsup_partial ON unsup USING forein (a) WHERE a > 1;
 SELECT a FROM unsup WHERE a > 1 AND a < 5;
 
--- multi-column, INCLUDE, and orderings other than ASC NULLS LAST
-CREATE INDEX ON unsup USING forein (a, t);
-CREATE INDEX ON unsup USING forein (a) INCLUDE (t);
-CREATE INDEX ON unsup USING forein (a DESC);
-CREATE INDEX ON unsup USING forein (a NULLS FIRST);
-CREATE INDEX ON unsup USING forein (a DESC NULLS LAST);
 -- exclusion constraints
 ALTER TABLE unsup ADD CONSTRAINT unsup_excl EXCLUDE USING forein (a WITH =);
 INSERT INTO unsup (a) VALUES (2);
