@@ -134,6 +134,16 @@ typedef struct ForeinMetaPageData
 #define FOREIN_DOWNLINK(itup) \
 	(*(BlockNumber *) ((char *) (itup) + IndexTupleSize(itup) - sizeof(BlockNumber)))
 
+/*
+ * On leaf pages the same bit marks a posting tuple (forein_posting.c): one
+ * key and several heap TIDs.
+ */
+#define FOREIN_POSTING_BIT		INDEX_AM_RESERVED_BIT
+#define ForeinTupleIsPosting(itup) (((itup)->t_info & FOREIN_POSTING_BIT) != 0)
+#define FOREIN_MAX_POSTING_SIZE	(BLCKSZ / 8)
+/* The most heap TIDs one leaf page can hold (as nbtree's MaxTIDsPerBTreePage) */
+#define FOREIN_MAX_TIDS_PER_PAGE ((int) (BLCKSZ / sizeof(ItemPointerData)))
+
 /* The largest index tuple: a page must hold two bounds and three items */
 #define FOREIN_MAX_ITEM_SIZE \
 	MAXALIGN_DOWN((BLCKSZ - MAXALIGN(SizeOfPageHeaderData + 5 * sizeof(ItemIdData)) - \
@@ -297,7 +307,7 @@ typedef struct ForeinScanPos
 	int			firstItem;
 	int			lastItem;
 	int			itemIndex;
-	ForeinScanItem *items;		/* MaxIndexTuplesPerPage */
+	ForeinScanItem *items;		/* FOREIN_MAX_TIDS_PER_PAGE */
 	char	   *tuples;			/* copies of tuples for index-only scans */
 	int			nextTupleOffset;
 } ForeinScanPos;
@@ -375,6 +385,7 @@ typedef struct ForeinOptions
 	int			fillfactor;
 	int			offload_offset; /* string: a registered offload backend */
 	int			lpm_entries;	/* 0: forein.lpm_entries */
+	bool		deduplicate_items;	/* posting lists (forein_posting.c) */
 } ForeinOptions;
 
 #define FOREIN_DEFAULT_FILLFACTOR	90
@@ -392,6 +403,7 @@ extern bool forein_validate(Oid opclassoid);
 extern int	forein_index_backend(Relation index);
 extern bool forein_index_offloaded(Relation index);
 extern int	forein_index_fillfactor(Relation index);
+extern bool forein_index_dedup(Relation index);
 
 /* forein_utils.c */
 extern ForeinState *forein_get_state(Relation index);
@@ -431,6 +443,21 @@ extern IndexTuple forein_make_placeholder(ForeinState *state);
 extern IndexTuple forein_make_bound(IndexTuple itup);
 extern bool forein_keys_equal(ForeinState *state, IndexTuple a, IndexTuple b);
 extern Size forein_page_free(Page page);
+
+/* forein_posting.c */
+extern int	forein_posting_count(IndexTuple itup);
+extern ItemPointer forein_posting_tid(IndexTuple itup, int i);
+extern ItemPointer forein_posting_last_tid(IndexTuple itup);
+extern Size forein_posting_size(Size base, int n);
+extern IndexTuple forein_form_posting(IndexTuple key, const ItemPointerData *tids,
+									  int n);
+extern IndexTuple forein_posting_key(IndexTuple itup);
+extern Size forein_copy_key(char *dst, IndexTuple itup);
+extern bool forein_same_key_image(IndexTuple a, IndexTuple b);
+extern int	forein_posting_max_tids(Size base);
+extern int	forein_dedup_items(IndexTuple *items, int n, IndexTuple *out);
+extern int	forein_posting_insert(IndexTuple post, IndexTuple itup,
+								  IndexTuple *out);
 
 /* forein_search.c */
 extern OffsetNumber forein_binsearch_leaf(ForeinState *state, Page page,

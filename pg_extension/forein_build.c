@@ -244,7 +244,7 @@ level_add(BuildState *bs, LevelWriter *w, IndexTuple itup)
 			carry[ncarry++] = CopyIndexTuple(next);
 		}
 		next = ncarry > 0 ? carry[ncarry - 1] : itup;
-		sep = forein_make_bound(next);
+		sep = w->level == 0 ? forein_posting_key(next) : forein_make_bound(next);
 		if (w->level == 0 &&
 			!forein_keys_equal(bs->state, w->items[w->nitems - 1], next))
 			ItemPointerSet(&sep->t_tid, 0, 0);
@@ -418,6 +418,19 @@ report_duplicate(Relation heap, Relation index, IndexTuple itup)
 			 errtableconstraint(heap, RelationGetRelationName(index))));
 }
 
+/* Adds a run of identical keys as one leaf tuple; frees run */
+static void
+add_run(BuildState *bs, LevelWriter *w, IndexTuple run, ItemPointerData *tids,
+		int n)
+{
+	IndexTuple	itup = n > 1 ? forein_form_posting(run, tids, n) : run;
+
+	level_add(bs, w, itup);
+	if (itup != run)
+		pfree(itup);
+	pfree(run);
+}
+
 /* Loads the sorted entries into leaves; returns the leaf level writer */
 static void
 load_leaves(BuildState *bs, Relation heap, IndexInfo *indexInfo, LevelWriter *w)
@@ -425,6 +438,11 @@ load_leaves(BuildState *bs, Relation heap, IndexInfo *indexInfo, LevelWriter *w)
 	ForeinState *state = bs->state;
 	IndexTuple	prev = NULL;
 	int			alive_in_run = 0;
+	bool		dedup = forein_index_dedup(bs->index);
+	IndexTuple	run = NULL;		/* dedup: the open run's first tuple */
+	ItemPointerData *run_tids = palloc(sizeof(ItemPointerData) * FOREIN_MAX_TIDS_PER_PAGE);
+	int			run_n = 0;
+	int			run_max = 0;
 	MemoryContext tupcxt = AllocSetContextCreate(CurrentMemoryContext,
 												 "forein build tuple",
 												 ALLOCSET_DEFAULT_SIZES);
@@ -465,6 +483,25 @@ load_leaves(BuildState *bs, Relation heap, IndexInfo *indexInfo, LevelWriter *w)
 			else
 				alive_in_run = alive ? 1 : 0;
 		}
+		if (dedup)
+		{
+			/* identical keys in a row become one posting tuple */
+			if (run != NULL && run_n < run_max && forein_same_key_image(run, itup))
+			{
+				run_tids[run_n++] = tid;
+				pfree(itup);
+				CHECK_FOR_INTERRUPTS();
+				continue;
+			}
+			if (run != NULL)
+				add_run(bs, w, run, run_tids, run_n);
+			run = itup;
+			run_tids[0] = tid;
+			run_n = 1;
+			run_max = forein_posting_max_tids(IndexTupleSize(itup));
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
 		level_add(bs, w, itup);
 		/* keep the previous tuple for the duplicate check, free older ones */
 		if (prev != NULL)
@@ -472,6 +509,9 @@ load_leaves(BuildState *bs, Relation heap, IndexInfo *indexInfo, LevelWriter *w)
 		prev = itup;
 		CHECK_FOR_INTERRUPTS();
 	}
+	if (run != NULL)
+		add_run(bs, w, run, run_tids, run_n);
+	pfree(run_tids);
 	level_flush(bs, w, NULL, true);
 	MemoryContextDelete(tupcxt);
 }

@@ -546,9 +546,10 @@ check_page_header(ForeinCheckState *cs, Page page, BlockNumber blkno)
 				check_report(cs, blkno, "Item at offset %u of an inner page is not flagged as a downlink.",
 							 off);
 		}
-		else if (itup->t_info & FOREIN_DOWNLINK_BIT)
-			check_report(cs, blkno, "%s at offset %u is flagged as a downlink.",
-						 off < FOREIN_FIRST_ITEM ? "Bound" : "Leaf item", off);
+		else if ((itup->t_info & FOREIN_DOWNLINK_BIT) && off < FOREIN_FIRST_ITEM)
+			check_report(cs, blkno, "Bound at offset %u is flagged as a downlink or posting list.",
+						 off);
+		/* on a leaf item the bit marks a posting list: check_posting */
 		if (IndexTupleSize(itup) > ItemIdGetLength(iid) ||
 			IndexTupleSize(itup) < minsize)
 			check_report(cs, blkno, "Tuple at offset %u has size %u, its line pointer %u.",
@@ -557,6 +558,47 @@ check_page_header(ForeinCheckState *cs, Page page, BlockNumber blkno)
 }
 
 /* Page-local invariants of a live page (a private copy) */
+/*
+ * Compares the last (key, TID) position of a - its last posting TID on a
+ * leaf - with b.
+ */
+static int
+compare_after(ForeinCheckState *cs, IndexTuple a, IndexTuple b, bool leaf)
+{
+	ForeinSearchKey key;
+
+	forein_key_from_tuple(cs->fstate, a, &key);
+	if (leaf)
+		key.tid = *forein_posting_last_tid(a);
+	return forein_compare(cs->fstate, &key, b);
+}
+
+/* A posting tuple: valid, strictly ascending TIDs, the first in t_tid */
+static void
+check_posting(ForeinCheckState *cs, BlockNumber blkno, OffsetNumber off,
+			  IndexTuple itup)
+{
+	int			n = forein_posting_count(itup);
+	int			k;
+
+	if (!ItemPointerEquals(&itup->t_tid, forein_posting_tid(itup, 0)))
+		check_report(cs, blkno, "Posting tuple at offset %u does not start at its heap TID (%u,%u).",
+					 off, ItemPointerGetBlockNumberNoCheck(&itup->t_tid),
+					 ItemPointerGetOffsetNumberNoCheck(&itup->t_tid));
+	for (k = 0; k < n; k++)
+	{
+		ItemPointer tid = forein_posting_tid(itup, k);
+
+		if (!ItemPointerIsValid(tid))
+			check_report(cs, blkno, "Posting tuple at offset %u has an invalid heap TID at position %d.",
+						 off, k);
+		if (k > 0 && ItemPointerCompare(forein_posting_tid(itup, k - 1), tid) >= 0)
+			check_report(cs, blkno, "Posting tuple at offset %u: heap TID (%u,%u) at position %d does not ascend.",
+						 off, ItemPointerGetBlockNumberNoCheck(tid),
+						 ItemPointerGetOffsetNumberNoCheck(tid), k);
+	}
+}
+
 static void
 check_page_items(ForeinCheckState *cs, Page page, BlockNumber blkno)
 {
@@ -600,6 +642,8 @@ check_page_items(ForeinCheckState *cs, Page page, BlockNumber blkno)
 		else if (!ItemPointerIsValid(&itup->t_tid))
 			check_report(cs, blkno, "Item at offset %u has an invalid heap TID.",
 						 off);
+		else if (ForeinTupleIsPosting(itup))
+			check_posting(cs, blkno, off, itup);
 
 		if (inner && off == FOREIN_FIRST_ITEM)
 		{
@@ -623,7 +667,7 @@ check_page_items(ForeinCheckState *cs, Page page, BlockNumber blkno)
 		}
 
 		if (prev != NULL &&
-			forein_compare_tuples(cs->fstate, prev, itup) >= 0)
+			compare_after(cs, prev, itup, !inner) >= 0)
 			check_report(cs, blkno, "Item at offset %u (tid %u,%u) is not above the item at offset %u (tid %u,%u).",
 						 off,
 						 ItemPointerGetBlockNumberNoCheck(&itup->t_tid),
@@ -645,7 +689,7 @@ check_page_items(ForeinCheckState *cs, Page page, BlockNumber blkno)
 
 	/* Items ascend, so the last one bounds them all */
 	if (!rightmost && prev != NULL &&
-		forein_compare_tuples(cs->fstate, prev, hikey) >= 0)
+		compare_after(cs, prev, hikey, !inner) >= 0)
 		check_report(cs, blkno, "Item at offset %u (tid %u,%u) is not below the page's high key (tid %u,%u).",
 					 prevoff,
 					 ItemPointerGetBlockNumberNoCheck(&prev->t_tid),
@@ -788,11 +832,16 @@ check_level(ForeinCheckState *cs, BlockNumber leftmost, uint32 level,
 				Datum		values[INDEX_MAX_KEYS];
 				bool		isnull[INDEX_MAX_KEYS];
 
+				int			k;
+
 				index_deform_tuple(itup, cs->itupdesc, values, isnull);
-				check_fingerprint(cs, &itup->t_tid, values, isnull);
-				bloom_add_element(cs->filter, (unsigned char *) cs->fp.data,
-								  cs->fp.len);
-				cs->nleaftuples++;
+				for (k = 0; k < forein_posting_count(itup); k++)
+				{
+					check_fingerprint(cs, forein_posting_tid(itup, k), values, isnull);
+					bloom_add_element(cs->filter, (unsigned char *) cs->fp.data,
+									  cs->fp.len);
+					cs->nleaftuples++;
+				}
 			}
 			MemoryContextSwitchTo(oldcxt);
 			MemoryContextReset(cs->tmpcxt);

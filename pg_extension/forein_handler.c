@@ -79,6 +79,9 @@ init_reloptions(void)
 	add_int_reloption(forein_relopt_kind, "lpm_entries",
 					  "LPM entries this index may use in the switch table (0: forein.lpm_entries; LPM backends only)",
 					  0, 0, 4 * 1024 * 1024, ShareUpdateExclusiveLock);
+	add_bool_reloption(forein_relopt_kind, "deduplicate_items",
+					   "Keeps duplicate keys as posting lists (non-unique indexes without INCLUDE columns)",
+					   true, ShareUpdateExclusiveLock);
 	forein_relopts_ready = true;
 }
 
@@ -89,6 +92,7 @@ forein_options(Datum reloptions, bool validate)
 		{"fillfactor", RELOPT_TYPE_INT, offsetof(ForeinOptions, fillfactor)},
 		{"offload", RELOPT_TYPE_STRING, offsetof(ForeinOptions, offload_offset)},
 		{"lpm_entries", RELOPT_TYPE_INT, offsetof(ForeinOptions, lpm_entries)},
+		{"deduplicate_items", RELOPT_TYPE_BOOL, offsetof(ForeinOptions, deduplicate_items)},
 	};
 
 	ForeinOptions *opts;
@@ -115,6 +119,23 @@ forein_index_fillfactor(Relation index)
 	ForeinOptions *opts = (ForeinOptions *) index->rd_options;
 
 	return opts ? opts->fillfactor : FOREIN_DEFAULT_FILLFACTOR;
+}
+
+/*
+ * Are duplicates kept as posting lists?  As in btree: not in unique
+ * indexes (their duplicates are short-lived versions) nor with INCLUDE
+ * columns (their values differ), and not with deduplicate_items = off.
+ */
+bool
+forein_index_dedup(Relation index)
+{
+	ForeinOptions *opts = (ForeinOptions *) index->rd_options;
+
+	if (opts != NULL && !opts->deduplicate_items)
+		return false;
+	return !index->rd_index->indisunique &&
+		IndexRelationGetNumberOfKeyAttributes(index) ==
+		IndexRelationGetNumberOfAttributes(index);
 }
 
 /*

@@ -27,6 +27,7 @@
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/predicate.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -101,7 +102,8 @@ choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost,
  */
 static void
 split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
-		   IndexTuple itup, OffsetNumber off, Buffer childbuf)
+		   IndexTuple *newitems, int nnew, OffsetNumber off, bool replace,
+		   Buffer childbuf)
 {
 	Page		origpage = BufferGetPage(buf);
 	ForeinPageOpaque oopaque = ForeinPageGetOpaque(origpage);
@@ -131,15 +133,18 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	uint32		version = oopaque->version;
 
 	Assert(!(flags & FOREIN_INCOMPLETE_SPLIT));
-	items = palloc(sizeof(IndexTuple) * (maxoff + 1));
+	items = palloc(sizeof(IndexTuple) * (maxoff + nnew + 1));
 	for (o = FOREIN_FIRST_ITEM; o <= maxoff; o++)
 	{
 		if (o == off)
-			items[n++] = itup;
-		items[n++] = (IndexTuple) PageGetItem(origpage, PageGetItemId(origpage, o));
+			for (i = 0; i < nnew; i++)
+				items[n++] = newitems[i];
+		if (!(replace && o == off))
+			items[n++] = (IndexTuple) PageGetItem(origpage, PageGetItemId(origpage, o));
 	}
 	if (off > maxoff)
-		items[n++] = itup;
+		for (i = 0; i < nnew; i++)
+			items[n++] = newitems[i];
 
 	k = choose_split(items, n, item_cost(lokey), item_cost(hikey),
 					 oright == InvalidBlockNumber && off > maxoff,
@@ -151,7 +156,7 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	 * page that has it; between duplicates the full (key, TID).  On inner
 	 * pages, the first right downlink's separator.
 	 */
-	sep = forein_make_bound(items[k]);
+	sep = leaf ? forein_posting_key(items[k]) : forein_make_bound(items[k]);
 	if (leaf && !forein_keys_equal(state, items[k - 1], items[k]))
 		ItemPointerSet(&sep->t_tid, 0, 0);
 
@@ -288,7 +293,118 @@ insert_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		forein_relbuf(buf);
 		return;
 	}
-	split_page(index, state, buf, stack, itup, off, childbuf);
+	split_page(index, state, buf, stack, &itup, 1, off, false, childbuf);
+}
+
+/*
+ * Replaces the leaf item at off by the nnew items (a posting tuple that
+ * took a TID, or was cut around one), splitting if they do not fit;
+ * releases buf.
+ */
+static void
+replace_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
+			 OffsetNumber off, IndexTuple *newitems, int nnew)
+{
+	Page		page = BufferGetPage(buf);
+	Size		need = (nnew - 1) * sizeof(ItemIdData);
+	Size		old = MAXALIGN(ItemIdGetLength(PageGetItemId(page, off)));
+	GenericXLogState *xs;
+	Page		wpage;
+	int			i;
+
+	for (i = 0; i < nnew; i++)
+		need += MAXALIGN(IndexTupleSize(newitems[i]));
+	if (need > old && need - old > PageGetExactFreeSpace(page))
+	{
+		split_page(index, state, buf, stack, newitems, nnew, off, true, InvalidBuffer);
+		return;
+	}
+	xs = GenericXLogStart(index);
+	wpage = GenericXLogRegisterBuffer(xs, buf, 0);
+	PageIndexTupleDelete(wpage, off);
+	for (i = 0; i < nnew; i++)
+		page_add(index, wpage, newitems[i], off + i);
+	GenericXLogFinish(xs);
+	forein_relbuf(buf);
+}
+
+/*
+ * Merges runs of identical keys on a full leaf into posting tuples, in one
+ * WAL record; returns whether it changed the page (offsets move).
+ */
+static bool
+dedup_page(Relation index, Buffer buf)
+{
+	Page		page = BufferGetPage(buf);
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	int			n = maxoff >= FOREIN_FIRST_ITEM ? maxoff - FOREIN_FIRST_ITEM + 1 : 0;
+	IndexTuple *items;
+	IndexTuple *out;
+	OffsetNumber *offs;
+	int			m;
+	int			i;
+	GenericXLogState *xs;
+	Page		wpage;
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "forein dedup",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+	items = palloc(sizeof(IndexTuple) * Max(n, 1));
+	out = palloc(sizeof(IndexTuple) * Max(n, 1));
+	offs = palloc(sizeof(OffsetNumber) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		offs[i] = FOREIN_FIRST_ITEM + i;
+		items[i] = CopyIndexTuple((IndexTuple) PageGetItem(page, PageGetItemId(page, offs[i])));
+	}
+	m = forein_dedup_items(items, n, out);
+	if (m < n)
+	{
+		xs = GenericXLogStart(index);
+		wpage = GenericXLogRegisterBuffer(xs, buf, GENERIC_XLOG_FULL_IMAGE);
+		PageIndexMultiDelete(wpage, offs, n);
+		for (i = 0; i < m; i++)
+			page_add(index, wpage, out[i], InvalidOffsetNumber);
+		GenericXLogFinish(xs);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	return m < n;
+}
+
+/*
+ * Inserts itup on the exclusively locked leaf buf of a deduplicating index:
+ * into the posting tuple whose TID range holds itup's TID, if any; else as
+ * a tuple of its own, after merging the page's duplicates when it is full.
+ * Releases buf.
+ */
+static void
+insert_dedup(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
+			 IndexTuple itup, const ForeinSearchKey *key)
+{
+	Page		page = BufferGetPage(buf);
+	OffsetNumber off = forein_binsearch_leaf(state, page, key);
+
+	if (PageGetFreeSpace(page) < MAXALIGN(IndexTupleSize(itup)) &&
+		dedup_page(index, buf))
+		off = forein_binsearch_leaf(state, page, key);
+	if (off > FOREIN_FIRST_ITEM)
+	{
+		IndexTuple	prev = (IndexTuple) PageGetItem(page, PageGetItemId(page, off - 1));
+
+		if (ForeinTupleIsPosting(prev) &&
+			ItemPointerCompare(&itup->t_tid, forein_posting_last_tid(prev)) < 0 &&
+			forein_keys_equal(state, prev, itup))
+		{
+			IndexTuple	rep[3];
+			int			nrep = forein_posting_insert(prev, itup, rep);
+
+			replace_onto(index, state, buf, stack, off - 1, rep, nrep);
+			return;
+		}
+	}
+	insert_onto(index, state, buf, stack, itup, off, InvalidBuffer);
 }
 
 /* Grows the tree: a new root above the old root lbuf and its new sibling */
@@ -544,6 +660,7 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 	ForeinSearchKey key;
 	bool		check;
 	bool		is_unique = true;
+	bool		dedup = forein_index_dedup(index);
 	int			i;
 
 	itup->t_tid = *ht_ctid;
@@ -578,8 +695,11 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 				continue;
 			}
 			CheckForSerializableConflictIn(index, NULL, BufferGetBlockNumber(buf));
-			insert_onto(index, state, buf, stack, itup,
-						forein_binsearch_leaf(state, page, &key), InvalidBuffer);
+			if (dedup)
+				insert_dedup(index, state, buf, stack, itup, &key);
+			else
+				insert_onto(index, state, buf, stack, itup,
+							forein_binsearch_leaf(state, page, &key), InvalidBuffer);
 			forein_free_stack(stack);
 			break;
 		}

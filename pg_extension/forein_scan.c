@@ -554,8 +554,8 @@ forein_beginscan(Relation r, int nkeys, int norderbys)
 	ForeinScanOpaque so = palloc0(sizeof(ForeinScanOpaqueData));
 
 	so->pos.buf = InvalidBuffer;
-	so->pos.items = palloc(sizeof(ForeinScanItem) * MaxIndexTuplesPerPage);
-	so->mark.items = palloc(sizeof(ForeinScanItem) * MaxIndexTuplesPerPage);
+	so->pos.items = palloc(sizeof(ForeinScanItem) * FOREIN_MAX_TIDS_PER_PAGE);
+	so->mark.items = palloc(sizeof(ForeinScanItem) * FOREIN_MAX_TIDS_PER_PAGE);
 	scan->xs_itupdesc = RelationGetDescr(r);
 	scan->opaque = so;
 	return scan;
@@ -625,7 +625,10 @@ read_page(IndexScanDesc scan, Buffer buf, ScanDirection dir)
 	for (off = start; off <= maxoff; off++)
 	{
 		IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
-		ForeinScanItem *item = &pos->items[n];
+		ForeinScanItem *item;
+		uint16		tupleOffset = 0;
+		int			ntids;
+		int			k;
 
 		if (so->have_upper && forein_compare(state, &so->upper, itup) <= 0)
 		{
@@ -634,17 +637,21 @@ read_page(IndexScanDesc scan, Buffer buf, ScanDirection dir)
 		}
 		if (!passes_filters(so, state, itup))
 			continue;
-		item->heapTid = itup->t_tid;
-		item->offnum = off;
+		ntids = forein_posting_count(itup);
 		if (scan->xs_want_itup)
 		{
-			Size		size = IndexTupleSize(itup);
-
-			item->tupleOffset = pos->nextTupleOffset;
-			memcpy(pos->tuples + pos->nextTupleOffset, itup, size);
-			pos->nextTupleOffset += MAXALIGN(size);
+			/* the key once, for every TID of a posting tuple */
+			tupleOffset = pos->nextTupleOffset;
+			pos->nextTupleOffset += MAXALIGN(forein_copy_key(pos->tuples + tupleOffset,
+															 itup));
 		}
-		n++;
+		for (k = 0; k < ntids; k++)
+		{
+			item = &pos->items[n++];
+			item->heapTid = *forein_posting_tid(itup, k);
+			item->offnum = off;
+			item->tupleOffset = tupleOffset;
+		}
 	}
 	pos->firstItem = 0;
 	pos->lastItem = n - 1;

@@ -335,6 +335,11 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 	ForeinPageOpaque opaque;
 	OffsetNumber deletable[MaxIndexTuplesPerPage];
 	int			ndeletable = 0;
+	OffsetNumber updated_off[MaxIndexTuplesPerPage];
+	IndexTuple	updated[MaxIndexTuplesPerPage];
+	int			nupdated = 0;
+	ItemPointerData live[FOREIN_MAX_TIDS_PER_PAGE];
+	double		removed_tids = 0;
 	OffsetNumber offnum;
 	OffsetNumber maxoff;
 	BlockNumber right;
@@ -409,37 +414,73 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 	}
 
 	maxoff = PageGetMaxOffsetNumber(page);
+	oldcxt = MemoryContextSwitchTo(vstate->pagecxt);
 	if (vstate->callback)
 	{
 		for (offnum = FOREIN_FIRST_ITEM; offnum <= maxoff;
 			 offnum = OffsetNumberNext(offnum))
 		{
 			IndexTuple	itup;
+			int			ntids;
+			int			nlive = 0;
+			int			k;
 
 			itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, offnum));
-			if (vstate->callback(&itup->t_tid, vstate->callback_state))
+			ntids = forein_posting_count(itup);
+			if (ntids == 1)
+			{
+				if (vstate->callback(&itup->t_tid, vstate->callback_state))
+					deletable[ndeletable++] = offnum;
+				continue;
+			}
+			/* a posting tuple: keep its live TIDs, or remove it */
+			for (k = 0; k < ntids; k++)
+			{
+				ItemPointer tid = forein_posting_tid(itup, k);
+
+				if (!vstate->callback(tid, vstate->callback_state))
+					live[nlive++] = *tid;
+			}
+			if (nlive == 0)
 				deletable[ndeletable++] = offnum;
+			else if (nlive < ntids)
+			{
+				updated_off[nupdated] = offnum;
+				updated[nupdated++] = forein_form_posting(itup, live, nlive);
+			}
+			removed_tids += ntids - nlive - (nlive == 0 ? 1 : 0);
 		}
 	}
 
-	if (ndeletable > 0)
+	if (ndeletable > 0 || nupdated > 0)
 	{
 		GenericXLogState *gxstate;
 		Page		wpage;
+		int			i;
 
 		gxstate = GenericXLogStart(rel);
 		wpage = GenericXLogRegisterBuffer(gxstate, buf, 0);
-		PageIndexMultiDelete(wpage, deletable, ndeletable);
+		/* shrink posting tuples in place first: offsets do not move */
+		for (i = 0; i < nupdated; i++)
+			if (!PageIndexTupleOverwrite(wpage, updated_off[i], (Item) updated[i],
+										 IndexTupleSize(updated[i])))
+				elog(ERROR, "forein: failed to shrink a posting tuple in index \"%s\"",
+					 RelationGetRelationName(rel));
+		if (ndeletable > 0)
+			PageIndexMultiDelete(wpage, deletable, ndeletable);
 		GenericXLogFinish(gxstate);
 
-		stats->tuples_removed += ndeletable;
+		stats->tuples_removed += ndeletable + removed_tids;
 		page = BufferGetPage(buf);
 		opaque = ForeinPageGetOpaque(page);
 		maxoff = PageGetMaxOffsetNumber(page);
 	}
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(vstate->pagecxt);
 
-	if (maxoff >= FOREIN_FIRST_ITEM)
-		stats->num_index_tuples += maxoff - FOREIN_FIRST_ITEM + 1;
+	for (offnum = FOREIN_FIRST_ITEM; offnum <= maxoff; offnum = OffsetNumberNext(offnum))
+		stats->num_index_tuples +=
+			forein_posting_count((IndexTuple) PageGetItem(page, PageGetItemId(page, offnum)));
 
 	right = opaque->right;
 
