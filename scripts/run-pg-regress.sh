@@ -46,7 +46,7 @@ pg_regress=$("$PG_CONFIG" --pkglibdir)/pgxs/src/test/regress/pg_regress
 [ -x "$pg_regress" ] || { echo "run-pg-regress: $pg_regress missing" >&2; exit 2; }
 
 # The tests that only use what btree has too (see regress/schedule).
-generic=(integer text datetime uuid nulls empty unique scans joins vacuum)
+generic=(integer text datetime uuid nulls empty unique scans joins multicolumn vacuum)
 
 if [ $vs_btree -eq 1 ]; then
 	work=$build/pg-tests/regress-btree
