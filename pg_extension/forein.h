@@ -453,6 +453,7 @@ extern IndexTuple forein_form_posting(IndexTuple key, const ItemPointerData *tid
 									  int n);
 extern IndexTuple forein_posting_key(IndexTuple itup);
 extern Size forein_copy_key(char *dst, IndexTuple itup);
+extern Size forein_tuple_key_size(IndexTuple itup);
 extern bool forein_same_key_image(IndexTuple a, IndexTuple b);
 extern int	forein_posting_max_tids(Size base);
 extern int	forein_dedup_items(IndexTuple *items, int n, IndexTuple *out);

@@ -213,6 +213,15 @@ level_append(LevelWriter *w, IndexTuple itup)
 	MemoryContextSwitchTo(old);
 }
 
+/* The cost of a bound made from itup: a posting list's bound is its key */
+static inline Size
+bound_cost(LevelWriter *w, IndexTuple itup)
+{
+	if (w->level == 0)
+		return MAXALIGN(forein_tuple_key_size(itup)) + sizeof(ItemIdData);
+	return item_cost(itup);
+}
+
 /*
  * Adds an item; closes the open page first when the item would take it past
  * its target.  The high key is the bound of the next page's first item,
@@ -226,9 +235,10 @@ level_add(BuildState *bs, LevelWriter *w, IndexTuple itup)
 {
 	Size		cost = item_cost(itup);
 	Size		lo_cost = w->lokey ? item_cost(w->lokey) : item_cost(bs->placeholder);
+	Size		hi_cost = bound_cost(w, itup);
 
 	if (w->nitems > 0 &&
-		(w->bytes + cost + lo_cost + cost > w->target ||
+		(w->bytes + cost + lo_cost + hi_cost > w->target ||
 		 w->nitems >= MaxIndexTuplesPerPage - 2))
 	{
 		IndexTuple *carry = palloc(sizeof(IndexTuple) * w->nitems);
@@ -237,7 +247,7 @@ level_add(BuildState *bs, LevelWriter *w, IndexTuple itup)
 		IndexTuple	sep;
 		int			i;
 
-		while (w->nitems > 1 && w->bytes + lo_cost + item_cost(next) > usable_space())
+		while (w->nitems > 1 && w->bytes + lo_cost + bound_cost(w, next) > usable_space())
 		{
 			next = w->items[--w->nitems];
 			w->bytes -= item_cost(next);

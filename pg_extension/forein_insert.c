@@ -54,11 +54,20 @@ item_cost(IndexTuple itup)
  * Where to split n ordered items: the first item of the right page.  Both
  * halves must fit with their bounds.  Normally the bytes are halved; a
  * rightmost page that grows at its end keeps the fill factor on the left,
- * so ascending loads leave pages as full as a build would.
+ * so ascending loads leave pages as full as a build would, and a leaf of a
+ * single key keeps 96% on the left, as nbtree's single-value strategy does:
+ * that key's new TIDs mostly arrive at its end.  Among the splits that
+ * leave each side between a quarter and three quarters, a leaf prefers one
+ * between two different keys (`differ`, when given), as nbtree's "many
+ * duplicates" strategy does: cutting a run of duplicates leaves a half-full
+ * page behind every time that key grows.
  */
+#define FOREIN_SINGLEVALUE_FILLFACTOR 96
+
 static int
 choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost,
-			 bool rightmost_append, int fillpct)
+			 bool rightmost_append, bool single_value, int fillpct,
+			 ForeinState *differ)
 {
 	Size		usable = BLCKSZ - SizeOfPageHeaderData -
 		MAXALIGN(sizeof(ForeinPageOpaqueData));
@@ -67,11 +76,18 @@ choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost,
 	Size		target;
 	int			best = -1;
 	Size		best_dist = 0;
+	int			boundary = -1;
+	Size		boundary_dist = 0;
 	int			k;
 
 	for (k = 0; k < n; k++)
 		total += item_cost(items[k]);
-	target = rightmost_append ? usable * fillpct / 100 : (total + lo_cost + hi_cost) / 2;
+	if (single_value)
+		target = usable * FOREIN_SINGLEVALUE_FILLFACTOR / 100;
+	else if (rightmost_append)
+		target = usable * fillpct / 100;
+	else
+		target = (total + lo_cost + hi_cost) / 2;
 
 	for (k = 1; k < n; k++)
 	{
@@ -89,10 +105,17 @@ choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost,
 			best = k;
 			best_dist = dist;
 		}
+		if (differ != NULL && left >= total / 4 && right >= total / 4 &&
+			(boundary < 0 || dist < boundary_dist) &&
+			!forein_keys_equal(differ, items[k - 1], items[k]))
+		{
+			boundary = k;
+			boundary_dist = dist;
+		}
 	}
 	if (best < 0)
 		elog(ERROR, "forein: could not find a split point");
-	return best;
+	return boundary >= 0 && !single_value && !rightmost_append ? boundary : best;
 }
 
 /*
@@ -148,7 +171,9 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 
 	k = choose_split(items, n, item_cost(lokey), item_cost(hikey),
 					 oright == InvalidBlockNumber && off > maxoff,
-					 leaf ? forein_index_fillfactor(index) : FOREIN_INNER_FILLFACTOR);
+					 leaf && n > 2 && forein_keys_equal(state, items[0], items[n - 1]),
+					 leaf ? forein_index_fillfactor(index) : FOREIN_INNER_FILLFACTOR,
+					 leaf ? state : NULL);
 
 	/*
 	 * The separator: on leaves, between different keys the key alone (TID

@@ -91,6 +91,12 @@ base_size(IndexTuple itup)
 	return ForeinTupleIsPosting(itup) ? trailer(itup)[0] : IndexTupleSize(itup);
 }
 
+Size
+forein_tuple_key_size(IndexTuple itup)
+{
+	return base_size(itup);
+}
+
 /*
  * A leaf tuple with the key of `key` and the n ascending TIDs: a plain
  * tuple when n is 1.

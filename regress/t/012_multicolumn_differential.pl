@@ -275,7 +275,9 @@ sub random_query
 		my $op = pick(@ops[ 1 .. 4 ]);
 		my $row = join(', ', @k[ 0 .. $p - 1 ]);
 		my $val = join(', ', map { rv($_) } @k[ 0 .. $p - 1 ]);
-		return [ '', "SELECT count(*), sum(id) FROM %T WHERE ($row) $op ($val)", '' ];
+		# (PostgreSQL 15's planner gives row comparisons to btree only, so
+		# the forein table's plan may be a sequential scan: answers only)
+		return [ '', "SELECT count(*), sum(id) FROM %T WHERE ($row) $op ($val)", '', 'any plan' ];
 	}
 	if ($kind == 11)
 	{
@@ -400,13 +402,13 @@ for my $round (1 .. $rounds)
 
 	refresh_sample();
 	my @spec = map { random_query() } 1 .. $per_round;
-	my @qf = map { my $s = $_; join('', map { (my $x = $_) =~ s/%T/df/g; $x } @$s) } @spec;
-	my @qb = map { my $s = $_; join('', map { (my $x = $_) =~ s/%T/db/g; $x } @$s) } @spec;
+	my @qf = map { my $s = $_; join('', map { (my $x = $_) =~ s/%T/df/g; $x } @$s[ 0 .. 2 ]) } @spec;
+	my @qb = map { my $s = $_; join('', map { (my $x = $_) =~ s/%T/db/g; $x } @$s[ 0 .. 2 ]) } @spec;
 
 	# every query's plan scans one of df's indexes
 	my @plans = run_marked_script($node, 'postgres', $force,
 		[ map { (my $s = "$_->[0]EXPLAIN (COSTS OFF) $_->[1]$_->[2]") =~ s/%T/df/g; $s } @spec ]);
-	my @noindex = grep { $plans[$_] !~ /\b(?:$df_re)\b/ } 0 .. $#plans;
+	my @noindex = grep { !$spec[$_][3] && $plans[$_] !~ /\b(?:$df_re)\b/ } 0 .. $#plans;
 	is(scalar(@noindex), 0, "round $round: every query scans one of df's indexes")
 	  or diag "no df index in the plan of: $qf[$noindex[0]]\n$plans[$noindex[0]]";
 
