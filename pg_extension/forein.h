@@ -479,6 +479,8 @@ extern bool forein_insert(Relation index, Datum *values, bool *isnull,
 						  ItemPointer ht_ctid, Relation heapRel,
 						  IndexUniqueCheck checkUnique, bool indexUnchanged,
 						  struct IndexInfo *indexInfo);
+extern void forein_check_item_size(Relation index, Relation heap,
+								   IndexTuple itup);
 extern void forein_insert_downlink(Relation index, ForeinState *state,
 								   Buffer lbuf, ForeinStack stack);
 
@@ -505,6 +507,9 @@ extern IndexBulkDeleteResult *forein_bulkdelete(IndexVacuumInfo *info,
 												void *callback_state);
 extern IndexBulkDeleteResult *forein_vacuumcleanup(IndexVacuumInfo *info,
 												   IndexBulkDeleteResult *stats);
+
+/* forein_hooks.c */
+extern void forein_hooks_init(void);
 
 /* forein_acl.c */
 typedef enum ForeinPrivilege

@@ -471,13 +471,7 @@ load_leaves(BuildState *bs, Relation heap, IndexInfo *indexInfo, LevelWriter *w)
 
 		itup->t_tid = tid;
 		MemoryContextSwitchTo(old);
-		if (IndexTupleSize(itup) > FOREIN_MAX_ITEM_SIZE)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("index row size %zu exceeds forein maximum %zu for index \"%s\"",
-							(Size) IndexTupleSize(itup), (Size) FOREIN_MAX_ITEM_SIZE,
-							RelationGetRelationName(bs->index)),
-					 errhint("Values larger than 1/5 of a buffer page cannot be indexed.")));
+		forein_check_item_size(bs->index, heap, itup);
 
 		for (i = 0; i < state->nkeys; i++)
 			anynull |= isnull[i];

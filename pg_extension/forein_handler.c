@@ -11,6 +11,7 @@
 #include "postgres.h"
 
 #include "access/amvalidate.h"
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/reloptions.h"
 #include "access/stratnum.h"
@@ -185,6 +186,14 @@ forein_emit_log_hook(ErrorData *edata)
 /*
  * The same estimates as btree: the strategies, ordering and page layout
  * match, so the planner picks forein exactly where it would pick btree.
+ *
+ * btcostestimate charges a CPU cost per level descended, from
+ * IndexOptInfo->tree_height, which the planner fills in only for btree
+ * (-1 otherwise: no charge).  Fill it in from forein's metapage first: the
+ * root's level, 0 for a single leaf, as btree's _bt_getrootheight counts.
+ * The planner already holds a lock on the index (get_relation_info), so
+ * NoLock, as selfuncs.c opens indexes; the value is kept in the
+ * IndexOptInfo for the other paths of this planning.
  */
 void
 forein_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
@@ -192,6 +201,18 @@ forein_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 					Selectivity *indexSelectivity, double *indexCorrelation,
 					double *indexPages)
 {
+	IndexOptInfo *info = path->indexinfo;
+
+	if (info->tree_height < 0 && info->pages > 0)
+	{
+		Relation	index = index_open(info->indexoid, NoLock);
+		BlockNumber rootblk;
+		uint32		level;
+
+		forein_get_root(index, &rootblk, &level);
+		info->tree_height = (int) level;
+		index_close(index, NoLock);
+	}
 	btcostestimate(root, path, loop_count, indexStartupCost, indexTotalCost,
 				   indexSelectivity, indexCorrelation, indexPages);
 }

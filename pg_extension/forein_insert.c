@@ -670,6 +670,34 @@ done:
 }
 
 /*
+ * Refuses an index tuple larger than FOREIN_MAX_ITEM_SIZE (a page holds two
+ * bounds and three items, so about 1/5 of a page), in the words of btree's
+ * _bt_check_third_page; itup->t_tid is the heap TID.  For inserts and
+ * index builds.
+ */
+void
+forein_check_item_size(Relation index, Relation heap, IndexTuple itup)
+{
+	Size		itemsz = IndexTupleSize(itup);
+
+	if (itemsz <= FOREIN_MAX_ITEM_SIZE)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("index row size %zu exceeds forein maximum %zu for index \"%s\"",
+					itemsz, (Size) FOREIN_MAX_ITEM_SIZE,
+					RelationGetRelationName(index)),
+			 errdetail("Index row references tuple (%u,%u) in relation \"%s\".",
+					   ItemPointerGetBlockNumber(&itup->t_tid),
+					   ItemPointerGetOffsetNumber(&itup->t_tid),
+					   RelationGetRelationName(heap)),
+			 errhint("Values larger than 1/5 of a buffer page cannot be indexed.\n"
+					 "Consider a function index of an MD5 hash of the value, "
+					 "or use full text indexing."),
+			 errtableconstraint(heap, RelationGetRelationName(index))));
+}
+
+/*
  * Inserts descend from the root: FOREIN's hints serve lookups, and under a
  * steady insert stream the table lags the splits, so a hinted insert pays
  * for the table lookup and extra move-rights without saving page reads.
@@ -689,13 +717,7 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 	int			i;
 
 	itup->t_tid = *ht_ctid;
-	if (IndexTupleSize(itup) > FOREIN_MAX_ITEM_SIZE)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("index row size %zu exceeds forein maximum %zu for index \"%s\"",
-						(Size) IndexTupleSize(itup), (Size) FOREIN_MAX_ITEM_SIZE,
-						RelationGetRelationName(index)),
-				 errhint("Values larger than 1/5 of a buffer page cannot be indexed.")));
+	forein_check_item_size(index, heapRel, itup);
 	forein_key_from_tuple(state, itup, &key);
 	/* a key with a NULL column never conflicts (unless NULLS NOT DISTINCT) */
 	check = checkUnique != UNIQUE_CHECK_NO;

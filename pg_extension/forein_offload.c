@@ -108,6 +108,7 @@ void
 _PG_init(void)
 {
 	forein_offload_init();
+	forein_hooks_init();
 }
 
 /*
