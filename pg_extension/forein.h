@@ -163,6 +163,50 @@ typedef enum ForeinTextWords
 
 struct pg_locale_struct;
 
+/*
+ * forein_words.c: how the offload words of a column are made (by its type,
+ * collation and operator family), or why it has none.
+ */
+typedef enum ForeinWordsOf
+{
+	FOREIN_WORDS_NONE,
+	FOREIN_WORDS_INT,			/* int2/int4/int8 (forein/word.h) */
+	FOREIN_WORDS_DATE,
+	FOREIN_WORDS_TIMESTAMP,		/* timestamp, timestamptz */
+	FOREIN_WORDS_UUID,
+	FOREIN_WORDS_FLOAT4,
+	FOREIN_WORDS_FLOAT8,
+	FOREIN_WORDS_NUMERIC,
+	FOREIN_WORDS_BOOL,
+	FOREIN_WORDS_OID,
+	FOREIN_WORDS_INTERVAL,
+	FOREIN_WORDS_INET,			/* inet, cidr */
+	FOREIN_WORDS_BYTEA,
+	FOREIN_WORDS_TEXT,			/* text, varchar under the collation */
+	FOREIN_WORDS_TEXT_PATTERN,	/* text_pattern_ops: bytes */
+	FOREIN_WORDS_BPCHAR,		/* char(n) under the collation */
+	FOREIN_WORDS_BPCHAR_PATTERN,	/* bpchar_pattern_ops: bytes */
+	FOREIN_WORDS_NAME			/* name under the collation */
+} ForeinWordsOf;
+
+typedef struct ForeinWords
+{
+	bool		has_words;		/* the words are order-preserving */
+	const char *no_words_reason;	/* !has_words: why, for messages */
+	/* private to forein_words.c */
+	Oid			typid;
+	ForeinWordsOf of;
+	ForeinTextWords text_words; /* strings: bytes, strxfrm or ICU sort key */
+	struct pg_locale_struct *locale;	/* LIBC, ICU: the collation's locale
+										 * (NULL: the database's libc one) */
+} ForeinWords;
+
+extern void forein_words_init(ForeinWords *w, Oid typid, Oid collation,
+							  Oid opfamily);
+extern uint64 forein_words_value(const ForeinWords *w, Datum value);
+extern uint64 forein_words_arg_value(const ForeinWords *w, Oid argtype,
+									 Datum value);
+
 /* Per-index state, cached in rd_amcache */
 typedef struct ForeinState
 {
@@ -177,6 +221,7 @@ typedef struct ForeinState
 	struct pg_locale_struct *locale;	/* LIBC, ICU: the collation's locale
 										 * (NULL: the database's libc one) */
 	const char *no_words_reason;	/* !has_words: why, for messages */
+	ForeinWords words;			/* GENERIC: how the words are made */
 	FmgrInfo	cmp;			/* support proc 1 for (typid, typid) */
 	TupleDesc	tupdesc;
 	BlockNumber root;			/* cached from the metapage; see forein_get_root */

@@ -65,7 +65,7 @@ kind_of_type(Oid typid)
  * collation's equal strings may have different sort keys, so such an index
  * gets no words (and no offload hints).
  */
-static void
+pg_attribute_unused() static void
 choose_text_words(ForeinState *state)
 {
 	pg_locale_t locale;
@@ -127,7 +127,11 @@ forein_init_key_state(ForeinState *state, Oid typid, Oid collation)
 		state->no_words_reason = NULL;
 	}
 	else
-		choose_text_words(state);
+	{
+		forein_words_init(&state->words, typid, collation, state->opfamily);
+		state->has_words = state->words.has_words;
+		state->no_words_reason = state->words.no_words_reason;
+	}
 }
 
 ForeinState *
@@ -140,9 +144,9 @@ forein_get_state(Relation index)
 		MemoryContext oldcxt = MemoryContextSwitchTo(index->rd_indexcxt);
 
 		state = palloc0(sizeof(ForeinState));
+		state->opfamily = index->rd_opfamily[0];	/* words depend on it */
 		forein_init_key_state(state, index->rd_opcintype[0],
 							  index->rd_indcollation[0]);
-		state->opfamily = index->rd_opfamily[0];
 		fmgr_info_copy(&state->cmp,
 					   index_getprocinfo(index, 1, FOREIN_CMP_PROC),
 					   CurrentMemoryContext);
@@ -185,7 +189,7 @@ int_value(Datum value, Oid typid)
  * under an ICU collation.  One function for scan keys and the bounds and
  * tuples the refresh reads, so the words of both sides agree.
  */
-static uint64
+pg_attribute_unused() static uint64
 text_word(ForeinState *state, const char *data, Size len)
 {
 	switch (state->text_words)
@@ -278,17 +282,7 @@ value_word(ForeinState *state, ForeinSearchKey *key)
 		case FOREIN_KEY_UUID:
 			return forein_word_uuid(DatumGetUUIDP(key->datum)->data);
 		case FOREIN_KEY_GENERIC:
-			if (state->has_words)
-			{
-				text	   *t = DatumGetTextPP(key->datum);
-				uint64		w = text_word(state, VARDATA_ANY(t),
-										  VARSIZE_ANY_EXHDR(t));
-
-				if ((Pointer) t != DatumGetPointer(key->datum))
-					pfree(t);
-				return w;
-			}
-			return 0;
+			return forein_words_value(&state->words, key->datum);
 	}
 	return 0;
 }
@@ -308,7 +302,11 @@ set_value(ForeinState *state, ForeinSearchKey *key, Datum value, Oid typid)
 			key->datum = value;
 			break;
 	}
-	key->word = value_word(state, key);
+	/* a cross-type argument's word, in the index type's word space */
+	if (state->kind == FOREIN_KEY_GENERIC && typid != state->typid)
+		key->word = forein_words_arg_value(&state->words, typid, value);
+	else
+		key->word = value_word(state, key);
 }
 
 void
