@@ -176,6 +176,50 @@ typedef enum ForeinTextWords
 struct pg_locale_struct;
 
 /*
+ * forein_words.c: how the offload words of a column are made (by its type,
+ * collation and operator family), or why it has none.
+ */
+typedef enum ForeinWordsOf
+{
+	FOREIN_WORDS_NONE,
+	FOREIN_WORDS_INT,			/* int2/int4/int8 (forein/word.h) */
+	FOREIN_WORDS_DATE,
+	FOREIN_WORDS_TIMESTAMP,		/* timestamp, timestamptz */
+	FOREIN_WORDS_UUID,
+	FOREIN_WORDS_FLOAT4,
+	FOREIN_WORDS_FLOAT8,
+	FOREIN_WORDS_NUMERIC,
+	FOREIN_WORDS_BOOL,
+	FOREIN_WORDS_OID,
+	FOREIN_WORDS_INTERVAL,
+	FOREIN_WORDS_INET,			/* inet, cidr */
+	FOREIN_WORDS_BYTEA,
+	FOREIN_WORDS_TEXT,			/* text, varchar under the collation */
+	FOREIN_WORDS_TEXT_PATTERN,	/* text_pattern_ops: bytes */
+	FOREIN_WORDS_BPCHAR,		/* char(n) under the collation */
+	FOREIN_WORDS_BPCHAR_PATTERN,	/* bpchar_pattern_ops: bytes */
+	FOREIN_WORDS_NAME			/* name under the collation */
+} ForeinWordsOf;
+
+typedef struct ForeinWords
+{
+	bool		has_words;		/* the words are order-preserving */
+	const char *no_words_reason;	/* !has_words: why, for messages */
+	/* private to forein_words.c */
+	Oid			typid;
+	ForeinWordsOf of;
+	ForeinTextWords text_words; /* strings: bytes, strxfrm or ICU sort key */
+	struct pg_locale_struct *locale;	/* LIBC, ICU: the collation's locale
+										 * (NULL: the database's libc one) */
+} ForeinWords;
+
+extern void forein_words_init(ForeinWords *w, Oid typid, Oid collation,
+							  Oid opfamily);
+extern uint64 forein_words_value(const ForeinWords *w, Datum value);
+extern uint64 forein_words_arg_value(const ForeinWords *w, Oid argtype,
+									 Datum value);
+
+/*
  * One key column of an index: how its values compare, in index order
  * (desc: the column is DESC; nulls_first: NULLs come before its values).
  * Cross-type comparison procs (scan keys of another type of the column's
@@ -210,10 +254,8 @@ typedef struct ForeinState
 	int			natts;			/* all columns */
 	ForeinColumn cols[INDEX_MAX_KEYS];
 	bool		has_words;		/* offload words are order-preserving */
-	ForeinTextWords text_words; /* text keys: how their words are made */
-	struct pg_locale_struct *locale;	/* LIBC, ICU: the collation's locale
-										 * (NULL: the database's libc one) */
 	const char *no_words_reason;	/* !has_words: why, for messages */
+	ForeinWords words;			/* how column 0's words are made */
 	TupleDesc	tupdesc;
 	MemoryContext cache_cxt;	/* for cached cross-type procs (NULL: none) */
 	BlockNumber root;			/* cached from the metapage; see forein_get_root */
@@ -431,7 +473,8 @@ extern int	forein_compare_tuples(ForeinState *state, IndexTuple a,
 								  IndexTuple b);
 extern uint64 forein_tuple_word(ForeinState *state, IndexTuple itup);
 extern uint64 forein_datum_word(ForeinState *state, Datum value);
-extern void forein_init_key_state(ForeinState *state, Oid typid, Oid collation);
+extern void forein_init_key_state(ForeinState *state, Oid typid, Oid collation,
+								  Oid opfamily);
 extern bool forein_page_lo_le(ForeinState *state, Page page,
 							  const ForeinSearchKey *key);
 extern bool forein_page_hi_le(ForeinState *state, Page page,

@@ -32,7 +32,9 @@
 PG_FUNCTION_INFO_V1(forein_handler);
 
 #define FOREIN_SUPPORTED_TYPES \
-	"smallint, integer, bigint, text (and varchar), date, timestamp, timestamptz, uuid"
+	"smallint, integer, bigint, real, double precision, numeric, boolean, " \
+	"text (and varchar), character, name, bytea, oid, date, timestamp, " \
+	"timestamptz, interval, uuid, inet, cidr"
 
 static relopt_kind forein_relopt_kind;
 static bool forein_relopts_ready = false;

@@ -363,9 +363,10 @@ forein_offload_usage(PG_FUNCTION_ARGS)
 /*
  * forein_debug_word(value anyelement) returns numeric: the offload word of a
  * value of a key type forein has an operator class for, under the value's
- * collation (text); NULL when that collation gives no order-preserving word
- * (nondeterministic).  The same function the index applies to scan keys and
- * index tuples.
+ * collation (text, varchar, char(n), name); NULL when that collation gives
+ * no order-preserving word (nondeterministic).  The same function the index
+ * applies to scan keys and index tuples, for the type's default operator
+ * class (the *_pattern_ops words are those of the "C" collation).
  */
 Datum
 forein_debug_word(PG_FUNCTION_ARGS)
@@ -383,6 +384,18 @@ forein_debug_word(PG_FUNCTION_ARGS)
 		case TIMESTAMPTZOID:
 		case UUIDOID:
 		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case NAMEOID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case NUMERICOID:
+		case BOOLOID:
+		case OIDOID:
+		case INTERVALOID:
+		case INETOID:
+		case CIDROID:
+		case BYTEAOID:
 			break;
 		default:
 			ereport(ERROR,
@@ -391,7 +404,7 @@ forein_debug_word(PG_FUNCTION_ARGS)
 							format_type_be(typid))));
 	}
 	memset(&state, 0, sizeof(state));
-	forein_init_key_state(&state, typid, PG_GET_COLLATION());
+	forein_init_key_state(&state, typid, PG_GET_COLLATION(), InvalidOid);
 	if (!state.has_words)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(uint64_numeric(forein_datum_word(&state, PG_GETARG_DATUM(0))));

@@ -4,12 +4,15 @@
  *	  Per-index state, key comparison, offload words and page helpers.
  *
  * Keys of the integer family, dates and timestamps compare as int64 without
- * a function call; uuids with memcmp; everything else (text) through the
- * opclass's support function 1 under the column's collation.  The offload
- * word of a key is the 64-bit order-preserving value the switch matches on
- * (docs/design.md, contract 1), computed by forein/word.h, the definition
- * the engine shares.  A text key's word is the first 8 bytes of its sort key
- * under the index's collation (text_word), like btree's abbreviated keys.
+ * a function call; uuids with memcmp; everything else through the
+ * opclass's support function 1 under the column's collation, and keys of
+ * another type of the column's family through the family's cross-type
+ * proc.  The offload word of a key is the 64-bit order-preserving value the
+ * switch matches on (docs/design.md, contract 1) of its leading column:
+ * forein/word.h's definitions, shared with the engine, for the types the
+ * engine has, forein_words.c's for the others (a text key's is the first 8
+ * bytes of its sort key under the index's collation, like btree's
+ * abbreviated keys).
  *
  * pg_extension/forein_utils.c
  *
@@ -58,59 +61,6 @@ kind_of_type(Oid typid)
 	}
 }
 
-/*
- * How a text index's words are made, or why it has none.  A word must never
- * contradict the collation's order; any deterministic collation's sort key
- * (strxfrm, ICU's) compares like the strings do.  A nondeterministic
- * collation's equal strings may have different sort keys, so such an index
- * gets no words (and no offload hints).
- */
-static void
-choose_text_words(ForeinState *state)
-{
-	ForeinColumn *col = &state->cols[0];
-	pg_locale_t locale;
-
-	state->has_words = false;
-	state->text_words = FOREIN_TEXT_WORDS_NONE;
-	state->locale = NULL;
-	if (col->typid != TEXTOID)
-	{
-		state->no_words_reason = "its key type has no order-preserving offload word";
-		return;
-	}
-	if (!OidIsValid(col->collation))
-	{
-		state->no_words_reason = "its key has no collation";
-		return;
-	}
-	if (lc_collate_is_c(col->collation))
-	{
-		state->text_words = FOREIN_TEXT_WORDS_BYTES;
-		state->has_words = true;
-		return;
-	}
-	locale = pg_newlocale_from_collation(col->collation);
-	if (locale && !locale->deterministic)
-	{
-		state->no_words_reason = "its key's collation is nondeterministic";
-		return;
-	}
-	if (locale && locale->provider == COLLPROVIDER_ICU)
-	{
-#ifdef USE_ICU
-		state->text_words = FOREIN_TEXT_WORDS_ICU;
-#else
-		state->no_words_reason = "its key's collation is an ICU collation and forein was built without ICU";
-		return;
-#endif
-	}
-	else
-		state->text_words = FOREIN_TEXT_WORDS_LIBC;
-	state->locale = locale;
-	state->has_words = true;
-}
-
 static void
 init_column(ForeinColumn *col, Oid typid, Oid collation)
 {
@@ -122,21 +72,19 @@ init_column(ForeinColumn *col, Oid typid, Oid collation)
 
 /*
  * The key-type part of a state for a one-column key: kind, type, collation
- * and how words are made.  Enough for forein_datum_word (forein_debug_word
- * uses it alone).
+ * and how words are made (by forein_words.c, from the type, collation and
+ * operator family).  Enough for forein_datum_word (forein_debug_word uses it
+ * alone).
  */
 void
-forein_init_key_state(ForeinState *state, Oid typid, Oid collation)
+forein_init_key_state(ForeinState *state, Oid typid, Oid collation, Oid opfamily)
 {
 	state->nkeys = state->natts = 1;
 	init_column(&state->cols[0], typid, collation);
-	if (state->cols[0].kind != FOREIN_KEY_GENERIC)
-	{
-		state->has_words = true;
-		state->no_words_reason = NULL;
-	}
-	else
-		choose_text_words(state);
+	state->cols[0].opfamily = opfamily;
+	forein_words_init(&state->words, typid, collation, opfamily);
+	state->has_words = state->words.has_words;
+	state->no_words_reason = state->words.no_words_reason;
 }
 
 ForeinState *
@@ -151,7 +99,7 @@ forein_get_state(Relation index)
 
 		state = palloc0(sizeof(ForeinState));
 		forein_init_key_state(state, index->rd_opcintype[0],
-							  index->rd_indcollation[0]);
+							  index->rd_indcollation[0], index->rd_opfamily[0]);
 		state->nkeys = IndexRelationGetNumberOfKeyAttributes(index);
 		state->natts = IndexRelationGetNumberOfAttributes(index);
 		for (i = 0; i < state->nkeys; i++)
@@ -223,93 +171,6 @@ int_value(Datum value, Oid typid)
 	}
 }
 
-/*
- * The word of a text value under the index's collation: the first 8 bytes
- * (big-endian, zero padded) of its bytes under "C"/"POSIX", of its full
- * strxfrm under another libc collation, of its ICU sort key (its first 8
- * bytes from ucol_nextSortKeyPart, as varstr_abbrev_convert gets them)
- * under an ICU collation.  One function for scan keys and the bounds and
- * tuples the refresh reads, so the words of both sides agree.
- */
-static uint64
-text_word(ForeinState *state, const char *data, Size len)
-{
-	switch (state->text_words)
-	{
-		case FOREIN_TEXT_WORDS_NONE:
-			return 0;
-		case FOREIN_TEXT_WORDS_BYTES:
-			return forein_word_bytes(data, len);
-		case FOREIN_TEXT_WORDS_LIBC:
-			{
-				/* strxfrm wants a NUL-terminated string, and its output is
-				 * only defined when the whole transformation fits */
-				char		sbuf[1024];
-				char		xbuf[1024];
-				char	   *src = len < sizeof(sbuf) ? sbuf : palloc(len + 1);
-				char	   *dst = xbuf;
-				size_t		xlen;
-				uint64		w;
-
-				memcpy(src, data, len);
-				src[len] = '\0';
-				for (;;)
-				{
-					size_t		dstsize = dst == xbuf ? sizeof(xbuf) : xlen + 1;
-
-#ifdef HAVE_LOCALE_T
-					if (state->locale)
-						xlen = strxfrm_l(dst, src, dstsize, state->locale->info.lt);
-					else
-#endif
-						xlen = strxfrm(dst, src, dstsize);
-					if (xlen < dstsize)
-						break;
-					dst = palloc(xlen + 1);
-				}
-				w = forein_word_bytes(dst, Min(xlen, (size_t) FOREIN_WORD_BYTES));
-				if (dst != xbuf)
-					pfree(dst);
-				if (src != sbuf)
-					pfree(src);
-				return w;
-			}
-		case FOREIN_TEXT_WORDS_ICU:
-#ifdef USE_ICU
-			{
-				UCharIterator iter;
-				uint32_t	iterstate[2] = {0, 0};
-				UErrorCode	status = U_ZERO_ERROR;
-				uint8_t		key[FOREIN_WORD_BYTES];
-				UChar	   *uchar = NULL;
-				int32_t		n;
-
-				if (GetDatabaseEncoding() == PG_UTF8)
-					uiter_setUTF8(&iter, data, (int32_t) len);
-				else
-				{
-					int32_t		ulen = icu_to_uchar(&uchar, data, len);
-
-					uiter_setString(&iter, uchar, ulen);
-				}
-				n = ucol_nextSortKeyPart(state->locale->info.icu.ucol, &iter,
-										 iterstate, key, sizeof(key), &status);
-				if (U_FAILURE(status))
-					ereport(ERROR,
-							(errmsg("sort key generation failed: %s",
-									u_errorName(status))));
-				if (uchar)
-					pfree(uchar);
-				return forein_word_bytes(key, (size_t) n);
-			}
-#else
-			return 0;
-#endif
-	}
-	return 0;
-}
-
-/* The offload word of a non-NULL key value */
 /* The offload word of a non-NULL leading-column value (ASC order) */
 static uint64
 value_word(ForeinState *state, const ForeinKeyValue *kv)
@@ -325,17 +186,7 @@ value_word(ForeinState *state, const ForeinKeyValue *kv)
 		case FOREIN_KEY_UUID:
 			return forein_word_uuid(DatumGetUUIDP(kv->datum)->data);
 		case FOREIN_KEY_GENERIC:
-			if (state->has_words)
-			{
-				text	   *t = DatumGetTextPP(kv->datum);
-				uint64		w = text_word(state, VARDATA_ANY(t),
-										  VARSIZE_ANY_EXHDR(t));
-
-				if ((Pointer) t != DatumGetPointer(kv->datum))
-					pfree(t);
-				return w;
-			}
-			return 0;
+			return forein_words_value(&state->words, kv->datum);
 	}
 	return 0;
 }

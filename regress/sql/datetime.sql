@@ -34,7 +34,7 @@ SELECT d FROM events ORDER BY d LIMIT 3;
 SELECT d FROM events ORDER BY d DESC LIMIT 3;
 SELECT min(d), max(d) FROM events;
 SELECT count(*) FROM events WHERE d IS NULL;
--- no cross-type date/timestamp operators in the family: still right answers
+-- date vs timestamp: a cross-type member of date_ops (0.4), an index condition
 SELECT d FROM events WHERE d = timestamp '2000-01-02 00:00:00';
 
 -- timestamp

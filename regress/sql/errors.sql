@@ -5,7 +5,7 @@ SET enable_seqscan = off;
 SET enable_bitmapscan = off;
 
 -- unsupported types (no default operator class)
-CREATE TABLE unsup (p point, j jsonb, n numeric, f float8, b bytea, a int4, t text);
+CREATE TABLE unsup (p point, j jsonb, n money, f macaddr, b varbit, a int4, t text);
 CREATE INDEX ON unsup USING forein (p);
 CREATE INDEX ON unsup USING forein (j);
 CREATE INDEX ON unsup USING forein (n);

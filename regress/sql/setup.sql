@@ -24,6 +24,17 @@ WHERE amprocfamily = (SELECT oid FROM pg_opfamily WHERE opfname = 'integer_ops'
                       AND opfmethod = (SELECT oid FROM pg_am WHERE amname = 'forein'))
 ORDER BY 1, 2;
 
+-- The other families' cross-type members (0.4): date, timestamp and
+-- timestamptz with each other, text with name, float4 with float8.
+SELECT opf.opfname, p.amproclefttype::regtype, p.amprocrighttype::regtype, p.amproc,
+       (SELECT count(*) FROM pg_amop o
+        WHERE o.amopfamily = opf.oid AND o.amoplefttype = p.amproclefttype
+          AND o.amoprighttype = p.amprocrighttype) AS operators
+FROM pg_amproc p JOIN pg_opfamily opf ON opf.oid = p.amprocfamily
+WHERE opf.opfmethod = (SELECT oid FROM pg_am WHERE amname = 'forein')
+  AND opf.opfname <> 'integer_ops' AND p.amproclefttype <> p.amprocrighttype
+ORDER BY 1, 2, 3;
+
 -- What the access method says it can do.
 SELECT p.name, pg_indexam_has_property(a.oid, p.name)
 FROM pg_am a,

@@ -45,7 +45,7 @@ CREATE INDEX own_i ON own_t USING forein (a);
 ALTER TABLE own_t OWNER TO forein_owner;
 });
 
-# PUBLIC's EXECUTE, per function, in the fresh 0.3 installation
+# PUBLIC's EXECUTE, per function, in the fresh (0.4) installation
 my $public_exec = q{
 SELECT string_agg(p.proname || '=' || has_function_privilege('forein_nobody', p.oid, 'EXECUTE'),
                   ',' ORDER BY p.proname)
@@ -149,7 +149,7 @@ is( $node->safe_psql('upgrade_db', $public_exec),
 	'0.1 left every function to PUBLIC');
 $node->safe_psql('upgrade_db', 'ALTER EXTENSION forein UPDATE');
 is($node->safe_psql('upgrade_db', q{SELECT extversion FROM pg_extension WHERE extname = 'forein'}),
-	'0.3', 'updated to 0.3');
+	'0.4', 'updated to 0.4');
 is($node->safe_psql('upgrade_db', $public_exec),
 	$want_revoked, 'the update revoked PUBLIC\'s EXECUTE');
 
@@ -159,14 +159,49 @@ $node->safe_psql('upgrade_02_db', q{CREATE EXTENSION forein VERSION '0.2'});
 $node->safe_psql('upgrade_02_db', 'ALTER EXTENSION forein UPDATE');
 is( $node->safe_psql(
 		'upgrade_02_db', q{SELECT extversion FROM pg_extension WHERE extname = 'forein'}),
-	'0.3',
-	'updated 0.2 to 0.3');
+	'0.4',
+	'updated 0.2 to 0.4');
 is($node->safe_psql('upgrade_02_db', $public_exec),
 	$want_revoked, 'the 0.2 -> 0.3 update added forein_offload_usage, not for PUBLIC');
 is( $node->safe_psql(
 		'upgrade_02_db', q{SELECT pg_get_function_result('forein_offload_usage(regclass)'::regprocedure)}),
 	'TABLE(device text, resource text, unit text, used bigint, capacity bigint)',
 	'forein_offload_usage\'s columns after the update');
+
+# An updated installation has the fresh one's operator classes, families,
+# their members and the extension's member objects (forein--0.3--0.4.sql
+# and forein--0.4.sql share their 0.4 block).
+my $catalog = q{
+	SELECT string_agg(r, E'\n' ORDER BY r) FROM (
+	SELECT format('opclass %s %s %s %s', c.opcname, f.opfname, c.opcintype::regtype,
+				  c.opcdefault) AS r
+	FROM pg_opclass c JOIN pg_opfamily f ON f.oid = c.opcfamily
+	WHERE c.opcmethod = (SELECT oid FROM pg_am WHERE amname = 'forein')
+	UNION ALL
+	SELECT format('amop %s %s %s %s %s %s', f.opfname, o.amoplefttype::regtype,
+				  o.amoprighttype::regtype, o.amopstrategy, o.amopopr::regoperator, o.amoppurpose)
+	FROM pg_amop o JOIN pg_opfamily f ON f.oid = o.amopfamily
+	WHERE o.amopmethod = (SELECT oid FROM pg_am WHERE amname = 'forein')
+	UNION ALL
+	SELECT format('amproc %s %s %s %s %s', f.opfname, p.amproclefttype::regtype,
+				  p.amprocrighttype::regtype, p.amprocnum, p.amproc::regprocedure)
+	FROM pg_amproc p JOIN pg_opfamily f ON f.oid = p.amprocfamily
+	WHERE f.opfmethod = (SELECT oid FROM pg_am WHERE amname = 'forein')
+	UNION ALL
+	SELECT 'member ' || pg_describe_object(classid, objid, objsubid)
+	FROM pg_depend
+	WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+	  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'forein')) s};
+my $fresh = $node->safe_psql('postgres', $catalog);
+like($fresh, qr/^amproc date_ops date timestamp without time zone 1 date_cmp_timestamp\(/m,
+	'the fresh 0.4 installation has the cross-type members');
+$node->safe_psql('postgres', 'CREATE DATABASE upgrade_03_db');
+$node->safe_psql('upgrade_03_db', q{CREATE EXTENSION forein VERSION '0.3'});
+$node->safe_psql('upgrade_03_db', q{ALTER EXTENSION forein UPDATE TO '0.4'});
+is($node->safe_psql('upgrade_03_db', $catalog), $fresh,
+	'0.3 updated to 0.4: the same operator classes, members and objects as a fresh 0.4');
+is($node->safe_psql('upgrade_02_db', $catalog), $fresh,
+	'0.2 updated to 0.4: the same as a fresh 0.4');
 
 $node->stop;
 done_testing();
