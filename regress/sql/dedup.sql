@@ -68,6 +68,16 @@ CREATE INDEX dn_n ON dn USING forein (n);
 INSERT INTO dn SELECT CASE WHEN g % 3 = 0 THEN 1.0 ELSE 1.00 END FROM generate_series(1, 600) g;
 SELECT n::text, count(*) FROM dn WHERE n = 1 GROUP BY 1 ORDER BY 1;
 SELECT forein_check('dn_n', true);
+-- freed heap space: new TIDs of either image land inside posting lists of
+-- the other one, which are cut around them
+DELETE FROM dn WHERE ctid::text LIKE '%,1_)' OR ctid::text LIKE '%,5_)';
+VACUUM dn;
+INSERT INTO dn SELECT CASE WHEN g % 5 < 2 THEN 1.0 ELSE 1.00 END FROM generate_series(1, 500) g;
+SELECT n::text, count(*) FROM dn WHERE n = 1 GROUP BY 1 ORDER BY 1;
+SET enable_indexscan = off; SET enable_seqscan = on;
+SELECT n::text, count(*) FROM dn WHERE n = 1 GROUP BY 1 ORDER BY 1;
+RESET enable_indexscan; SET enable_seqscan = off;
+SELECT forein_check('dn_n', true);
 
 -- VACUUM: posting lists lose some TIDs, some lose all
 DELETE FROM di WHERE c = 1 AND ctid::text LIKE '%,1_)';
