@@ -252,7 +252,6 @@ typedef struct ForeinState
 {
 	int			nkeys;			/* key columns (INCLUDE columns follow) */
 	int			natts;			/* all columns */
-	ForeinColumn cols[INDEX_MAX_KEYS];
 	bool		has_words;		/* offload words are order-preserving */
 	const char *no_words_reason;	/* !has_words: why, for messages */
 	ForeinWords words;			/* how column 0's words are made */
@@ -260,7 +259,10 @@ typedef struct ForeinState
 	MemoryContext cache_cxt;	/* for cached cross-type procs (NULL: none) */
 	BlockNumber root;			/* cached from the metapage; see forein_get_root */
 	uint32		root_level;
+	ForeinColumn cols[FLEXIBLE_ARRAY_MEMBER];	/* nkeys of them */
 } ForeinState;
+
+#define ForeinStateSize(nkeys) (offsetof(ForeinState, cols) + (nkeys) * sizeof(ForeinColumn))
 
 /*
  * A search position in key order: a key (or NULL, or unbounded) plus where

@@ -372,7 +372,7 @@ Datum
 forein_debug_word(PG_FUNCTION_ARGS)
 {
 	Oid			typid = get_fn_expr_argtype(fcinfo->flinfo, 0);
-	ForeinState state;
+	ForeinState *state;
 
 	switch (typid)
 	{
@@ -403,11 +403,11 @@ forein_debug_word(PG_FUNCTION_ARGS)
 					 errmsg("forein has no operator class for type %s",
 							format_type_be(typid))));
 	}
-	memset(&state, 0, sizeof(state));
-	forein_init_key_state(&state, typid, PG_GET_COLLATION(), InvalidOid);
-	if (!state.has_words)
+	state = palloc0(ForeinStateSize(1));
+	forein_init_key_state(state, typid, PG_GET_COLLATION(), InvalidOid);
+	if (!state->has_words)
 		PG_RETURN_NULL();
-	PG_RETURN_DATUM(uint64_numeric(forein_datum_word(&state, PG_GETARG_DATUM(0))));
+	PG_RETURN_DATUM(uint64_numeric(forein_datum_word(state, PG_GETARG_DATUM(0))));
 }
 
 /* A bound's key in its type's text form; *isnull for a NULL key */

@@ -97,7 +97,7 @@ forein_get_state(Relation index)
 		MemoryContext oldcxt = MemoryContextSwitchTo(index->rd_indexcxt);
 		int			i;
 
-		state = palloc0(sizeof(ForeinState));
+		state = palloc0(ForeinStateSize(IndexRelationGetNumberOfKeyAttributes(index)));
 		forein_init_key_state(state, index->rd_opcintype[0],
 							  index->rd_indcollation[0], index->rd_opfamily[0]);
 		state->nkeys = IndexRelationGetNumberOfKeyAttributes(index);

@@ -124,16 +124,22 @@ tap_cleanup() {
 # tap_log_digest: what the servers of a failed TAP run said about crashes,
 # PANICs and fatal errors, so that a CI log shows why a cluster went away
 # (the full logs stay in $tapdir/log, which CI does not keep).
+tap_log_alarms() {
+	grep -E 'PANIC|FATAL|TRAP|terminated by signal|exited with exit code [2-9]|server process .* was terminated' "$1" |
+		grep -v 'due to administrator command' || true
+}
 tap_log_digest() {
 	local f n
 	[ -d "$tapdir/log" ] || return 0
 	for f in "$tapdir"/log/*.log; do
 		[ -f "$f" ] || continue
 		case ${f##*/} in regress_log_*) continue ;; esac
-		n=$(grep -c -E 'PANIC|FATAL|TRAP|terminated by signal|exited with exit code|server process .* was terminated' "$f" || true)
+		# (a normal shutdown's FATALs "due to administrator command" and
+		# its workers' exit code 1 are left out)
+		n=$(tap_log_alarms "$f" | wc -l)
 		[ "$n" -gt 0 ] || continue
 		echo "--- ${f##*/}: $n crash/fatal lines (first 20, then the log's last 15 lines)"
-		grep -E 'PANIC|FATAL|TRAP|terminated by signal|exited with exit code|server process .* was terminated' "$f" | head -n 20
+		tap_log_alarms "$f" | head -n 20
 		echo "..."
 		tail -n 15 "$f"
 	done
