@@ -388,7 +388,8 @@ typedef struct ForeinScanOpaqueData
 	bool		qual_ok;		/* false: the quals can never match */
 	bool		started;
 
-	/* the scan keys, and which of them filter entries */
+	/* the scan keys, and which of them filter entries (in keycxt) */
+	MemoryContext keycxt;
 	ForeinScanCond *conds;
 	int			nconds;
 	int			nfilters;

@@ -32,6 +32,7 @@
 #include "pgstat.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
@@ -492,10 +493,12 @@ preprocess_keys(IndexScanDesc scan)
 {
 	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
 	ForeinState *state = forein_get_state(scan->indexRelation);
+	MemoryContext oldcxt;
 	int			i;
 
-	if (so->conds)
-		pfree(so->conds);
+	/* what the keys need lives until the next rescan (nested loops rescan often) */
+	MemoryContextReset(so->keycxt);
+	oldcxt = MemoryContextSwitchTo(so->keycxt);
 	so->conds = palloc0(sizeof(ForeinScanCond) * Max(scan->numberOfKeys, 1));
 	so->nconds = 0;
 	so->qual_ok = true;
@@ -544,6 +547,7 @@ preprocess_keys(IndexScanDesc scan)
 	so->nfilters = 0;
 	for (i = 0; i < so->nconds; i++)
 		so->nfilters += so->conds[i].implied ? 0 : 1;
+	MemoryContextSwitchTo(oldcxt);
 	first_combination(so, state, ForwardScanDirection);
 }
 
@@ -554,6 +558,8 @@ forein_beginscan(Relation r, int nkeys, int norderbys)
 	ForeinScanOpaque so = palloc0(sizeof(ForeinScanOpaqueData));
 
 	so->pos.buf = InvalidBuffer;
+	so->keycxt = AllocSetContextCreate(CurrentMemoryContext, "forein scan keys",
+									   ALLOCSET_SMALL_SIZES);
 	so->pos.items = palloc(sizeof(ForeinScanItem) * FOREIN_MAX_TIDS_PER_PAGE);
 	so->mark.items = palloc(sizeof(ForeinScanItem) * FOREIN_MAX_TIDS_PER_PAGE);
 	scan->xs_itupdesc = RelationGetDescr(r);
@@ -866,8 +872,7 @@ forein_endscan(IndexScanDesc scan)
 		pfree(so->mark.hikey);
 	pfree(so->pos.items);
 	pfree(so->mark.items);
-	if (so->conds)
-		pfree(so->conds);
+	MemoryContextDelete(so->keycxt);
 	if (so->pos.tuples)
 	{
 		pfree(so->pos.tuples);
