@@ -52,6 +52,7 @@ typedef struct HintNode
 {
 	Oid			indexid;
 	bool		forein;			/* a forein index whose scan ran */
+	bool		leader_only;	/* under a Gather whose workers ran too */
 	ForeinScanCounts counts;
 } HintNode;
 
@@ -97,12 +98,13 @@ index_name(Oid indexId)
 }
 
 static void
-keep_node(HintCapture *cap, Oid indexid, IndexScanDesc desc)
+keep_node(HintCapture *cap, Oid indexid, IndexScanDesc desc, bool leader_only)
 {
 	MemoryContext old = MemoryContextSwitchTo(cap->cxt);
 	HintNode   *node = palloc0(sizeof(HintNode));
 
 	node->indexid = indexid;
+	node->leader_only = leader_only;
 	if (desc != NULL &&
 		desc->indexRelation->rd_indam->ambeginscan == forein_beginscan &&
 		desc->opaque != NULL)
@@ -114,11 +116,13 @@ keep_node(HintCapture *cap, Oid indexid, IndexScanDesc desc)
 	MemoryContextSwitchTo(old);
 }
 
-static void walk_node(HintCapture *cap, PlanState *ps, Bitmapset **printed);
+static void walk_node(HintCapture *cap, PlanState *ps, Bitmapset **printed,
+					  bool leader_only);
 
 /* As ExplainSubPlans: a SubPlan referenced twice is printed once */
 static void
-walk_subplans(HintCapture *cap, List *plans, Bitmapset **printed)
+walk_subplans(HintCapture *cap, List *plans, Bitmapset **printed,
+			  bool leader_only)
 {
 	ListCell   *lc;
 
@@ -130,20 +134,22 @@ walk_subplans(HintCapture *cap, List *plans, Bitmapset **printed)
 		if (bms_is_member(sp->plan_id, *printed))
 			continue;
 		*printed = bms_add_member(*printed, sp->plan_id);
-		walk_node(cap, sps->planstate, printed);
+		walk_node(cap, sps->planstate, printed, leader_only);
 	}
 }
 
 static void
-walk_members(HintCapture *cap, PlanState **plans, int n, Bitmapset **printed)
+walk_members(HintCapture *cap, PlanState **plans, int n, Bitmapset **printed,
+			 bool leader_only)
 {
 	for (int i = 0; i < n; i++)
-		walk_node(cap, plans[i], printed);
+		walk_node(cap, plans[i], printed, leader_only);
 }
 
 /* ExplainNode's order: the node, initplans, outer, inner, members, subplans */
 static void
-walk_node(HintCapture *cap, PlanState *ps, Bitmapset **printed)
+walk_node(HintCapture *cap, PlanState *ps, Bitmapset **printed,
+		  bool leader_only)
 {
 	ListCell   *lc;
 
@@ -151,56 +157,66 @@ walk_node(HintCapture *cap, PlanState *ps, Bitmapset **printed)
 		return;
 	check_stack_depth();
 
+	/* workers' scans end in the workers: only the leader's are seen */
+	if ((IsA(ps, GatherState) &&
+		 ((GatherState *) ps)->nworkers_launched > 0) ||
+		(IsA(ps, GatherMergeState) &&
+		 ((GatherMergeState *) ps)->nworkers_launched > 0))
+		leader_only = true;
+
 	switch (nodeTag(ps))
 	{
 		case T_IndexScanState:
 			keep_node(cap, ((IndexScan *) ps->plan)->indexid,
-					  ((IndexScanState *) ps)->iss_ScanDesc);
+					  ((IndexScanState *) ps)->iss_ScanDesc, leader_only);
 			break;
 		case T_IndexOnlyScanState:
 			keep_node(cap, ((IndexOnlyScan *) ps->plan)->indexid,
-					  ((IndexOnlyScanState *) ps)->ioss_ScanDesc);
+					  ((IndexOnlyScanState *) ps)->ioss_ScanDesc, leader_only);
 			break;
 		case T_BitmapIndexScanState:
 			keep_node(cap, ((BitmapIndexScan *) ps->plan)->indexid,
-					  ((BitmapIndexScanState *) ps)->biss_ScanDesc);
+					  ((BitmapIndexScanState *) ps)->biss_ScanDesc, leader_only);
 			break;
 		default:
 			break;
 	}
 
-	walk_subplans(cap, ps->initPlan, printed);
-	walk_node(cap, outerPlanState(ps), printed);
-	walk_node(cap, innerPlanState(ps), printed);
+	walk_subplans(cap, ps->initPlan, printed, leader_only);
+	walk_node(cap, outerPlanState(ps), printed, leader_only);
+	walk_node(cap, innerPlanState(ps), printed, leader_only);
 	switch (nodeTag(ps))
 	{
 		case T_AppendState:
 			walk_members(cap, ((AppendState *) ps)->appendplans,
-						 ((AppendState *) ps)->as_nplans, printed);
+						 ((AppendState *) ps)->as_nplans, printed, leader_only);
 			break;
 		case T_MergeAppendState:
 			walk_members(cap, ((MergeAppendState *) ps)->mergeplans,
-						 ((MergeAppendState *) ps)->ms_nplans, printed);
+						 ((MergeAppendState *) ps)->ms_nplans, printed,
+						 leader_only);
 			break;
 		case T_BitmapAndState:
 			walk_members(cap, ((BitmapAndState *) ps)->bitmapplans,
-						 ((BitmapAndState *) ps)->nplans, printed);
+						 ((BitmapAndState *) ps)->nplans, printed, leader_only);
 			break;
 		case T_BitmapOrState:
 			walk_members(cap, ((BitmapOrState *) ps)->bitmapplans,
-						 ((BitmapOrState *) ps)->nplans, printed);
+						 ((BitmapOrState *) ps)->nplans, printed, leader_only);
 			break;
 		case T_SubqueryScanState:
-			walk_node(cap, ((SubqueryScanState *) ps)->subplan, printed);
+			walk_node(cap, ((SubqueryScanState *) ps)->subplan, printed,
+					  leader_only);
 			break;
 		case T_CustomScanState:
 			foreach(lc, ((CustomScanState *) ps)->custom_ps)
-				walk_node(cap, (PlanState *) lfirst(lc), printed);
+				walk_node(cap, (PlanState *) lfirst(lc), printed,
+						  leader_only);
 			break;
 		default:
 			break;
 	}
-	walk_subplans(cap, ps->subPlan, printed);
+	walk_subplans(cap, ps->subPlan, printed, leader_only);
 }
 
 static void
@@ -237,7 +253,7 @@ forein_explain_ExecutorEnd(QueryDesc *queryDesc)
 		Bitmapset  *printed = NULL;
 
 		cap->active = NULL;
-		walk_node(cap, queryDesc->planstate, &printed);
+		walk_node(cap, queryDesc->planstate, &printed, false);
 		bms_free(printed);
 	}
 
@@ -354,7 +370,7 @@ names_index(const char *line, ExplainFormat format, Oid indexid)
 
 static char *
 structured_property(ExplainFormat format, int indent, const char *name,
-					uint64 value)
+					const char *value)
 {
 	StringInfoData buf;
 	char	   *xml;
@@ -365,18 +381,17 @@ structured_property(ExplainFormat format, int indent, const char *name,
 	{
 		case EXPLAIN_FORMAT_JSON:
 			/* "Index Name" is never a node's last property */
-			appendStringInfo(&buf, "\"%s\": " UINT64_FORMAT ",", name, value);
+			appendStringInfo(&buf, "\"%s\": %s,", name, value);
 			break;
 		case EXPLAIN_FORMAT_YAML:
-			appendStringInfo(&buf, "%s: " UINT64_FORMAT, name, value);
+			appendStringInfo(&buf, "%s: %s", name, value);
 			break;
 		default:
 			xml = pstrdup(name);
 			for (char *c = xml; *c; c++)
 				if (*c == ' ')
 					*c = '-';
-			appendStringInfo(&buf, "<%s>" UINT64_FORMAT "</%s>", xml, value,
-							 xml);
+			appendStringInfo(&buf, "<%s>%s</%s>", xml, value, xml);
 			break;
 	}
 	return buf.data;
@@ -422,32 +437,40 @@ add_counters(HintCapture *cap, List *lines)
 						  psprintf("%*sHints: lookups=" UINT64_FORMAT
 								   " hits=" UINT64_FORMAT
 								   " move_rights=" UINT64_FORMAT
-								   " fallbacks=" UINT64_FORMAT,
+								   " fallbacks=" UINT64_FORMAT "%s",
 								   detail_indent, "",
 								   node->counts.lookups,
 								   node->counts.hint_hits,
 								   node->counts.move_rights,
-								   node->counts.fallbacks));
+								   node->counts.fallbacks,
+								   node->leader_only ? " (leader only)" : ""));
 		}
 		else
 		{
+			static const char *const names[] = {
+				"Hint Lookups", "Hint Hits", "Hint Move Rights", "Hint Fallbacks"
+			};
+			uint64		values[4];
 			int			indent = leading_spaces(line);
 
 			if (cap->format == EXPLAIN_FORMAT_JSON &&
 				line[strlen(line) - 1] != ',')
 				return NIL;
-			out = lappend(out, structured_property(cap->format, indent,
-												   "Hint Lookups",
-												   node->counts.lookups));
-			out = lappend(out, structured_property(cap->format, indent,
-												   "Hint Hits",
-												   node->counts.hint_hits));
-			out = lappend(out, structured_property(cap->format, indent,
-												   "Hint Move Rights",
-												   node->counts.move_rights));
-			out = lappend(out, structured_property(cap->format, indent,
-												   "Hint Fallbacks",
-												   node->counts.fallbacks));
+			values[0] = node->counts.lookups;
+			values[1] = node->counts.hint_hits;
+			values[2] = node->counts.move_rights;
+			values[3] = node->counts.fallbacks;
+
+			for (int k = 0; k < lengthof(names); k++)
+				out = lappend(out,
+							  structured_property(cap->format, indent, names[k],
+												  psprintf(UINT64_FORMAT,
+														   values[k])));
+			if (node->leader_only)
+				out = lappend(out,
+							  structured_property(cap->format, indent,
+												  "Hint Counts Leader Only",
+												  "true"));
 		}
 	}
 	if (nodecell != NULL)
