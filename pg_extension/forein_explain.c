@@ -98,14 +98,21 @@ index_name(Oid indexId)
 }
 
 static void
-keep_node(HintCapture *cap, Oid indexid, IndexScanDesc desc, bool leader_only)
+keep_node(HintCapture *cap, PlanState *ps, Oid indexid, IndexScanDesc desc,
+		  bool leader_only)
 {
 	MemoryContext old = MemoryContextSwitchTo(cap->cxt);
 	HintNode   *node = palloc0(sizeof(HintNode));
 
 	node->indexid = indexid;
 	node->leader_only = leader_only;
+
+	/*
+	 * EXPLAIN printed the node already (InstrEndLoop done): one it calls
+	 * "never executed" gets no counters.
+	 */
 	if (desc != NULL &&
+		(ps->instrument == NULL || ps->instrument->nloops > 0) &&
 		desc->indexRelation->rd_indam->ambeginscan == forein_beginscan &&
 		desc->opaque != NULL)
 	{
@@ -167,15 +174,15 @@ walk_node(HintCapture *cap, PlanState *ps, Bitmapset **printed,
 	switch (nodeTag(ps))
 	{
 		case T_IndexScanState:
-			keep_node(cap, ((IndexScan *) ps->plan)->indexid,
+			keep_node(cap, ps, ((IndexScan *) ps->plan)->indexid,
 					  ((IndexScanState *) ps)->iss_ScanDesc, leader_only);
 			break;
 		case T_IndexOnlyScanState:
-			keep_node(cap, ((IndexOnlyScan *) ps->plan)->indexid,
+			keep_node(cap, ps, ((IndexOnlyScan *) ps->plan)->indexid,
 					  ((IndexOnlyScanState *) ps)->ioss_ScanDesc, leader_only);
 			break;
 		case T_BitmapIndexScanState:
-			keep_node(cap, ((BitmapIndexScan *) ps->plan)->indexid,
+			keep_node(cap, ps, ((BitmapIndexScan *) ps->plan)->indexid,
 					  ((BitmapIndexScanState *) ps)->biss_ScanDesc, leader_only);
 			break;
 		default:
