@@ -19,11 +19,12 @@
  * The receiver then pairs the k-th index scan node printed with the k-th
  * one kept and adds its counters: in text a "Hints:" line after the node's
  * own detail lines, in JSON/YAML/XML four properties after "Index Name".  If
- * the numbers of nodes differ (something else rewrote the output) the
- * output is left as it was.
+ * the nodes printed are not the ones kept (their number or index names
+ * differ: something else rewrote the output) the output is left as it was.
  *
- * The counters are totals over the node's loops, of the leader only (a
- * parallel worker's scans are not seen).  The hooks exist once forein.so is
+ * The counters are totals over the node's loops; under a Gather with
+ * workers they are the leader's only, and say so (a worker's scans end in
+ * the worker).  The hooks exist once forein.so is
  * loaded: always with shared_preload_libraries, else from the statement
  * after the one that first opened a forein index in the session.
  *
@@ -233,9 +234,9 @@ forein_explain_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 	/*
 	 * ExplainOnePlan runs one query at a time, instrumented, into
-	 * None_Receiver (CREATE TABLE AS: its relation).  Queries it runs in
-	 * turn start while it is active; planning-time queries are not
-	 * instrumented and go to SPI.
+	 * None_Receiver (CREATE TABLE AS: its relation).  Queries that query
+	 * runs in turn start while it is active, so are not claimed;
+	 * planning-time queries are not instrumented and go to SPI.
 	 */
 	if (cap != NULL && cap->active == NULL &&
 		queryDesc->instrument_options != 0 &&
