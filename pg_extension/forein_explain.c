@@ -24,9 +24,9 @@
  *
  * The counters are totals over the node's loops; under a Gather with
  * workers they are the leader's only, and say so (a worker's scans end in
- * the worker).  The hooks exist once forein.so is
- * loaded: always with shared_preload_libraries, else from the statement
- * after the one that first opened a forein index in the session.
+ * the worker).  The hooks exist once forein.so is loaded: always with
+ * shared_preload_libraries, else from the statement after the one that
+ * first opened a forein index in the session.
  *
  * pg_extension/forein_explain.c
  *
