@@ -330,6 +330,19 @@ typedef enum ForeinStart
 	FOREIN_START_FALLBACK		/* hints given, none validated: root */
 } ForeinStart;
 
+/*
+ * One scan's descents, counted as forein_offload_count counts them for
+ * forein_stats (forein_descend_counted), for EXPLAIN ANALYZE
+ * (forein_explain.c).  Totals over the scan's rescans.
+ */
+typedef struct ForeinScanCounts
+{
+	uint64		lookups;
+	uint64		hint_hits;
+	uint64		move_rights;
+	uint64		fallbacks;
+} ForeinScanCounts;
+
 /* Scan state */
 typedef struct ForeinScanItem
 {
@@ -419,6 +432,8 @@ typedef struct ForeinScanOpaqueData
 	ForeinScanPos pos;
 	ForeinScanPos mark;
 	bool		mark_valid;
+
+	ForeinScanCounts counts;	/* this scan's descents, for EXPLAIN */
 } ForeinScanOpaqueData;
 
 typedef ForeinScanOpaqueData *ForeinScanOpaque;
@@ -516,9 +531,17 @@ extern Buffer forein_moveright(Relation index, ForeinState *state, Buffer buf,
 extern Buffer forein_descend(Relation index, ForeinState *state,
 							 const ForeinSearchKey *key, uint32 target_level,
 							 int access, ForeinStack *stack, bool use_hints);
+extern Buffer forein_descend_counted(Relation index, ForeinState *state,
+									 const ForeinSearchKey *key,
+									 uint32 target_level, int access,
+									 ForeinStack *stack, bool use_hints,
+									 ForeinScanCounts *counts);
 extern void forein_free_stack(ForeinStack stack);
 extern Buffer forein_get_endpoint(Relation index, ForeinState *state,
 								  bool rightmost);
+extern Buffer forein_get_endpoint_counted(Relation index, ForeinState *state,
+										  bool rightmost,
+										  ForeinScanCounts *counts);
 
 /* forein_insert.c */
 extern bool forein_insert(Relation index, Datum *values, bool *isnull,
@@ -556,6 +579,10 @@ extern IndexBulkDeleteResult *forein_vacuumcleanup(IndexVacuumInfo *info,
 
 /* forein_hooks.c */
 extern void forein_hooks_init(void);
+
+/* forein_explain.c */
+extern bool forein_explain_hints;
+extern void forein_explain_init(void);
 
 /* forein_acl.c */
 typedef enum ForeinPrivilege

@@ -107,4 +107,5 @@ forein_hooks_init(void)
 {
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = forein_ExecutorStart;
+	forein_explain_init();
 }

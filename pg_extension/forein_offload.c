@@ -162,6 +162,16 @@ forein_offload_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	/* before the prefix is reserved: a SET before the load must stick */
+	DefineCustomBoolVariable("forein.explain_hints",
+							 "Shows forein index scans' hint counters in EXPLAIN ANALYZE.",
+							 NULL,
+							 &forein_explain_hints,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	/* a PGC_POSTMASTER variable can only be defined at preload */
 	if (!process_shared_preload_libraries_in_progress)
 	{

@@ -716,7 +716,8 @@ read_right(IndexScanDesc scan, ForeinState *state)
 		(ForeinPageIsDeleted(page) || forein_page_lo_le(state, page, &key)))
 		return buf;
 	forein_relbuf(buf);
-	return forein_descend(index, state, &key, 0, BUFFER_LOCK_SHARE, NULL, true);
+	return forein_descend_counted(index, state, &key, 0, BUFFER_LOCK_SHARE,
+								  NULL, true, &so->counts);
 }
 
 /* Reads leaves in direction dir until one has entries; false at the end */
@@ -753,7 +754,9 @@ step_page(IndexScanDesc scan, ScanDirection dir)
 			}
 			forein_key_from_tuple(state, pos->lokey, &key);
 			key.tidmode = FOREIN_TID_JUST_BEFORE;
-			buf = forein_descend(index, state, &key, 0, BUFFER_LOCK_SHARE, NULL, true);
+			buf = forein_descend_counted(index, state, &key, 0,
+										 BUFFER_LOCK_SHARE, NULL, true,
+										 &so->counts);
 		}
 		read_page(scan, buf, dir);
 		if (pos->lastItem >= pos->firstItem)
@@ -773,12 +776,14 @@ first_position(IndexScanDesc scan, ScanDirection dir)
 	pgstat_count_index_scan(index);
 	if (ScanDirectionIsForward(dir))
 		buf = so->have_lower ?
-			forein_descend(index, state, &so->lower, 0, BUFFER_LOCK_SHARE, NULL, true) :
-			forein_get_endpoint(index, state, false);
+			forein_descend_counted(index, state, &so->lower, 0,
+								   BUFFER_LOCK_SHARE, NULL, true, &so->counts) :
+			forein_get_endpoint_counted(index, state, false, &so->counts);
 	else
 		buf = so->have_upper ?
-			forein_descend(index, state, &so->upper, 0, BUFFER_LOCK_SHARE, NULL, true) :
-			forein_get_endpoint(index, state, true);
+			forein_descend_counted(index, state, &so->upper, 0,
+								   BUFFER_LOCK_SHARE, NULL, true, &so->counts) :
+			forein_get_endpoint_counted(index, state, true, &so->counts);
 	read_page(scan, buf, dir);
 	if (so->pos.lastItem >= so->pos.firstItem)
 		return true;

@@ -319,6 +319,20 @@ forein_descend(Relation index, ForeinState *state, const ForeinSearchKey *key,
 			   uint32 target_level, int access, ForeinStack *stack,
 			   bool use_hints)
 {
+	return forein_descend_counted(index, state, key, target_level, access,
+								  stack, use_hints, NULL);
+}
+
+/*
+ * forein_descend that also adds a leaf descent to a scan's counters (the
+ * same event forein_offload_count records for forein_stats).
+ */
+Buffer
+forein_descend_counted(Relation index, ForeinState *state,
+					   const ForeinSearchKey *key, uint32 target_level,
+					   int access, ForeinStack *stack, bool use_hints,
+					   ForeinScanCounts *counts)
+{
 	Buffer		buf = InvalidBuffer;
 	ForeinStart start = FOREIN_START_ROOT;
 	int			moves = 0;
@@ -415,7 +429,18 @@ forein_descend(Relation index, ForeinState *state, const ForeinSearchKey *key,
 	}
 
 	if (target_level == 0)
+	{
 		forein_offload_count(index, start, moves, BufferGetBlockNumber(buf));
+		if (counts)
+		{
+			counts->lookups++;
+			if (start == FOREIN_START_HINT || start == FOREIN_START_SECONDARY)
+				counts->hint_hits++;
+			if (start == FOREIN_START_FALLBACK)
+				counts->fallbacks++;
+			counts->move_rights += moves;
+		}
+	}
 	return buf;
 }
 
@@ -426,6 +451,13 @@ forein_descend(Relation index, ForeinState *state, const ForeinSearchKey *key,
  */
 Buffer
 forein_get_endpoint(Relation index, ForeinState *state, bool rightmost)
+{
+	return forein_get_endpoint_counted(index, state, rightmost, NULL);
+}
+
+Buffer
+forein_get_endpoint_counted(Relation index, ForeinState *state, bool rightmost,
+							ForeinScanCounts *counts)
 {
 	ForeinSearchKey key;
 
@@ -441,5 +473,6 @@ forein_get_endpoint(Relation index, ForeinState *state, bool rightmost)
 		key.unbounded = true;
 		key.tidmode = FOREIN_TID_BEFORE;
 	}
-	return forein_descend(index, state, &key, 0, BUFFER_LOCK_SHARE, NULL, false);
+	return forein_descend_counted(index, state, &key, 0, BUFFER_LOCK_SHARE,
+								  NULL, false, counts);
 }
