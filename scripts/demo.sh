@@ -41,11 +41,11 @@ esac
 
 say() { echo "[demo] $*"; }
 
-# step WHAT COMMAND...: runs COMMAND with its output appended to $LOG; on a
-# failure shows the log's end and stops.
+# step WHAT NOTE COMMAND...: says WHAT (and NOTE), runs COMMAND with its
+# output appended to $LOG; on a failure shows the log's end and stops.
 step() {
-	local what=$1 t0=$SECONDS; shift
-	say "$what ..."
+	local what=$1 note=$2 t0=$SECONDS; shift 2
+	say "$what${note:+ ($note)} ..."
 	echo "===== $what: $*" >>"$LOG"
 	if ! "$@" >>"$LOG" 2>&1; then
 		echo "----- the last 60 lines of $LOG:" >&2
@@ -60,14 +60,14 @@ if [ $do_build -eq 1 ]; then
 	mkdir -p "$BUILD"
 	: >"$LOG"
 	say "building only what the demo needs, with $JOBS jobs; compiler output in $LOG"
-	step "configuring $BUILD (cmake)" \
+	step "configuring $BUILD (cmake)" "" \
 		cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE="$CMAKE_TYPE"
-	step "building tools/forein_demo: the engine and offload libraries (first time: about 2 min on 2 cores)" \
+	step "building tools/forein_demo: the engine and offload libraries" "first time: about 2 min on 2 cores" \
 		cmake --build "$BUILD" -j "$JOBS" --target forein_demo
-	step "building the PostgreSQL extension, its C and C++ objects (first time: about 3 min on 2 cores)" \
+	step "building the PostgreSQL extension, its C and C++ objects" "first time: about 3 min on 2 cores" \
 		make -C "$ROOT/pg_extension" -j "$JOBS" with_llvm=no
 	[ $do_demo -eq 1 ] || { say "built (not installed)"; exit 0; }
-	step "installing the extension into $(pg_config --pkglibdir)" \
+	step "installing the extension into $(pg_config --pkglibdir)" "" \
 		make -C "$ROOT/pg_extension" with_llvm=no install
 fi
 [ $do_demo -eq 1 ] || exit 0
