@@ -1,12 +1,13 @@
 # forein build entry point. CMake does the C++ work; this file gives the
 # commands people type. `make` builds, `make check` runs every test suite,
-# `make demo` runs the main job.
+# `make demo` runs the main job (building only what it needs), and leaves
+# its PostgreSQL running until `make demo-stop`.
 
 BUILD      ?= build
 JOBS       ?= $(shell nproc)
 CMAKE_TYPE ?= RelWithDebInfo
 
-.PHONY: all deps configure check demo bench testbed check-asan check-tsan clean install pg-bench
+.PHONY: all deps configure check demo demo-stop bench testbed check-asan check-tsan clean install pg-bench
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -26,8 +27,18 @@ install: deps
 	$(MAKE) -C pg_extension with_llvm=no
 	$(MAKE) -C pg_extension with_llvm=no install
 
-demo: all install
-	BUILD=$(abspath $(BUILD)) bash scripts/demo.sh
+# Builds forein_demo and the extension only (no tests, no benchmarks), with
+# one line per step (compiler output: $(BUILD)/demo-build.log), installs the
+# extension, runs the demo and leaves its cluster running.
+demo: deps
+	@BUILD=$(abspath $(BUILD)) JOBS=$(JOBS) CMAKE_TYPE=$(CMAKE_TYPE) bash scripts/demo.sh
+
+# Stops the demo's PostgreSQL and removes its data (scratch directory).
+demo-stop:
+	@if [ -f $(BUILD)/demo-pg/scratch ]; then \
+		bash scripts/pg-cluster.sh stop $(abspath $(BUILD))/demo-pg && \
+		echo "[demo] stopped the demo's PostgreSQL and removed its data (server log kept: $(BUILD)/demo-pg/log)"; \
+	else echo "[demo] no demo PostgreSQL to stop (make demo starts one)"; fi
 
 # The end-to-end speedup of switch hints through forein-switch (root: TAP
 # devices); flags through TESTBED_FLAGS, e.g. TESTBED_FLAGS="--seconds 5".
@@ -52,5 +63,6 @@ check-tsan: deps
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L concurrent
 
 clean:
+	-@[ ! -f $(BUILD)/demo-pg/scratch ] || bash scripts/pg-cluster.sh stop $(abspath $(BUILD))/demo-pg
 	rm -rf $(BUILD) build-asan build-tsan
 	$(MAKE) -C pg_extension with_llvm=no clean

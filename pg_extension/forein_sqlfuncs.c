@@ -258,8 +258,10 @@ copy_published_image(Relation index, ForeinOffTableInfo *info)
 
 /*
  * forein_offload_entries(index regclass) returns setof (prefix numeric,
- * prefix_len integer, node bigint, level integer): the records of the
- * published image, as the backend lists them (switch_lpm: its LPM entries).
+ * prefix_len integer, node bigint, level integer, prefix_hex text): the
+ * records of the published image, as the backend lists them (switch_lpm:
+ * its LPM entries).  prefix_hex ('0x3fa0000000000000/12') came in 0.5; a
+ * database still at 0.4 has the first four columns only, and gets those.
  */
 Datum
 forein_offload_entries(PG_FUNCTION_ARGS)
@@ -273,6 +275,7 @@ forein_offload_entries(PG_FUNCTION_ARGS)
 	size_t		i;
 	ForeinOffTableInfo info;
 	char	   *image;
+	int			ncols;
 
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -285,15 +288,28 @@ forein_offload_entries(PG_FUNCTION_ARGS)
 		pfree(image);
 	}
 
+	/* 0.4's four columns, or 0.5's five */
+	ncols = rsinfo->setDesc->natts;
+	if (ncols != 4 && ncols != 5)
+		elog(ERROR, "forein_offload_entries: unexpected result of %d columns", ncols);
+
 	for (i = 0; i < n; i++)
 	{
-		Datum		values[4];
-		bool		nulls[4] = {0};
+		Datum		values[5];
+		bool		nulls[5] = {0};
 
 		values[0] = uint64_numeric(recs[i].key);
 		values[1] = Int32GetDatum((int32) recs[i].key_bits);
 		values[2] = Int64GetDatum((int64) recs[i].node);
 		values[3] = Int32GetDatum((int32) recs[i].level);
+		if (ncols == 5)
+		{
+			char		hex[40];
+
+			snprintf(hex, sizeof(hex), "0x%016" INT64_MODIFIER "x/%u",
+					 (uint64) recs[i].key, (unsigned) recs[i].key_bits);
+			values[4] = CStringGetTextDatum(hex);
+		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 

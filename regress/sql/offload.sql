@@ -25,6 +25,14 @@ SELECT count(*) = (SELECT installed_entries FROM forein_stats('off_a')) AS entri
 FROM forein_offload_entries('off_a');
 SELECT bool_and(prefix_len BETWEEN 0 AND 64 AND level >= 0 AND node > 0) AS entries_sane
 FROM forein_offload_entries('off_a');
+-- prefix_hex (0.5): prefix as 16 hex digits and prefix_len, CIDR style
+SELECT pg_get_function_arguments('forein_offload_entries(regclass)'::regprocedure) AS arguments;
+SELECT bool_and(prefix_hex ~ '^0x[0-9a-f]{16}/[0-9]+$'
+                AND split_part(prefix_hex, '/', 2)::int = prefix_len
+                AND ('x' || substr(prefix_hex, 3, 16))::bit(64)::int8::numeric
+                    + CASE WHEN substr(prefix_hex, 3, 1) ~ '[89a-f]' THEN 18446744073709551616 ELSE 0 END
+                    = prefix) AS prefix_hex_is_prefix
+FROM forein_offload_entries('off_a');
 SELECT backend, installed_entries, status FROM forein_stats('off_none');
 SELECT status FROM forein_stats('off_a');
 -- an index cannot ask for more entries than the server reserved per slot

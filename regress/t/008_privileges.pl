@@ -11,7 +11,10 @@
 #    session holds ACCESS EXCLUSIVE on the table, where a privileged call
 #    waits (shown with lock_timeout).
 #  - ALTER EXTENSION forein UPDATE applies the revokes to a 0.1 installation
-#    and adds forein_offload_usage, revoked, to a 0.2 one.
+#    and adds forein_offload_usage, revoked, to a 0.2 one; 0.4 -> 0.5 gives
+#    forein_offload_entries its prefix_hex column and keeps it revoked.
+#  - Every updated installation has a fresh one's catalog rows, functions'
+#    arguments and results included.
 use strict;
 use warnings;
 
@@ -45,7 +48,7 @@ CREATE INDEX own_i ON own_t USING forein (a);
 ALTER TABLE own_t OWNER TO forein_owner;
 });
 
-# PUBLIC's EXECUTE, per function, in the fresh (0.4) installation
+# PUBLIC's EXECUTE, per function, in the fresh (0.5) installation
 my $public_exec = q{
 SELECT string_agg(p.proname || '=' || has_function_privilege('forein_nobody', p.oid, 'EXECUTE'),
                   ',' ORDER BY p.proname)
@@ -149,7 +152,7 @@ is( $node->safe_psql('upgrade_db', $public_exec),
 	'0.1 left every function to PUBLIC');
 $node->safe_psql('upgrade_db', 'ALTER EXTENSION forein UPDATE');
 is($node->safe_psql('upgrade_db', q{SELECT extversion FROM pg_extension WHERE extname = 'forein'}),
-	'0.4', 'updated to 0.4');
+	'0.5', 'updated to 0.5');
 is($node->safe_psql('upgrade_db', $public_exec),
 	$want_revoked, 'the update revoked PUBLIC\'s EXECUTE');
 
@@ -159,8 +162,8 @@ $node->safe_psql('upgrade_02_db', q{CREATE EXTENSION forein VERSION '0.2'});
 $node->safe_psql('upgrade_02_db', 'ALTER EXTENSION forein UPDATE');
 is( $node->safe_psql(
 		'upgrade_02_db', q{SELECT extversion FROM pg_extension WHERE extname = 'forein'}),
-	'0.4',
-	'updated 0.2 to 0.4');
+	'0.5',
+	'updated 0.2 to 0.5');
 is($node->safe_psql('upgrade_02_db', $public_exec),
 	$want_revoked, 'the 0.2 -> 0.3 update added forein_offload_usage, not for PUBLIC');
 is( $node->safe_psql(
@@ -169,8 +172,9 @@ is( $node->safe_psql(
 	'forein_offload_usage\'s columns after the update');
 
 # An updated installation has the fresh one's operator classes, families,
-# their members and the extension's member objects (forein--0.3--0.4.sql
-# and forein--0.4.sql share their 0.4 block).
+# their members, the extension's member objects and its functions' arguments
+# and results (forein--0.3--0.4.sql and forein--0.4.sql share their 0.4
+# block, forein--0.4--0.5.sql and forein--0.5.sql their 0.5 one).
 my $catalog = q{
 	SELECT string_agg(r, E'\n' ORDER BY r) FROM (
 	SELECT format('opclass %s %s %s %s', c.opcname, f.opfname, c.opcintype::regtype,
@@ -191,17 +195,58 @@ my $catalog = q{
 	SELECT 'member ' || pg_describe_object(classid, objid, objsubid)
 	FROM pg_depend
 	WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
-	  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'forein')) s};
+	  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'forein')
+	UNION ALL
+	SELECT format('function %s (%s) returns %s', p.proname, pg_get_function_arguments(p.oid),
+				  pg_get_function_result(p.oid))
+	FROM pg_proc p
+	JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+	WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'forein')) s};
 my $fresh = $node->safe_psql('postgres', $catalog);
 like($fresh, qr/^amproc date_ops date timestamp without time zone 1 date_cmp_timestamp\(/m,
-	'the fresh 0.4 installation has the cross-type members');
+	'the fresh installation has the cross-type members');
+like($fresh,
+	qr/^function forein_offload_entries \(index regclass, OUT prefix numeric, OUT prefix_len integer, OUT node bigint, OUT level integer, OUT prefix_hex text\) returns SETOF record$/m,
+	'the fresh 0.5 installation lists forein_offload_entries with prefix_hex');
 $node->safe_psql('postgres', 'CREATE DATABASE upgrade_03_db');
 $node->safe_psql('upgrade_03_db', q{CREATE EXTENSION forein VERSION '0.3'});
 $node->safe_psql('upgrade_03_db', q{ALTER EXTENSION forein UPDATE TO '0.4'});
+$node->safe_psql('upgrade_03_db', q{ALTER EXTENSION forein UPDATE TO '0.5'});
 is($node->safe_psql('upgrade_03_db', $catalog), $fresh,
-	'0.3 updated to 0.4: the same operator classes, members and objects as a fresh 0.4');
+	'0.3 updated to 0.4, then 0.5: the same operator classes, members, objects and functions as a fresh 0.5');
 is($node->safe_psql('upgrade_02_db', $catalog), $fresh,
-	'0.2 updated to 0.4: the same as a fresh 0.4');
+	'0.2 updated to 0.5: the same as a fresh 0.5');
+
+# 0.4 -> 0.5: forein_offload_entries is dropped and created again with its
+# new column; its REVOKE is applied again, and it still lists the entries.
+$node->safe_psql('postgres', 'CREATE DATABASE upgrade_04_db');
+$node->safe_psql('upgrade_04_db', q{CREATE EXTENSION forein VERSION '0.4'});
+is( $node->safe_psql(
+		'upgrade_04_db',
+		q{SELECT pg_get_function_arguments('forein_offload_entries(regclass)'::regprocedure)}),
+	'index regclass, OUT prefix numeric, OUT prefix_len integer, OUT node bigint, OUT level integer',
+	'0.4: forein_offload_entries has four columns');
+$node->safe_psql(
+	'upgrade_04_db', q{
+CREATE TABLE t04 (a int4);
+INSERT INTO t04 SELECT generate_series(1, 20000);
+CREATE INDEX t04_i ON t04 USING forein (a);
+SELECT forein_refresh('t04_i');
+});
+is( $node->safe_psql(
+		'upgrade_04_db',
+		q{SELECT count(*) > 0 AND bool_and(level >= 0) FROM forein_offload_entries('t04_i')}),
+	't', 'the new library serves a database still at 0.4 its four columns');
+$node->safe_psql('upgrade_04_db', q{ALTER EXTENSION forein UPDATE TO '0.5'});
+is($node->safe_psql('upgrade_04_db', $public_exec),
+	$want_revoked, '0.4 -> 0.5: forein_offload_entries is still not for PUBLIC');
+is($node->safe_psql('upgrade_04_db', $catalog), $fresh,
+	'0.4 updated to 0.5: the same as a fresh 0.5');
+is( $node->safe_psql(
+		'upgrade_04_db',
+		q{SELECT count(*) > 0 AND bool_and(prefix_hex LIKE '0x%/' || prefix_len)
+		  FROM forein_offload_entries('t04_i')}),
+	't', '0.4 updated to 0.5: forein_offload_entries lists prefix_hex');
 
 $node->stop;
 done_testing();
