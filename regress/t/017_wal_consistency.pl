@@ -41,6 +41,9 @@ $primary->safe_psql(
 	CREATE INDEX w_dk ON w USING forein (d, k DESC);
 	CREATE INDEX w_nodedup ON w USING forein (d) WITH (deduplicate_items = off);
 	CREATE UNIQUE INDEX w_id ON w USING forein (id) INCLUDE (t);
+	-- 300-byte keys: few per page, so inserts split inner pages and add
+	-- levels
+	CREATE INDEX w_wide ON w USING forein ((rpad(t, 300, '*')));
 	CREATE TABLE w_empty (k int4);
 	CREATE INDEX w_empty_k ON w_empty USING forein (k);
 });
@@ -63,12 +66,13 @@ my @queries = (
 	'SELECT d, count(*) FROM w WHERE d >= 0 GROUP BY d ORDER BY d',
 	'SELECT count(*), sum(id::int8) FROM w WHERE d = 3',
 	"SELECT t, count(*) FROM w WHERE t BETWEEN 'w00100' AND 'w00120' GROUP BY t ORDER BY t",
+	"SELECT count(*) FROM w WHERE rpad(t, 300, '*') > rpad('x8', 300, '*')",
 	'SELECT d, k FROM w WHERE d = 5 ORDER BY d, k DESC LIMIT 15',
 	'SELECT count(*) FROM w WHERE id > 100',
 	'SELECT count(*) FROM w_empty WHERE k > 0',
 	'SELECT k FROM w_empty WHERE k >= 0 ORDER BY k LIMIT 10',
 );
-my @indexes = qw(w_k w_d w_t w_dk w_nodedup w_id w_empty_k);
+my @indexes = qw(w_k w_d w_t w_dk w_nodedup w_id w_wide w_empty_k);
 
 # Polls until the standby has replayed all the primary wrote, failing at
 # once (with the standby's FATAL lines) if the standby went away: a failed
@@ -118,6 +122,16 @@ sub compare
 	return;
 }
 
+# The root's level, from the metapage (magic, version, root, root level).
+$primary->safe_psql('postgres', 'CREATE EXTENSION pageinspect');
+sub root_level
+{
+	my ($index) = @_;
+	return $primary->safe_psql('postgres',
+		"SELECT get_byte(p, 36) + 256 * get_byte(p, 37) FROM get_raw_page('$index', 0) p");
+}
+my $wide_level = root_level('w_wide');
+
 compare('after base backup');
 
 # Single inserts into pages with room (add_item_logged's hand-built records)
@@ -148,6 +162,8 @@ $primary->safe_psql(
 	INSERT INTO w_empty SELECT g FROM generate_series(1, 3000) g;
 	INSERT INTO w (id, k) VALUES (-1, NULL), (-2, NULL);
 });
+cmp_ok(root_level('w_wide'), '>', $wide_level,
+	"inner pages split and a new root was made (w_wide's root level $wide_level -> @{[ root_level('w_wide') ]})");
 compare('after inserts with splits and posting list merges');
 
 # Deletes, VACUUM: posting lists shrink (some rows of a run die), whole
