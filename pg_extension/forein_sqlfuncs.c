@@ -70,8 +70,12 @@ open_forein_index(Oid relid, bool check, ForeinPrivilege need)
 						RelationGetRelationName(rel))));
 	if (check)
 		forein_recheck_table(relid, heapoid);
-	/* its on-disk format (an unlogged index has no file on a standby) */
-	if (RelationNeedsWAL(rel) || !RecoveryInProgress())
+	/*
+	 * Its on-disk format, where its pages can be read here (not another
+	 * session's temporary index, nor an unlogged one on a standby).
+	 */
+	if (!RELATION_IS_OTHER_TEMP(rel) &&
+		(RelationNeedsWAL(rel) || !RecoveryInProgress()))
 		forein_check_metapage(rel);
 	return rel;
 }

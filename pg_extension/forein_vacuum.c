@@ -247,13 +247,13 @@ forein_vacuum_scan(ForeinVacState *vstate)
 	 * tuples_removed and pages_newly_deleted accumulate across bulk delete
 	 * passes of one VACUUM.
 	 */
-	/* an index of another on-disk format is not ours to change */
-	forein_check_metapage(rel);
-
 	stats->estimated_count = false;
 	stats->num_index_tuples = 0;
 	stats->pages_deleted = 0;
 	stats->pages_free = 0;
+
+	/* an index of another on-disk format is not ours to change */
+	forein_check_metapage(rel);
 
 	vstate->fstate = forein_get_state(rel);
 	vstate->reusable = NULL;
