@@ -475,6 +475,10 @@ extern Buffer forein_newbuf(Relation index);
 extern void forein_relbuf(Buffer buf);
 extern void forein_check_page(Relation index, Page page, BlockNumber blkno);
 extern void forein_get_root(Relation index, BlockNumber *root, uint32 *level);
+extern void forein_verify_metapage(Relation index, Page metapage);
+extern void forein_check_metapage(Relation index);
+extern List *forein_partition_indexes(Oid parentidx);
+extern void forein_refuse_partitioned(Relation index);
 extern bool forein_page_recyclable(Page page);
 extern void forein_key_from_datum(ForeinState *state, Datum value, bool isnull,
 								  ForeinSearchKey *key);

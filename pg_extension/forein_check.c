@@ -238,6 +238,27 @@ forein_check(PG_FUNCTION_ARGS)
 				 errmsg("could not open parent table of index \"%s\"",
 						RelationGetRelationName(indrel))));
 
+	/*
+	 * A partitioned index has no pages: check the index of every leaf
+	 * partition, each as if called for it (its own privilege check, locks
+	 * and security context).
+	 */
+	if (indrel->rd_rel->relkind == RELKIND_PARTITIONED_INDEX &&
+		indrel->rd_indam != NULL &&
+		indrel->rd_indam->amvacuumcleanup == forein_vacuumcleanup)
+	{
+		List	   *leaves = forein_partition_indexes(indrelid);
+		ListCell   *lc;
+
+		AtEOXact_GUC(false, save_nestlevel);
+		SetUserIdAndSecContext(save_userid, save_sec_context);
+		index_close(indrel, NoLock);
+		table_close(heaprel, NoLock);
+		foreach(lc, leaves)
+			DirectFunctionCall2(forein_check, ObjectIdGetDatum(lfirst_oid(lc)),
+								BoolGetDatum(heapallindexed));
+		PG_RETURN_VOID();
+	}
 	if (indrel->rd_rel->relkind != RELKIND_INDEX ||
 		indrel->rd_indam == NULL ||
 		indrel->rd_indam->amvacuumcleanup != forein_vacuumcleanup)
@@ -465,10 +486,9 @@ check_metapage(ForeinCheckState *cs, BlockNumber *root, uint32 *root_level)
 		check_report(cs, FOREIN_METAPAGE_BLKNO,
 					 "Metapage magic number is 0x%08X, expected 0x%08X.",
 					 meta->magic, FOREIN_MAGIC);
+	/* another format version: the error every other path gives */
 	if (meta->version != FOREIN_VERSION)
-		check_report(cs, FOREIN_METAPAGE_BLKNO,
-					 "Metapage version is %u, expected %u.",
-					 meta->version, FOREIN_VERSION);
+		forein_verify_metapage(cs->index, page);
 	if (meta->root == FOREIN_METAPAGE_BLKNO ||
 		!check_block_exists(cs, meta->root))
 		check_report(cs, FOREIN_METAPAGE_BLKNO,

@@ -473,6 +473,9 @@ forein_refresh_index(Relation index, int slotno, bool delay)
 	RefreshResult r;
 	int64		installed;
 
+	/* an index of another on-disk format has no image to offload */
+	forein_check_metapage(index);
+
 	/* read first: changes during the refresh leave the slot dirty */
 	events = pg_atomic_read_u64(&slot->events);
 	samples = pg_atomic_read_u64(&slot->samples);

@@ -17,6 +17,7 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/xlog.h"
 #include "catalog/index.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -59,6 +60,9 @@ open_forein_index(Oid relid, bool check, ForeinPrivilege need)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("relation with OID %u does not exist", relid)));
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_INDEX &&
+		rel->rd_indam != NULL && rel->rd_indam->ambuild == forein_build)
+		forein_refuse_partitioned(rel);
 	if (!forein_is_forein_index(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -66,6 +70,13 @@ open_forein_index(Oid relid, bool check, ForeinPrivilege need)
 						RelationGetRelationName(rel))));
 	if (check)
 		forein_recheck_table(relid, heapoid);
+	/*
+	 * Its on-disk format, where its pages can be read here (not another
+	 * session's temporary index, nor an unlogged one on a standby).
+	 */
+	if (!RELATION_IS_OTHER_TEMP(rel) &&
+		(RelationNeedsWAL(rel) || !RecoveryInProgress()))
+		forein_check_metapage(rel);
 	return rel;
 }
 

@@ -22,6 +22,7 @@
 
 #include "access/relscan.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "forein.h"
 #include "mb/pg_wchar.h"
@@ -684,6 +685,69 @@ forein_relbuf(Buffer buf)
 }
 
 /*
+ * "REINDEX INDEX schema.name": the command a HINT tells the user to run.
+ */
+static char *
+reindex_command(Relation index)
+{
+	return psprintf("REINDEX INDEX %s",
+					quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+											   RelationGetRelationName(index)));
+}
+
+/*
+ * Errors out unless metapage (block 0 of index) is a forein metapage of
+ * the on-disk format version this library reads (FOREIN_VERSION).  Every
+ * path that reads an index passes here first: descents through
+ * forein_get_root (scans, inserts, the planner's cost estimate), VACUUM,
+ * forein_check and the SQL functions (forein_check_metapage).
+ */
+void
+forein_verify_metapage(Relation index, Page metapage)
+{
+	ForeinMetaPageData *meta = ForeinPageGetMeta(metapage);
+
+	if (PageIsNew(metapage) || meta->magic != FOREIN_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" is not a forein index or its metapage is corrupted",
+						RelationGetRelationName(index)),
+				 PageIsNew(metapage) ?
+				 errdetail("Its metapage (block 0) is all zeroes.") :
+				 errdetail("Its metapage (block 0) has magic number 0x%08X, expected 0x%08X.",
+						   meta->magic, FOREIN_MAGIC),
+				 errhint("Rebuild it with %s.", reindex_command(index))));
+	if (meta->version != FOREIN_VERSION)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" has on-disk format version %u, but this forein library reads only version %u",
+						RelationGetRelationName(index), meta->version,
+						FOREIN_VERSION),
+				 errdetail("The format version is stored in the index's metapage (block 0); the index was written by another build of forein, or its metapage is corrupted."),
+				 errhint("Rebuild it in the current format with %s.",
+						 reindex_command(index))));
+}
+
+/* Reads the metapage and verifies it (forein_verify_metapage) */
+void
+forein_check_metapage(Relation index)
+{
+	Buffer		metabuf;
+
+	if (RelationGetNumberOfBlocks(index) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("index \"%s\" is not a forein index or its metapage is corrupted",
+						RelationGetRelationName(index)),
+				 errdetail("It has no blocks."),
+				 errhint("Rebuild it with %s.", reindex_command(index))));
+	metabuf = ReadBuffer(index, FOREIN_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
+	forein_verify_metapage(index, BufferGetPage(metabuf));
+	UnlockReleaseBuffer(metabuf);
+}
+
+/*
  * The root from the metapage, cached per relcache entry.  A cached root that
  * has since been split is still a correct place to start (it is the
  * leftmost node of its level and never deleted; descents move right), so
@@ -700,22 +764,77 @@ forein_get_root(Relation index, BlockNumber *root, uint32 *level)
 	metabuf = ReadBuffer(index, FOREIN_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_SHARE);
 	metapage = BufferGetPage(metabuf);
+	forein_verify_metapage(index, metapage);
 	meta = ForeinPageGetMeta(metapage);
-	if (PageIsNew(metapage) || meta->magic != FOREIN_MAGIC)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" is not a forein index or its metapage is corrupted",
-						RelationGetRelationName(index))));
-	if (meta->version != FOREIN_VERSION)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("index \"%s\" has version %u, expected %u",
-						RelationGetRelationName(index), meta->version,
-						FOREIN_VERSION),
-				 errhint("REINDEX it.")));
 	*root = meta->root;
 	*level = meta->root_level;
 	state->root = meta->root;
 	state->root_level = meta->root_level;
 	UnlockReleaseBuffer(metabuf);
+}
+
+/*
+ * The indexes of the leaf partitions under a partitioned forein index, in
+ * pg_inherits order (breadth first, by OID); nothing is locked.
+ */
+List *
+forein_partition_indexes(Oid parentidx)
+{
+	List	   *all = find_all_inheritors(parentidx, NoLock, NULL);
+	List	   *leaves = NIL;
+	ListCell   *lc;
+
+	foreach(lc, all)
+	{
+		Oid			relid = lfirst_oid(lc);
+
+		if (get_rel_relkind(relid) == RELKIND_INDEX)
+			leaves = lappend_oid(leaves, relid);
+	}
+	list_free(all);
+	return leaves;
+}
+
+/*
+ * Errors out on a partitioned forein index given to a SQL function that
+ * reports on one index (forein_stats, forein_refresh, forein_offload_*):
+ * the partitioned index has no storage, its partitions' indexes do.
+ */
+void
+forein_refuse_partitioned(Relation index)
+{
+	List	   *leaves = forein_partition_indexes(RelationGetRelid(index));
+	StringInfoData names;
+	ListCell   *lc;
+	int			n = 0;
+	char	   *qname;
+
+	initStringInfo(&names);
+	foreach(lc, leaves)
+	{
+		char	   *name = get_rel_name(lfirst_oid(lc));
+
+		if (name == NULL)
+			continue;
+		if (n == 10)
+		{
+			appendStringInfo(&names, " and %d more", list_length(leaves) - n);
+			break;
+		}
+		appendStringInfo(&names, "%s%s", n > 0 ? ", " : "",
+						 quote_identifier(name));
+		n++;
+	}
+	qname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(index)),
+									   RelationGetRelationName(index));
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("index \"%s\" is a partitioned index",
+					RelationGetRelationName(index)),
+			 n > 0 ?
+			 errdetail("This function reports on one index with storage; the indexes of the partitions hold the data: %s.",
+					   names.data) :
+			 errdetail("This function reports on one index with storage; the partitioned index has no partitions yet."),
+			 errhint("Call it for each partition's index: SELECT relid FROM pg_partition_tree('%s') WHERE isleaf lists them.",
+					 qname)));
 }

@@ -252,6 +252,9 @@ forein_vacuum_scan(ForeinVacState *vstate)
 	stats->pages_deleted = 0;
 	stats->pages_free = 0;
 
+	/* an index of another on-disk format is not ours to change */
+	forein_check_metapage(rel);
+
 	vstate->fstate = forein_get_state(rel);
 	vstate->reusable = NULL;
 	vstate->reusable_nbits = 0;

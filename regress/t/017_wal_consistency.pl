@@ -1,0 +1,223 @@
+# WAL replay checked page by page: the primary runs with
+# wal_consistency_checking = 'generic', so every generic WAL record forein
+# writes (the hand-built records of add_item_logged, page splits, posting
+# list merges and cuts, VACUUM's posting list shrinking and page deletion,
+# new roots) carries a full-page image of each page it touches.  Replay on
+# the streaming standby (and crash recovery on the primary) applies the
+# record, masks the page (LSN, checksum, the hole between pd_lower and
+# pd_upper) and compares it with the image: a difference is a FATAL
+# "inconsistent page found", which would stop the standby.  The standby
+# must stay alive, catch up and answer as the primary does.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use ForeinTAP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $seed = test_seed();
+
+my $primary = forein_node(
+	'primary',
+	allows_streaming => 1,
+	conf => "wal_consistency_checking = 'generic'\n"
+	  . "max_connections = 20\nshared_buffers = 32MB\nmax_wal_size = 1GB\n");
+is($primary->safe_psql('postgres', 'SHOW wal_consistency_checking'),
+	'generic', 'primary logs images of generic records for checking');
+
+# Indexes built before the backup: the standby starts from their files.
+$primary->safe_psql(
+	'postgres', q{
+	CREATE TABLE w (id int4, k int8, d int4, t text);
+	INSERT INTO w SELECT g, g * 2, g % 7, 'w' || lpad((g % 900)::text, 5, '0')
+	  FROM generate_series(1, 5000) g;
+	CREATE INDEX w_k ON w USING forein (k);
+	CREATE INDEX w_d ON w USING forein (d);
+	CREATE INDEX w_t ON w USING forein (t);
+	CREATE INDEX w_dk ON w USING forein (d, k DESC);
+	CREATE INDEX w_nodedup ON w USING forein (d) WITH (deduplicate_items = off);
+	CREATE UNIQUE INDEX w_id ON w USING forein (id) INCLUDE (t);
+	-- 300-byte keys: few per page, so inserts split inner pages and add
+	-- levels
+	CREATE INDEX w_wide ON w USING forein ((rpad(t, 300, '*')));
+	CREATE TABLE w_empty (k int4);
+	CREATE INDEX w_empty_k ON w_empty USING forein (k);
+});
+
+# A slot keeps the WAL the standby has not replayed yet: replay with
+# consistency checks is slower than the primary's writes.
+$primary->safe_psql('postgres',
+	"SELECT pg_create_physical_replication_slot('standby_slot')");
+$primary->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->append_conf('postgresql.conf', "primary_slot_name = 'standby_slot'\n");
+$standby->start;
+
+my $force = 'SET enable_seqscan = off; SET enable_bitmapscan = off;';
+my @queries = (
+	'SELECT count(*), sum(k) FROM w WHERE k BETWEEN 1000 AND 90000',
+	'SELECT id FROM w WHERE k = 4242 ORDER BY id',
+	'SELECT k FROM w WHERE k > 10 ORDER BY k DESC LIMIT 20',
+	'SELECT d, count(*) FROM w WHERE d >= 0 GROUP BY d ORDER BY d',
+	'SELECT count(*), sum(id::int8) FROM w WHERE d = 3',
+	"SELECT t, count(*) FROM w WHERE t BETWEEN 'w00100' AND 'w00120' GROUP BY t ORDER BY t",
+	"SELECT count(*) FROM w WHERE rpad(t, 300, '*') > rpad('x8', 300, '*')",
+	'SELECT d, k FROM w WHERE d = 5 ORDER BY d, k DESC LIMIT 15',
+	'SELECT count(*) FROM w WHERE id > 100',
+	'SELECT count(*) FROM w_empty WHERE k > 0',
+	'SELECT k FROM w_empty WHERE k >= 0 ORDER BY k LIMIT 10',
+);
+my @indexes = qw(w_k w_d w_t w_dk w_nodedup w_id w_wide w_empty_k);
+
+# Polls until the standby has replayed all the primary wrote, failing at
+# once (with the standby's FATAL lines) if the standby went away: a failed
+# consistency check stops it.
+sub catch_up
+{
+	my ($stage) = @_;
+	my $target = $primary->lsn('insert');
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	for (;;)
+	{
+		my $pid = $standby->{_pid};
+		unless (defined $pid && kill(0, $pid))
+		{
+			my @fatal = grep { /FATAL|PANIC/ } split /\n/, slurp_file($standby->logfile);
+			fail("$stage: standby is alive");
+			BAIL_OUT("the standby died in replay: " . join("\n", @fatal[0 .. ($#fatal < 4 ? $#fatal : 4)]));
+		}
+		my ($ret, $out) = $standby->psql('postgres',
+			"SELECT pg_last_wal_replay_lsn() >= '$target'::pg_lsn");
+		last if $ret == 0 && $out eq 't';
+		die "$stage: timed out waiting for the standby to replay $target" if time > $deadline;
+		usleep(100_000);
+	}
+	pass("$stage: standby is alive and replayed up to $target");
+	return;
+}
+
+sub compare
+{
+	my ($stage) = @_;
+	catch_up($stage);
+	my $log = slurp_file($standby->logfile);
+	unlike($log, qr/inconsistent page found/,
+		"$stage: no inconsistent page found in replay");
+	my @p = run_marked_script($primary, 'postgres', $force, \@queries);
+	my @s = run_marked_script($standby, 'postgres', $force, \@queries);
+	compare_outputs("$stage: standby answers equal the primary's",
+		\@queries, \@s, \@p, 'standby', 'primary');
+	for my $idx (@indexes)
+	{
+		my ($ret, $out, $err) =
+		  $standby->psql('postgres', "SELECT forein_check('$idx', true)");
+		is($ret, 0, "$stage: forein_check('$idx', true) on the standby")
+		  or diag $err;
+	}
+	return;
+}
+
+# The root's level, from the metapage (magic, version, root, root level).
+$primary->safe_psql('postgres', 'CREATE EXTENSION pageinspect');
+sub root_level
+{
+	my ($index) = @_;
+	return $primary->safe_psql('postgres',
+		"SELECT get_byte(p, 36) + 256 * get_byte(p, 37) FROM get_raw_page('$index', 0) p");
+}
+my $wide_level = root_level('w_wide');
+
+compare('after base backup');
+
+# Single inserts into pages with room (add_item_logged's hand-built records)
+# in random key order, then enough to split leaves and inner pages.
+my @vals = map { int(rand(2_000_000)) } 1 .. 300;
+my $start_lsn = $primary->lsn('insert');
+$primary->safe_psql('postgres',
+	join('', map { "INSERT INTO w VALUES (" . (100000 + $_) . ", $vals[$_], "
+		  . ($vals[$_] % 7) . ", 'r$vals[$_]');\n" } 0 .. $#vals));
+# The records carry images for checking, not for applying: that is what
+# replay compares against.
+my $end_lsn = $primary->lsn('insert');
+my ($stdout, $stderr) = run_command(
+	[
+		'pg_waldump', '-p', $primary->data_dir . '/pg_wal',
+		'-s', $start_lsn, '-e', $end_lsn, '-r', 'Generic'
+	]);
+my $checked = () = $stdout =~ /FPW for WAL verification/g;
+cmp_ok($checked, '>=', 300,
+	"the single inserts wrote generic records with images for verification ($checked)")
+  or diag $stderr;
+compare('after single inserts');
+
+$primary->safe_psql(
+	'postgres', q{
+	INSERT INTO w SELECT g, (g * 7919) % 1000003, g % 7, 'x' || md5(g::text)
+	  FROM generate_series(200001, 230000) g ORDER BY md5(g::text);
+	INSERT INTO w_empty SELECT g FROM generate_series(1, 3000) g;
+	INSERT INTO w (id, k) VALUES (-1, NULL), (-2, NULL);
+});
+cmp_ok(root_level('w_wide'), '>', $wide_level,
+	"inner pages split and a new root was made (w_wide's root level $wide_level -> @{[ root_level('w_wide') ]})");
+compare('after inserts with splits and posting list merges');
+
+# Deletes, VACUUM: posting lists shrink (some rows of a run die), whole
+# key ranges die (pages deleted), then the freed heap space is reused: the
+# new TIDs fall inside existing posting lists (posting list cuts).
+$primary->safe_psql(
+	'postgres', q{
+	DELETE FROM w WHERE id % 5 = 0;
+	DELETE FROM w WHERE k BETWEEN 100000 AND 600000;
+	DELETE FROM w_empty WHERE k > 10;
+});
+my ($vret, $vout, $verr) = $primary->psql('postgres', 'VACUUM (VERBOSE) w; VACUUM (VERBOSE) w_empty;');
+is($vret, 0, 'VACUUM after the deletes') or diag $verr;
+my ($deleted) = $verr =~ /index "w_k": pages: \d+ in total, (\d+) newly deleted/;
+cmp_ok($deleted // 0, '>', 0, "VACUUM deleted pages of w_k (@{[ $deleted // 'none' ]})")
+  or diag $verr;
+compare('after VACUUM with posting list shrinking and page deletion');
+
+$primary->safe_psql(
+	'postgres', q{
+	INSERT INTO w SELECT g, 100000 + g, g % 7, 'w' || lpad((g % 900)::text, 5, '0')
+	  FROM generate_series(300001, 310000) g;
+	INSERT INTO w_empty SELECT g FROM generate_series(11, 2000) g;
+	DELETE FROM w WHERE d IN (1, 2);
+	VACUUM w;
+	INSERT INTO w SELECT g, g, 1, 'again' FROM generate_series(400001, 405000) g;
+});
+compare('after heap space reuse (posting list cuts) and a second VACUUM');
+
+# Deleting every row: all leaves but the leftmost go, then refill.
+$primary->safe_psql(
+	'postgres', q{
+	DELETE FROM w;
+	VACUUM w;
+	INSERT INTO w SELECT g, g, g % 3, 'z' || g FROM generate_series(1, 10000) g;
+});
+compare('after emptying and refilling');
+
+# Crash recovery on the primary checks its own replay too.
+$primary->safe_psql('postgres', 'CHECKPOINT');
+$primary->safe_psql(
+	'postgres', q{
+	INSERT INTO w SELECT g, g % 100, g % 5, 'c' || (g % 50) FROM generate_series(30001, 40000) g;
+	DELETE FROM w WHERE id % 3 = 0;
+	VACUUM w;
+});
+$primary->stop('immediate');
+$primary->start;
+my $plog = slurp_file($primary->logfile);
+unlike($plog, qr/inconsistent page found/,
+	'crash recovery of the primary: no inconsistent page found');
+like($plog, qr/redo done at/, 'the primary replayed WAL in crash recovery');
+compare('after crash recovery of the primary');
+
+$standby->stop;
+$primary->stop;
+done_testing();
