@@ -31,7 +31,7 @@ is( $node->safe_psql(
 		'postgres', q{
 SELECT string_agg(n || '=' || coalesce(pg_indexam_progress_phasename(f.oid, n), '-'), ' ' ORDER BY n)
 FROM pg_am f, generate_series(0, 6) n WHERE f.amname = 'forein'}),
-	'0=initializing 1=- 2=scanning table 3=sorting live tuples 4=sorting dead tuples 5=loading tuples in tree 6=-',
+	'0=- 1=initializing 2=scanning table 3=sorting live tuples 4=sorting dead tuples 5=loading tuples in tree 6=-',
 	'forein names btree\'s build subphases');
 is( $node->safe_psql(
 		'postgres', q{
