@@ -236,7 +236,7 @@ level_append(LevelWriter *w, IndexTuple itup)
 static inline Size
 bound_cost(LevelWriter *w, IndexTuple itup)
 {
-	if (w->level == 0)
+	if (w->level == 0 && ForeinTupleIsPosting(itup))
 		return MAXALIGN(forein_tuple_key_size(itup)) + sizeof(ItemIdData);
 	return item_cost(itup);
 }
@@ -577,10 +577,15 @@ load_leaves(BuildState *bs, IndexInfo *indexInfo, LevelWriter *w)
 			continue;
 		}
 		/* identical keys in a row become one posting tuple */
-		if (run != NULL && run_n < run_max && forein_same_key_image(run, itup))
+		if (run != NULL && forein_same_key_image(run, itup))
 		{
-			run_tids[run_n++] = itup->t_tid;
-			continue;
+			if (run_n == 1)
+				run_max = forein_posting_max_tids(IndexTupleSize(run));
+			if (run_n < run_max)
+			{
+				run_tids[run_n++] = itup->t_tid;
+				continue;
+			}
 		}
 		if (run != NULL)
 			add_run(bs, w, run, run_tids, run_n);
@@ -588,7 +593,6 @@ load_leaves(BuildState *bs, IndexInfo *indexInfo, LevelWriter *w)
 		memcpy(run, itup, IndexTupleSize(itup));
 		run_tids[0] = itup->t_tid;
 		run_n = 1;
-		run_max = forein_posting_max_tids(IndexTupleSize(itup));
 	}
 	if (run != NULL)
 		add_run(bs, w, run, run_tids, run_n);
