@@ -9,6 +9,11 @@
  * consecutive blocks, so sibling links are simply the neighbouring block
  * numbers.  Leaves are filled to the fillfactor, inner pages to 70%.
  *
+ * The keys are sorted as nbtsort.c sorts them: index tuples in tuplesort's
+ * btree sort (sort support, abbreviated keys, heap TID as the last key,
+ * duplicates of a unique index found by the sort; dead tuples of a unique
+ * index sorted apart), and the build reports btree's progress phases.
+ *
  * pg_extension/forein_build.c
  *
  *-------------------------------------------------------------------------
@@ -16,15 +21,18 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/nbtree.h"
 #include "access/stratnum.h"
 #include "access/tableam.h"
 #include "access/xloginsert.h"
 #include "catalog/index.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
-#include "executor/tuptable.h"
+#include "commands/progress.h"
 #include "forein.h"
 #include "miscadmin.h"
+#include "pgstat.h"
 #include "storage/smgr.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -37,7 +45,8 @@
  * 16-byte entries in memory while they fit in maintenance_work_mem: a
  * third of a heap tuplesort's footprint, so a 2M-row build sorts in memory
  * where the general path spills to tape.  Beyond the budget the entries
- * move to the tuplesort.
+ * move to the tuplesort; a table whose row estimate is already beyond it
+ * starts there.
  */
 typedef struct IntEntry
 {
@@ -77,7 +86,9 @@ typedef struct LevelWriter
 {
 	uint16		level;
 	Size		target;			/* bytes of items + bounds before a new page */
-	IndexTuple *items;			/* the open page's items (copies) */
+	IndexTuple *items;			/* the open page's items (copies in arena) */
+	char	   *arena;			/* FOREIN_ARENA_SIZE bytes, emptied per page */
+	Size		arena_used;
 	int			nitems;
 	Size		bytes;
 	IndexTuple	lokey;			/* the open page's low key; NULL: leftmost */
@@ -86,29 +97,34 @@ typedef struct LevelWriter
 	/* per page written: low key (NULL for the first) for the level above */
 	IndexTuple *page_lokeys;
 	int			page_lokeys_size;
-	MemoryContext pagecxt;
+	MemoryContext pagecxt;		/* the low key */
 } LevelWriter;
+
+/* An open page's items: at most a page of them plus one more item */
+#define FOREIN_ARENA_SIZE	(2 * BLCKSZ)
 
 typedef struct BuildState
 {
+	Relation	heap;
 	Relation	index;
 	ForeinState *state;
 	bool		use_wal;
+	bool		unique;
 	BlockNumber next_blkno;
 	IndexTuple	placeholder;
-	Tuplesortstate *sort;		/* NULL while sorting in memory */
-	TupleTableSlot *slot;
+	Tuplesortstate *sort;		/* NULL while sorting in memory; unique
+								 * indexes: the live tuples */
+	Tuplesortstate *deadsort;	/* unique indexes: the dead tuples */
+	bool		havedead;
 	double		indtuples;
 	IntEntry   *entries;		/* the in-memory sort (integer-like keys) */
 	Size		nentries;
 	Size		capacity;
 	Size		next;			/* reading position after the sort */
-	TupleDesc	sortdesc;		/* the index's columns, then TID and liveness */
-	int			natts;			/* the index's columns */
-	int			nsortkeys;		/* key columns and the TID */
-	Oid			sortops[INDEX_MAX_KEYS + 1];
-	Oid			collations[INDEX_MAX_KEYS + 1];
-	bool		nullsfirst[INDEX_MAX_KEYS + 1];
+	/* the index as tuplesort's btree sort sees it (begin_tuplesort) */
+	RelationData sortrel;
+	FormData_pg_class sortclass;
+	Oid			sortfamilies[INDEX_MAX_KEYS];
 } BuildState;
 
 static Size
@@ -142,6 +158,7 @@ level_init(LevelWriter *w, uint16 level, Size target)
 	w->level = level;
 	w->target = target;
 	w->items = palloc(sizeof(IndexTuple) * MaxIndexTuplesPerPage);
+	w->arena = palloc(FOREIN_ARENA_SIZE);
 	w->page_lokeys_size = 64;
 	w->page_lokeys = palloc(sizeof(IndexTuple) * w->page_lokeys_size);
 	w->first_blkno = InvalidBlockNumber;
@@ -188,6 +205,7 @@ level_flush(BuildState *bs, LevelWriter *w, IndexTuple hikey, bool last)
 	/* the next level's separator for this page lives outside pagecxt */
 	w->page_lokeys[w->npages++] = w->lokey ? forein_make_bound(w->lokey) : NULL;
 	MemoryContextReset(w->pagecxt);
+	w->arena_used = 0;
 	w->nitems = 0;
 	w->bytes = 0;
 	w->lokey = NULL;
@@ -203,21 +221,22 @@ level_flush(BuildState *bs, LevelWriter *w, IndexTuple hikey, bool last)
 static void
 level_append(LevelWriter *w, IndexTuple itup)
 {
-	MemoryContext old = MemoryContextSwitchTo(w->pagecxt);
 	Size		size = IndexTupleSize(itup);
-	IndexTuple	copy = palloc(size);
+	IndexTuple	copy = (IndexTuple) (w->arena + w->arena_used);
 
+	if (w->arena_used + MAXALIGN(size) > FOREIN_ARENA_SIZE)
+		elog(ERROR, "forein: build page items overflow");
 	memcpy(copy, itup, size);
+	w->arena_used += MAXALIGN(size);
 	w->items[w->nitems++] = copy;
 	w->bytes += item_cost(itup);
-	MemoryContextSwitchTo(old);
 }
 
 /* The cost of a bound made from itup: a posting list's bound is its key */
 static inline Size
 bound_cost(LevelWriter *w, IndexTuple itup)
 {
-	if (w->level == 0)
+	if (w->level == 0 && ForeinTupleIsPosting(itup))
 		return MAXALIGN(forein_tuple_key_size(itup)) + sizeof(ItemIdData);
 	return item_cost(itup);
 }
@@ -287,39 +306,73 @@ int_datum(Oid typid, int64 v)
 	}
 }
 
+/*
+ * tuplesort's index sort is btree's own: it wants a btree relation and takes
+ * each key column's sort support from rd_opfamily.  A forein opclass orders
+ * by the same "<" operator as a btree opclass, so the sort gets a copy of
+ * the index's relcache entry that names btree and, per key column, the btree
+ * family of that operator: btree's comparators and abbreviated keys.  A
+ * column whose operator is in no btree family keeps forein's family, whose
+ * support proc 1 is the comparison the sort falls back to.  The copy shares
+ * everything else (descriptor, indoption, collations) with the index.
+ */
 static void
-put_slot(BuildState *bs, Datum *values, bool *isnull, ItemPointer tid, bool alive)
+init_sortrel(BuildState *bs)
 {
-	TupleTableSlot *slot = bs->slot;
+	Relation	index = bs->index;
 	int			i;
 
-	ExecClearTuple(slot);
-	for (i = 0; i < bs->natts; i++)
+	bs->sortrel = *index;
+	bs->sortclass = *index->rd_rel;
+	bs->sortclass.relam = BTREE_AM_OID;
+	bs->sortrel.rd_rel = &bs->sortclass;
+	for (i = 0; i < bs->state->nkeys; i++)
 	{
-		slot->tts_values[i] = values[i];
-		slot->tts_isnull[i] = isnull[i];
+		Oid			opcintype = index->rd_opcintype[i];
+		Oid			lt = get_opfamily_member(index->rd_opfamily[i], opcintype,
+											 opcintype, BTLessStrategyNumber);
+		Oid			family;
+		Oid			optype;
+		int16		strategy;
+
+		bs->sortfamilies[i] = index->rd_opfamily[i];
+		if (OidIsValid(lt) &&
+			get_ordering_op_properties(lt, &family, &optype, &strategy) &&
+			optype == opcintype && strategy == BTLessStrategyNumber)
+			bs->sortfamilies[i] = family;
+		/* the sort's scan key reads proc 1 through the shared cache */
+		(void) index_getprocinfo(index, i + 1, FOREIN_CMP_PROC);
 	}
-	slot->tts_values[bs->natts] = PointerGetDatum(tid);
-	slot->tts_isnull[bs->natts] = false;
-	slot->tts_values[bs->natts + 1] = BoolGetDatum(alive);
-	slot->tts_isnull[bs->natts + 1] = false;
-	ExecStoreVirtualTuple(slot);
-	tuplesort_puttupleslot(bs->sort, slot);
+	bs->sortrel.rd_opfamily = bs->sortfamilies;
 }
 
 /* Sorts by the key columns in index order, then by heap TID */
 static void
 begin_tuplesort(BuildState *bs)
 {
-	AttrNumber	attnums[INDEX_MAX_KEYS + 1];
-	int			i;
+	bs->sort = tuplesort_begin_index_btree(bs->heap, &bs->sortrel, bs->unique,
+										   bs->index->rd_index->indnullsnotdistinct,
+										   maintenance_work_mem, NULL,
+										   TUPLESORT_NONE);
+	/* as btree: dead tuples never count as duplicates, and are few */
+	if (bs->unique)
+		bs->deadsort = tuplesort_begin_index_btree(bs->heap, &bs->sortrel,
+												   false, false, work_mem,
+												   NULL, TUPLESORT_NONE);
+}
 
-	for (i = 0; i < bs->nsortkeys - 1; i++)
-		attnums[i] = i + 1;
-	attnums[bs->nsortkeys - 1] = bs->natts + 1;
-	bs->sort = tuplesort_begin_heap(bs->sortdesc, bs->nsortkeys, attnums,
-									bs->sortops, bs->collations, bs->nullsfirst,
-									maintenance_work_mem, NULL, TUPLESORT_NONE);
+static void
+put_tuple(BuildState *bs, ItemPointer tid, Datum *values, bool *isnull,
+		  bool alive)
+{
+	if (alive || bs->deadsort == NULL)
+		tuplesort_putindextuplevalues(bs->sort, bs->index, tid, values, isnull);
+	else
+	{
+		tuplesort_putindextuplevalues(bs->deadsort, bs->index, tid, values,
+									  isnull);
+		bs->havedead = true;
+	}
 }
 
 /* The in-memory entries outgrew maintenance_work_mem: hand them over */
@@ -335,7 +388,7 @@ spill_entries(BuildState *bs)
 		Datum		value = e->isnull ? (Datum) 0 : int_datum(bs->state->cols[0].typid, e->key);
 		bool		isnull = e->isnull;
 
-		put_slot(bs, &value, &isnull, &e->tid, e->alive);
+		put_tuple(bs, &e->tid, &value, &isnull, e->alive);
 	}
 	pfree(bs->entries);
 	bs->entries = NULL;
@@ -357,7 +410,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			if (2 * bs->capacity * sizeof(IntEntry) > (Size) maintenance_work_mem * 1024)
 			{
 				spill_entries(bs);
-				put_slot(bs, values, isnull, tid, tupleIsAlive);
+				put_tuple(bs, tid, values, isnull, tupleIsAlive);
 				return;
 			}
 			bs->capacity *= 2;
@@ -377,37 +430,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 		e->alive = tupleIsAlive;
 		return;
 	}
-	put_slot(bs, values, isnull, tid, tupleIsAlive);
-}
-
-/* The next entry in sorted order; false at the end */
-static bool
-next_sorted(BuildState *bs, Datum *values, bool *isnull, ItemPointerData *tid,
-			bool *alive)
-{
-	bool		tnull;
-	int			i;
-
-	if (bs->sort == NULL)
-	{
-		IntEntry   *e;
-
-		if (bs->next >= bs->nentries)
-			return false;
-		e = &bs->entries[bs->next++];
-		isnull[0] = e->isnull;
-		values[0] = e->isnull ? (Datum) 0 : int_datum(bs->state->cols[0].typid, e->key);
-		*tid = e->tid;
-		*alive = e->alive;
-		return true;
-	}
-	if (!tuplesort_gettupleslot(bs->sort, true, false, bs->slot, NULL))
-		return false;
-	for (i = 0; i < bs->natts; i++)
-		values[i] = slot_getattr(bs->slot, i + 1, &isnull[i]);
-	*tid = *(ItemPointer) DatumGetPointer(slot_getattr(bs->slot, bs->natts + 1, &tnull));
-	*alive = DatumGetBool(slot_getattr(bs->slot, bs->natts + 2, &tnull));
-	return true;
+	put_tuple(bs, tid, values, isnull, tupleIsAlive);
 }
 
 static void
@@ -428,7 +451,7 @@ report_duplicate(Relation heap, Relation index, IndexTuple itup)
 			 errtableconstraint(heap, RelationGetRelationName(index))));
 }
 
-/* Adds a run of identical keys as one leaf tuple; frees run */
+/* Adds a run of identical keys as one leaf tuple */
 static void
 add_run(BuildState *bs, LevelWriter *w, IndexTuple run, ItemPointerData *tids,
 		int n)
@@ -438,80 +461,138 @@ add_run(BuildState *bs, LevelWriter *w, IndexTuple run, ItemPointerData *tids,
 	level_add(bs, w, itup);
 	if (itup != run)
 		pfree(itup);
-	pfree(run);
+}
+
+/*
+ * The in-memory sort's next entry as an index tuple (in tupcxt), or NULL at
+ * the end.  A unique index's duplicates are found here: among entries with
+ * one key at most one may be live.
+ */
+static IndexTuple
+next_entry(BuildState *bs, IndexInfo *indexInfo, MemoryContext tupcxt,
+		   int *alive_in_run)
+{
+	IntEntry   *e;
+	IntEntry   *prev;
+	Datum		value;
+	bool		isnull;
+	IndexTuple	itup;
+	MemoryContext old;
+
+	if (bs->next >= bs->nentries)
+		return NULL;
+	prev = bs->next > 0 ? &bs->entries[bs->next - 1] : NULL;
+	e = &bs->entries[bs->next++];
+	isnull = e->isnull;
+	value = isnull ? (Datum) 0 : int_datum(bs->state->cols[0].typid, e->key);
+	MemoryContextReset(tupcxt);
+	old = MemoryContextSwitchTo(tupcxt);
+	itup = index_form_tuple(bs->state->tupdesc, &value, &isnull);
+	MemoryContextSwitchTo(old);
+	itup->t_tid = e->tid;
+
+	if (bs->unique && (!isnull || indexInfo->ii_NullsNotDistinct))
+	{
+		if (prev != NULL && prev->isnull == e->isnull && prev->key == e->key)
+		{
+			*alive_in_run += e->alive ? 1 : 0;
+			if (*alive_in_run > 1)
+				report_duplicate(bs->heap, bs->index, itup);
+		}
+		else
+			*alive_in_run = e->alive ? 1 : 0;
+	}
+	return itup;
+}
+
+/* A unique index's live and dead tuples merged, each sort's head */
+typedef struct SortMerge
+{
+	IndexTuple	live;
+	IndexTuple	dead;
+	Tuplesortstate *taken;		/* whose head was returned last; NULL: none */
+} SortMerge;
+
+/*
+ * The tuplesort's next tuple in (key, TID) order, a unique index's dead
+ * tuples merged in; NULL at the end.  A tuple returned by a sort stays
+ * valid only until that sort's next call, so the head last returned is
+ * replaced here, not when it is returned.
+ */
+static IndexTuple
+next_sorted(BuildState *bs, SortMerge *m)
+{
+	if (!bs->havedead)
+		return tuplesort_getindextuple(bs->sort, true);
+	if (m->taken != bs->deadsort)
+		m->live = tuplesort_getindextuple(bs->sort, true);
+	if (m->taken != bs->sort)
+		m->dead = tuplesort_getindextuple(bs->deadsort, true);
+	if (m->dead == NULL ||
+		(m->live != NULL && forein_compare_tuples(bs->state, m->live, m->dead) <= 0))
+	{
+		m->taken = bs->sort;
+		return m->live;
+	}
+	m->taken = bs->deadsort;
+	return m->dead;
 }
 
 /* Loads the sorted entries into leaves; returns the leaf level writer */
 static void
-load_leaves(BuildState *bs, Relation heap, IndexInfo *indexInfo, LevelWriter *w)
+load_leaves(BuildState *bs, IndexInfo *indexInfo, LevelWriter *w)
 {
-	ForeinState *state = bs->state;
-	IndexTuple	prev = NULL;
-	int			alive_in_run = 0;
 	bool		dedup = forein_index_dedup(bs->index);
-	IndexTuple	run = NULL;		/* dedup: the open run's first tuple */
+	PGAlignedBlock runbuf;
+	IndexTuple	run = NULL;		/* dedup: the open run's first tuple, copied
+								 * to runbuf (the sort reuses its memory) */
 	ItemPointerData *run_tids = palloc(sizeof(ItemPointerData) * FOREIN_MAX_TIDS_PER_PAGE);
 	int			run_n = 0;
 	int			run_max = 0;
+	int			alive_in_run = 0;
+	int64		tuples_done = 0;
+	SortMerge	merge = {0};
 	MemoryContext tupcxt = AllocSetContextCreate(CurrentMemoryContext,
 												 "forein build tuple",
 												 ALLOCSET_DEFAULT_SIZES);
 
-	Datum		values[INDEX_MAX_KEYS];
-	bool		isnull[INDEX_MAX_KEYS];
-	ItemPointerData tid;
-	bool		alive;
-
-	while (next_sorted(bs, values, isnull, &tid, &alive))
+	for (;;)
 	{
-		MemoryContext old = MemoryContextSwitchTo(tupcxt);
-		IndexTuple	itup = index_form_tuple(state->tupdesc, values, isnull);
-		bool		anynull = false;
-		int			i;
+		IndexTuple	itup;
 
-		itup->t_tid = tid;
-		MemoryContextSwitchTo(old);
-		forein_check_item_size(bs->index, heap, itup);
+		if (bs->entries != NULL)
+			itup = next_entry(bs, indexInfo, tupcxt, &alive_in_run);
+		else
+			itup = next_sorted(bs, &merge);
+		if (itup == NULL)
+			break;
+		if (IndexTupleSize(itup) > FOREIN_MAX_ITEM_SIZE)
+			forein_check_item_size(bs->index, bs->heap, itup);
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, ++tuples_done);
+		CHECK_FOR_INTERRUPTS();
 
-		for (i = 0; i < state->nkeys; i++)
-			anynull |= isnull[i];
-		if (indexInfo->ii_Unique &&
-			(!anynull || indexInfo->ii_NullsNotDistinct))
+		if (!dedup)
 		{
-			if (prev != NULL && forein_keys_equal(state, prev, itup))
-			{
-				alive_in_run += alive ? 1 : 0;
-				if (alive_in_run > 1)
-					report_duplicate(heap, bs->index, itup);
-			}
-			else
-				alive_in_run = alive ? 1 : 0;
-		}
-		if (dedup)
-		{
-			/* identical keys in a row become one posting tuple */
-			if (run != NULL && run_n < run_max && forein_same_key_image(run, itup))
-			{
-				run_tids[run_n++] = tid;
-				pfree(itup);
-				CHECK_FOR_INTERRUPTS();
-				continue;
-			}
-			if (run != NULL)
-				add_run(bs, w, run, run_tids, run_n);
-			run = itup;
-			run_tids[0] = tid;
-			run_n = 1;
-			run_max = forein_posting_max_tids(IndexTupleSize(itup));
-			CHECK_FOR_INTERRUPTS();
+			level_add(bs, w, itup);
 			continue;
 		}
-		level_add(bs, w, itup);
-		/* keep the previous tuple for the duplicate check, free older ones */
-		if (prev != NULL)
-			pfree(prev);
-		prev = itup;
-		CHECK_FOR_INTERRUPTS();
+		/* identical keys in a row become one posting tuple */
+		if (run != NULL && forein_same_key_image(run, itup))
+		{
+			if (run_n == 1)
+				run_max = forein_posting_max_tids(IndexTupleSize(run));
+			if (run_n < run_max)
+			{
+				run_tids[run_n++] = itup->t_tid;
+				continue;
+			}
+		}
+		if (run != NULL)
+			add_run(bs, w, run, run_tids, run_n);
+		run = (IndexTuple) runbuf.data;
+		memcpy(run, itup, IndexTupleSize(itup));
+		run_tids[0] = itup->t_tid;
+		run_n = 1;
 	}
 	if (run != NULL)
 		add_run(bs, w, run, run_tids, run_n);
@@ -547,48 +628,6 @@ load_inner(BuildState *bs, LevelWriter *below, BlockNumber *root, uint32 *level)
 	*level = w->level;
 }
 
-/*
- * The sort's tuple descriptor and keys: every index column (INCLUDE ones
- * ride along), sorted by the key columns with their opfamily's "<" (">"
- * for DESC) and NULLS placement, then the heap TID and a liveness flag.
- */
-static void
-init_sort(BuildState *bs, ForeinState *state)
-{
-	int			i;
-
-	bs->natts = state->natts;
-	bs->nsortkeys = state->nkeys + 1;
-	bs->sortdesc = CreateTemplateTupleDesc(state->natts + 2);
-	for (i = 0; i < state->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(state->tupdesc, i);
-
-		TupleDescInitEntry(bs->sortdesc, i + 1, NameStr(att->attname),
-						   att->atttypid, att->atttypmod, 0);
-		TupleDescInitEntryCollation(bs->sortdesc, i + 1, att->attcollation);
-	}
-	for (i = 0; i < state->nkeys; i++)
-	{
-		ForeinColumn *col = &state->cols[i];
-
-		bs->sortops[i] = get_opfamily_member(col->opfamily, col->typid, col->typid,
-											 col->desc ? BTGreaterStrategyNumber :
-											 BTLessStrategyNumber);
-		if (!OidIsValid(bs->sortops[i]))
-			elog(ERROR, "forein: no ordering operator for type %u in the operator family",
-				 col->typid);
-		bs->collations[i] = col->collation;
-		bs->nullsfirst[i] = col->nulls_first;
-	}
-	bs->sortops[state->nkeys] = TIDLessOperator;
-	bs->collations[state->nkeys] = InvalidOid;
-	bs->nullsfirst[state->nkeys] = false;
-	TupleDescInitEntry(bs->sortdesc, state->natts + 1, "tid", TIDOID, -1, 0);
-	TupleDescInitEntry(bs->sortdesc, state->natts + 2, "alive", BOOLOID, -1, 0);
-	bs->slot = MakeSingleTupleTableSlot(bs->sortdesc, &TTSOpsMinimalTuple);
-}
-
 IndexBuildResult *
 forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -608,15 +647,18 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	state = forein_get_state(index);
 	memset(&bs, 0, sizeof(bs));
+	bs.heap = heap;
 	bs.index = index;
 	bs.state = state;
 	bs.use_wal = RelationNeedsWAL(index);
+	bs.unique = indexInfo->ii_Unique;
 	bs.placeholder = forein_make_placeholder(state);
 
-	init_sort(&bs, state);
+	init_sortrel(&bs);
 	if (state->natts == 1 && !state->cols[0].desc && !state->cols[0].nulls_first &&
 		(state->cols[0].kind == FOREIN_KEY_INT || state->cols[0].kind == FOREIN_KEY_DATE ||
-		 state->cols[0].kind == FOREIN_KEY_TIMESTAMP))
+		 state->cols[0].kind == FOREIN_KEY_TIMESTAMP) &&
+		heap->rd_rel->reltuples * sizeof(IntEntry) <= (double) maintenance_work_mem * 1024)
 	{
 		bs.capacity = 1024;
 		bs.entries = palloc(bs.capacity * sizeof(IntEntry));
@@ -624,10 +666,34 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	else
 		begin_tuplesort(&bs);
 
+	/* btree's phases (its ambuildphasename names them) */
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE,
+								 PROGRESS_BTREE_PHASE_INDEXBUILD_TABLESCAN);
 	reltuples = table_index_build_scan(heap, index, indexInfo, true, true,
 									   build_callback, &bs, NULL);
+	{
+		const int	progress_index[] = {
+			PROGRESS_CREATEIDX_TUPLES_TOTAL,
+			PROGRESS_SCAN_BLOCKS_TOTAL,
+			PROGRESS_SCAN_BLOCKS_DONE
+		};
+		const int64 progress_vals[] = {bs.indtuples, 0, 0};
+
+		pgstat_progress_update_multi_param(3, progress_index, progress_vals);
+	}
+
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE,
+								 PROGRESS_BTREE_PHASE_PERFORMSORT_1);
 	if (bs.sort)
+	{
 		tuplesort_performsort(bs.sort);
+		if (bs.havedead)
+		{
+			pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE,
+										 PROGRESS_BTREE_PHASE_PERFORMSORT_2);
+			tuplesort_performsort(bs.deadsort);
+		}
+	}
 	else
 		sort_int_entries(bs.entries, bs.nentries);
 
@@ -636,8 +702,10 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 						 forein_index_fillfactor(index));
 	write_page(&bs, metabuf.data, bs.next_blkno++);
 
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE,
+								 PROGRESS_BTREE_PHASE_LEAF_LOAD);
 	level_init(&leaves, 0, usable_space() * forein_index_fillfactor(index) / 100);
-	load_leaves(&bs, heap, indexInfo, &leaves);
+	load_leaves(&bs, indexInfo, &leaves);
 	load_inner(&bs, &leaves, &root, &root_level);
 
 	forein_init_metapage(metabuf.data, root, root_level,
@@ -652,7 +720,8 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		tuplesort_end(bs.sort);
 	else
 		pfree(bs.entries);
-	ExecDropSingleTupleTableSlot(bs.slot);
+	if (bs.deadsort)
+		tuplesort_end(bs.deadsort);
 	forein_offload_node_event(index, root);
 
 	result = palloc(sizeof(IndexBuildResult));

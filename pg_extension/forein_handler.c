@@ -13,6 +13,7 @@
 #include "access/amvalidate.h"
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/nbtree.h"
 #include "access/reloptions.h"
 #include "access/stratnum.h"
 #include "catalog/pg_amop.h"
@@ -303,7 +304,7 @@ forein_handler(PG_FUNCTION_ARGS)
 	amroutine->amcostestimate = forein_costestimate;
 	amroutine->amoptions = forein_options;
 	amroutine->amproperty = NULL;
-	amroutine->ambuildphasename = NULL;
+	amroutine->ambuildphasename = btbuildphasename;	/* forein_build.c */
 	amroutine->amvalidate = forein_validate;
 	amroutine->amadjustmembers = NULL;
 	amroutine->ambeginscan = forein_beginscan;
