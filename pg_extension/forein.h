@@ -446,6 +446,7 @@ typedef struct ForeinOptions
 	int			offload_offset; /* string: a registered offload backend */
 	int			lpm_entries;	/* 0: forein.lpm_entries */
 	bool		deduplicate_items;	/* posting lists (forein_posting.c) */
+	float8		vacuum_cleanup_index_scale_factor;	/* btree's; no effect */
 } ForeinOptions;
 
 #define FOREIN_DEFAULT_FILLFACTOR	90

@@ -83,6 +83,10 @@ init_reloptions(void)
 	add_int_reloption(forein_relopt_kind, "lpm_entries",
 					  "LPM entries this index may use in the switch table (0: forein.lpm_entries; LPM backends only)",
 					  0, 0, 4 * 1024 * 1024, ShareUpdateExclusiveLock);
+	/* btree's (deprecated since PostgreSQL 14, no effect): accepted as btree accepts it */
+	add_real_reloption(forein_relopt_kind, "vacuum_cleanup_index_scale_factor",
+					   "Accepted for btree compatibility; has no effect",
+					   -1, 0.0, 1e10, ShareUpdateExclusiveLock);
 	add_bool_reloption(forein_relopt_kind, "deduplicate_items",
 					   "Keeps duplicate keys as posting lists (non-unique indexes without INCLUDE columns)",
 					   true, ShareUpdateExclusiveLock);
@@ -97,6 +101,8 @@ forein_options(Datum reloptions, bool validate)
 		{"offload", RELOPT_TYPE_STRING, offsetof(ForeinOptions, offload_offset)},
 		{"lpm_entries", RELOPT_TYPE_INT, offsetof(ForeinOptions, lpm_entries)},
 		{"deduplicate_items", RELOPT_TYPE_BOOL, offsetof(ForeinOptions, deduplicate_items)},
+		{"vacuum_cleanup_index_scale_factor", RELOPT_TYPE_REAL,
+		offsetof(ForeinOptions, vacuum_cleanup_index_scale_factor)},
 	};
 
 	ForeinOptions *opts;

@@ -39,4 +39,13 @@ CREATE INDEX ro_bad ON ro USING forein (a) WITH (nonexistent = 1);
 ALTER INDEX ro_ff SET (fillfactor = 0);
 ALTER INDEX ro_none SET (offload = 'bogus');
 SELECT count(*) FROM pg_class WHERE relname = 'ro_bad';
+
+-- btree's vacuum_cleanup_index_scale_factor: accepted (no effect), range-checked
+CREATE INDEX ro_vc ON ro USING forein (a) WITH (vacuum_cleanup_index_scale_factor = 40.0);
+SELECT reloptions FROM pg_class WHERE oid = 'ro_vc'::regclass;
+CREATE INDEX ro_bad ON ro USING forein (a) WITH (vacuum_cleanup_index_scale_factor = -10.0);
+CREATE INDEX ro_bad ON ro USING forein (a) WITH (vacuum_cleanup_index_scale_factor = 'string');
+ALTER INDEX ro_vc SET (vacuum_cleanup_index_scale_factor = 70.0);
+SELECT reloptions FROM pg_class WHERE oid = 'ro_vc'::regclass;
+DROP INDEX ro_vc;
 DROP TABLE ro;
