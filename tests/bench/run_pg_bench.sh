@@ -21,19 +21,12 @@ CLUSTER=$OUT/cluster
 CSV=$OUT/pg_bench.csv
 
 mkdir -p "$OUT"
-bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true
-# The cluster's data, socket and server log live in a scratch directory
-# under ${TMPDIR:-/tmp} (scripts/pg-cluster.sh), removed when this ends;
-# the server log is copied to $CLUSTER/log.
-trap 'bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-bash "$ROOT/scripts/pg-cluster.sh" start "$CLUSTER" \
+# shellcheck source=tests/bench/pg_bench_cluster.sh
+source "$ROOT/tests/bench/pg_bench_cluster.sh"
+pg_bench_cluster_start "$CLUSTER" \
 	--set shared_buffers=1GB --set max_parallel_maintenance_workers=0 \
 	--set max_parallel_workers_per_gather=0 --set forein.sample_rate=0.01 \
-	--set jit=off >/dev/null
-# shellcheck disable=SC1091
-source "$CLUSTER/env"
+	--set jit=off
 
 psqlq() { psql -X -q -v ON_ERROR_STOP=1 -At "$@" postgres; }
 # ms SQL...: wall milliseconds of one statement, from psql's \timing

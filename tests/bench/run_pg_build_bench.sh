@@ -21,16 +21,12 @@ CLUSTER=$OUT/cluster
 CSV=$OUT/pg_build_bench.csv
 
 mkdir -p "$OUT"
-bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true
-trap 'bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
+# shellcheck source=tests/bench/pg_bench_cluster.sh
+source "$ROOT/tests/bench/pg_bench_cluster.sh"
 # forein builds serially (docs/postgresql.md), so btree gets no workers either
-bash "$ROOT/scripts/pg-cluster.sh" start "$CLUSTER" \
+pg_bench_cluster_start "$CLUSTER" \
 	--set shared_buffers=1GB --set max_parallel_maintenance_workers=0 \
-	--set maintenance_work_mem="$MWM" --set jit=off >/dev/null
-# shellcheck disable=SC1091
-source "$CLUSTER/env"
+	--set maintenance_work_mem="$MWM" --set jit=off
 
 psqlq() { psql -X -q -v ON_ERROR_STOP=1 -At "$@" postgres; }
 # build_ms TABLE AM: wall milliseconds of CREATE INDEX, from psql's \timing

@@ -20,15 +20,11 @@ BACKENDS=${BACKENDS:-none switch_lpm fattree}
 CLUSTER=$OUT/cluster
 CSV=$OUT/pg_offload_bench.csv
 mkdir -p "$OUT"
-bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true
-trap 'bash "$ROOT/scripts/pg-cluster.sh" stop "$CLUSTER" fast >/dev/null 2>&1 || true' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
-bash "$ROOT/scripts/pg-cluster.sh" start "$CLUSTER" \
+# shellcheck source=tests/bench/pg_bench_cluster.sh
+source "$ROOT/tests/bench/pg_bench_cluster.sh"
+pg_bench_cluster_start "$CLUSTER" \
 	--set shared_buffers=1GB --set max_parallel_workers_per_gather=0 \
-	--set max_parallel_maintenance_workers=0 --set jit=off >/dev/null
-# shellcheck disable=SC1091
-source "$CLUSTER/env"
+	--set max_parallel_maintenance_workers=0 --set jit=off
 psqlq() { psql -X -q -v ON_ERROR_STOP=1 -At "$@" postgres; }
 # ms SQL: wall milliseconds of one statement (psql's \timing), nested loop forced
 ms() {
