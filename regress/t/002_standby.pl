@@ -28,17 +28,8 @@ $primary->safe_psql(
 	CREATE UNIQUE INDEX r_id ON r USING forein (id);
 });
 
-# A slot keeps the WAL the standby has not received yet: PostgreSQL's TAP
-# clusters run with max_wal_size = 128MB, so on a busy machine a lagging
-# standby could otherwise find the segments it needs already removed and
-# never catch up (the likely cause of the one catch-up timeout seen in CI).
-$primary->safe_psql('postgres',
-	"SELECT pg_create_physical_replication_slot('standby_slot')");
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "primary_slot_name = 'standby_slot'\n");
-$standby->start;
+# (through a slot: forein_standby says why)
+my $standby = forein_standby($primary, 'standby');
 
 my $force = 'SET enable_seqscan = off; SET enable_bitmapscan = off;';
 my @queries = (

@@ -48,15 +48,9 @@ $primary->safe_psql(
 	CREATE INDEX w_empty_k ON w_empty USING forein (k);
 });
 
-# A slot keeps the WAL the standby has not replayed yet: replay with
-# consistency checks is slower than the primary's writes.
-$primary->safe_psql('postgres',
-	"SELECT pg_create_physical_replication_slot('standby_slot')");
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->append_conf('postgresql.conf', "primary_slot_name = 'standby_slot'\n");
-$standby->start;
+# (through a slot: replay with consistency checks is slower than the
+# primary's writes)
+my $standby = forein_standby($primary, 'standby');
 
 my $force = 'SET enable_seqscan = off; SET enable_bitmapscan = off;';
 my @queries = (

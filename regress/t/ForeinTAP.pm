@@ -13,7 +13,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(forein_node crash_postmaster wait_pids_gone index_plan_ok
+our @EXPORT = qw(forein_node forein_standby crash_postmaster wait_pids_gone index_plan_ok
   test_seed compare_outputs run_marked_script poll_while_running offload_backends);
 
 # forein_node(name, preload => 1, allows_streaming => 0, conf => '...')
@@ -35,6 +35,26 @@ sub forein_node
 		$node->safe_psql('postgres', 'CREATE EXTENSION forein');
 	}
 	return $node;
+}
+
+# forein_standby(primary, name): a streaming standby of primary, started
+# from a fresh base backup, receiving through a physical replication slot
+# of its name.  The slot keeps the WAL the standby has not received yet:
+# PostgreSQL's TAP clusters run with max_wal_size = 128MB and no
+# wal_keep_size, so a standby lagging on a busy machine (or replaying
+# slowly, with wal_consistency_checking) could otherwise find the segments
+# it needs removed and never catch up.
+sub forein_standby
+{
+	my ($primary, $name) = @_;
+	$primary->safe_psql('postgres',
+		"SELECT pg_create_physical_replication_slot('${name}_slot')");
+	$primary->backup("${name}_base");
+	my $standby = PostgreSQL::Test::Cluster->new($name);
+	$standby->init_from_backup($primary, "${name}_base", has_streaming => 1);
+	$standby->append_conf('postgresql.conf', "primary_slot_name = '${name}_slot'\n");
+	$standby->start;
+	return $standby;
 }
 
 # The pids of the postmaster's children (backends and auxiliary processes).
