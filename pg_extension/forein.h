@@ -160,8 +160,8 @@ typedef enum ForeinKeyKind
 } ForeinKeyKind;
 
 /*
- * How the offload word of a text key is computed (forein_utils.c,
- * text_word): the first 8 bytes, big-endian and zero padded, of the key's
+ * How the offload word of a text key is computed (forein_words.c,
+ * string_word): the first 8 bytes, big-endian and zero padded, of the key's
  * bytes under the "C"/"POSIX" collation, of its strxfrm under any other
  * libc collation, of its ICU sort key under an ICU collation.
  */

@@ -21,25 +21,17 @@
 #include "postgres.h"
 
 #include "access/relscan.h"
-#include "catalog/pg_collation.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "forein.h"
-#include "mb/pg_wchar.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/pg_locale.h"
 #include "utils/rel.h"
 #include "utils/uuid.h"
-
-#ifdef USE_ICU
-#include <unicode/ucol.h>
-#include <unicode/uiter.h>
-#endif
 
 static ForeinKeyKind
 kind_of_type(Oid typid)
