@@ -19,9 +19,13 @@
  *	 offset 3+ items, ascending by (key, heap TID):
  *			   leaf:  plain index tuples (t_tid = heap TID)
  *			   inner: downlinks; t_tid = the separator's heap TID, the child
- *			   block in a 4-byte trailer (FOREIN_DOWNLINK).  The first
- *			   downlink's separator is treated as minus infinity within the
- *			   page (its stored key equals the low key).
+ *			   block in a 4-byte trailer (FOREIN_DOWNLINK).  A downlink's
+ *			   child holds the keys from its separator up to the next one.
+ *	 special   ForeinPageOpaqueData; on inner pages first_child is the child
+ *			   holding the keys from the low key up to the first downlink's
+ *			   separator.  Keeping it out of the items (format version 2)
+ *			   lets an inner page hold its two bounds and a single downlink
+ *			   of the largest key, so the key limit is btree's 1/3 page.
  *
  * Keys are unique as (key, heap TID), so every bound and separator is a
  * strict position.  A key is one or more key columns, each ASC or DESC with
@@ -77,13 +81,13 @@
 
 #define FOREIN_METAPAGE_BLKNO	((BlockNumber) 0)
 #define FOREIN_MAGIC			0x46524e31	/* "FRN1" */
-#define FOREIN_VERSION			1
+#define FOREIN_VERSION			2	/* 2: first_child in the special space */
 #define FOREIN_PAGE_ID			0xFE1E	/* in every page's special space */
 
 /* Page flags */
 #define FOREIN_META				(1 << 0)
 #define FOREIN_ROOT				(1 << 1)
-#define FOREIN_DELETED			(1 << 2)	/* unlinked; see deleted_xid */
+#define FOREIN_DELETED			(1 << 2)	/* unlinked; FOREIN_DELETED_STAMP */
 #define FOREIN_INCOMPLETE_SPLIT (1 << 3)	/* right sibling lacks a downlink */
 
 typedef struct ForeinPageOpaqueData
@@ -93,13 +97,20 @@ typedef struct ForeinPageOpaqueData
 	uint32		version;		/* bumped on every split and range change */
 	uint16		level;			/* 0 = leaf */
 	uint16		flags;
-	uint32		deleted_xid_hi; /* FullTransactionId stamped at deletion */
-	uint32		deleted_xid_lo;
+	BlockNumber first_child;	/* inner pages; InvalidBlockNumber on leaves */
 	uint16		unused;
-	uint16		page_id;		/* FOREIN_PAGE_ID */
+	uint16		page_id;		/* FOREIN_PAGE_ID, the page's last bytes */
 } ForeinPageOpaqueData;
 
 typedef ForeinPageOpaqueData *ForeinPageOpaque;
+
+/*
+ * A deleted page (an empty leaf) keeps its bounds and, as its only item
+ * (at FOREIN_FIRST_ITEM), the FullTransactionId stamped at deletion: it may
+ * be recycled once no snapshot is older.  Keeping the stamp out of the
+ * special space keeps that at 24 bytes, which the key limit needs.
+ */
+#define FOREIN_DELETED_STAMP	FOREIN_FIRST_ITEM
 
 #define ForeinPageGetOpaque(page) \
 	((ForeinPageOpaque) PageGetSpecialPointer(page))
@@ -144,10 +155,31 @@ typedef struct ForeinMetaPageData
 /* The most heap TIDs one leaf page can hold (as nbtree's MaxTIDsPerBTreePage) */
 #define FOREIN_MAX_TIDS_PER_PAGE ((int) (BLCKSZ / sizeof(ItemPointerData)))
 
-/* The largest index tuple: a page must hold two bounds and three items */
+/*
+ * The largest index tuple, btree's 1/3 of a page (2,704 bytes at 8 kB): any
+ * page must hold its two bounds and one item (on an inner page a downlink,
+ * the key plus FOREIN_DOWNLINK_EXTRA), so a split always finds a point that
+ * leaves both halves fitting.
+ */
 #define FOREIN_MAX_ITEM_SIZE \
-	MAXALIGN_DOWN((BLCKSZ - MAXALIGN(SizeOfPageHeaderData + 5 * sizeof(ItemIdData)) - \
-				   MAXALIGN(sizeof(ForeinPageOpaqueData))) / 5 - FOREIN_DOWNLINK_EXTRA)
+	(MAXALIGN_DOWN((BLCKSZ - MAXALIGN(SizeOfPageHeaderData + 3 * sizeof(ItemIdData)) - \
+					MAXALIGN(sizeof(ForeinPageOpaqueData)) - FOREIN_DOWNLINK_EXTRA) / 3))
+
+/*
+ * On an inner page the position FOREIN_FIRST_CHILD (the low key's offset)
+ * stands for first_child: its separator is the low key.  Positions from
+ * FOREIN_FIRST_ITEM on are the downlink items.
+ */
+#define FOREIN_FIRST_CHILD		FOREIN_LOKEY
+
+/* The child at position off of an inner page */
+static inline BlockNumber
+forein_inner_child(Page page, OffsetNumber off)
+{
+	if (off == FOREIN_FIRST_CHILD)
+		return ForeinPageGetOpaque(page)->first_child;
+	return FOREIN_DOWNLINK((IndexTuple) PageGetItem(page, PageGetItemId(page, off)));
+}
 
 /* How keys of an index column compare; chosen from the column's type */
 typedef enum ForeinKeyKind

@@ -191,7 +191,13 @@ level_flush(BuildState *bs, LevelWriter *w, IndexTuple hikey, bool last)
 					IndexTupleSize(w->lokey ? w->lokey : bs->placeholder),
 					FOREIN_LOKEY, false, false) == InvalidOffsetNumber)
 		elog(ERROR, "forein: failed to add bounds to a new page");
-	for (i = 0; i < w->nitems; i++)
+	i = 0;
+	if (w->level > 0 && w->nitems > 0)
+	{
+		opaque->first_child = FOREIN_DOWNLINK(w->items[0]);
+		i = 1;
+	}
+	for (; i < w->nitems; i++)
 		if (PageAddItem(page, (Item) w->items[i], IndexTupleSize(w->items[i]),
 						InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
 			elog(ERROR, "forein: failed to add an item to a new page");
@@ -218,6 +224,7 @@ level_flush(BuildState *bs, LevelWriter *w, IndexTuple hikey, bool last)
 	}
 }
 
+/* An inner page's first downlink costs nothing: it becomes first_child */
 static void
 level_append(LevelWriter *w, IndexTuple itup)
 {
@@ -228,15 +235,21 @@ level_append(LevelWriter *w, IndexTuple itup)
 		elog(ERROR, "forein: build page items overflow");
 	memcpy(copy, itup, size);
 	w->arena_used += MAXALIGN(size);
+	if (w->level == 0 || w->nitems > 0)
+		w->bytes += item_cost(itup);
 	w->items[w->nitems++] = copy;
-	w->bytes += item_cost(itup);
 }
 
-/* The cost of a bound made from itup: a posting list's bound is its key */
+/*
+ * The cost of a bound made from itup: a posting list's bound is its key, a
+ * downlink's its separator
+ */
 static inline Size
 bound_cost(LevelWriter *w, IndexTuple itup)
 {
-	if (w->level == 0 && ForeinTupleIsPosting(itup))
+	if (w->level > 0)
+		return item_cost(itup) - FOREIN_DOWNLINK_EXTRA;
+	if (ForeinTupleIsPosting(itup))
 		return MAXALIGN(forein_tuple_key_size(itup)) + sizeof(ItemIdData);
 	return item_cost(itup);
 }
@@ -247,7 +260,9 @@ bound_cost(LevelWriter *w, IndexTuple itup)
  * which may be larger than the items the page was planned with: when it
  * does not fit, the page's last items move on to the next page.  The
  * separator between two leaves is the right one's first key alone when it
- * differs from the left's last key.
+ * differs from the left's last key.  An inner page takes at least two
+ * children (its bounds and one downlink always fit), so every level above
+ * the leaves has fewer pages than the one below.
  */
 static void
 level_add(BuildState *bs, LevelWriter *w, IndexTuple itup)
@@ -256,7 +271,7 @@ level_add(BuildState *bs, LevelWriter *w, IndexTuple itup)
 	Size		lo_cost = w->lokey ? item_cost(w->lokey) : item_cost(bs->placeholder);
 	Size		hi_cost = bound_cost(w, itup);
 
-	if (w->nitems > 0 &&
+	if (w->nitems > (w->level > 0 ? 1 : 0) &&
 		(w->bytes + cost + lo_cost + hi_cost > w->target ||
 		 w->nitems >= MaxIndexTuplesPerPage - 2))
 	{

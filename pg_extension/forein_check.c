@@ -18,8 +18,8 @@
  *	- metapage magic, version and root;
  *	- on every page: sane header and line pointers, items strictly ascending
  *	  by (key, heap TID), every item >= the low key (unless leftmost) and
- *	  < the high key (unless rightmost), an inner page's first separator
- *	  equal to its low key;
+ *	  < the high key (unless rightmost), an inner page's first child and
+ *	  downlinks pointing at possible blocks;
  *	- on every level, walked left to right from the root down: right and
  *	  left links agree, a page's high key equals its right sibling's low
  *	  key, every page has the level's number, the leftmost page has no left
@@ -27,7 +27,8 @@
  *	- between levels: the children of the downlinks, in order, are exactly
  *	  the pages of the level below (so every downlink's child is one level
  *	  down), and each child's low key equals its downlink's separator (the
- *	  first downlink of a leftmost page: the child is leftmost).  A page
+ *	  first child's: the parent's low key; the first child of a leftmost
+ *	  page is leftmost).  A page
  *	  without a downlink is accepted only when its left sibling is flagged
  *	  INCOMPLETE_SPLIT;
  *	- every live page of the relation is reachable from the root;
@@ -171,6 +172,27 @@ check_downlink(IndexTuple itup)
 	memcpy(&child, (char *) itup + IndexTupleSize(itup) - sizeof(BlockNumber),
 		   sizeof(BlockNumber));
 	return child;
+}
+
+/*
+ * The child at position off of an inner page: FOREIN_FIRST_CHILD is
+ * first_child, whose separator is the low key (the item at that offset).
+ */
+static inline BlockNumber
+check_child_at(Page page, OffsetNumber off)
+{
+	if (off == FOREIN_FIRST_CHILD)
+		return ForeinPageGetOpaque(page)->first_child;
+	return check_downlink(ITEM(page, off));
+}
+
+/* A copy of the separator at position off; NULL: minus infinity */
+static IndexTuple
+check_sep_at(Page page, OffsetNumber off)
+{
+	if (off == FOREIN_FIRST_CHILD && ForeinPageIsLeftmost(page))
+		return NULL;
+	return CopyIndexTuple(ITEM(page, off));
 }
 
 static inline bool
@@ -364,7 +386,7 @@ forein_check(PG_FUNCTION_ARGS)
 		pl = out;
 		if (level == 0)
 			break;
-		/* Inner pages are never empty, so the walk found a first child */
+		/* Every inner page has a first child, so the walk found one */
 		leftmost = pl->items[0].child;
 		level--;
 	}
@@ -642,49 +664,31 @@ check_page_items(ForeinCheckState *cs, Page page, BlockNumber blkno)
 					 ItemPointerGetBlockNumberNoCheck(&hikey->t_tid),
 					 ItemPointerGetOffsetNumberNoCheck(&hikey->t_tid));
 
-	if (inner && maxoff < FOREIN_FIRST_ITEM)
-		check_report(cs, blkno, "Inner page at level %u has no downlinks.",
-					 opaque->level);
+	if (!inner && opaque->first_child != InvalidBlockNumber)
+		check_report(cs, blkno, "Leaf page has first child %u.",
+					 opaque->first_child);
 
-	for (off = FOREIN_FIRST_ITEM; off <= maxoff; off = OffsetNumberNext(off))
+	for (off = inner ? FOREIN_FIRST_CHILD : FOREIN_FIRST_ITEM; off <= maxoff;
+		 off = OffsetNumberNext(off))
 	{
 		IndexTuple	itup = ITEM(page, off);
 
 		if (inner)
 		{
-			BlockNumber child = check_downlink(itup);
+			BlockNumber child = check_child_at(page, off);
 
 			if (child == FOREIN_METAPAGE_BLKNO || child == blkno ||
 				!check_block_exists(cs, child))
 				check_report(cs, blkno, "Downlink at offset %u points to block %u, which cannot be a child (index has %u blocks).",
 							 off, child, cs->nblocks_now);
+			if (off == FOREIN_FIRST_CHILD)
+				continue;		/* the first child's separator is the low key */
 		}
 		else if (!ItemPointerIsValid(&itup->t_tid))
 			check_report(cs, blkno, "Item at offset %u has an invalid heap TID.",
 						 off);
 		else if (ForeinTupleIsPosting(itup))
 			check_posting(cs, blkno, off, itup);
-
-		if (inner && off == FOREIN_FIRST_ITEM)
-		{
-			/*
-			 * The first downlink stands for minus infinity within the page;
-			 * its stored key must be the low key (a placeholder on a
-			 * leftmost page, not compared).
-			 */
-			if (!leftmost)
-			{
-				if (forein_compare_tuples(cs->fstate, itup, lokey) != 0)
-					check_report(cs, blkno, "The first downlink's separator (tid %u,%u) differs from the page's low key (tid %u,%u).",
-								 ItemPointerGetBlockNumberNoCheck(&itup->t_tid),
-								 ItemPointerGetOffsetNumberNoCheck(&itup->t_tid),
-								 ItemPointerGetBlockNumberNoCheck(&lokey->t_tid),
-								 ItemPointerGetOffsetNumberNoCheck(&lokey->t_tid));
-				prev = itup;
-				prevoff = off;
-			}
-			continue;
-		}
 
 		if (prev != NULL &&
 			compare_after(cs, prev, itup, !inner) >= 0)
@@ -805,9 +809,8 @@ check_level(ForeinCheckState *cs, BlockNumber leftmost, uint32 level,
 		{
 			MemoryContext oldcxt = MemoryContextSwitchTo(out->cxt);
 
-			for (off = FOREIN_FIRST_ITEM; off <= maxoff; off = OffsetNumberNext(off))
+			for (off = FOREIN_FIRST_CHILD; off <= maxoff; off = OffsetNumberNext(off))
 			{
-				IndexTuple	itup = ITEM(page, off);
 				ForeinCheckDownlink *dl;
 				ForeinCheckChildEntry *entry;
 				bool		found;
@@ -821,11 +824,8 @@ check_level(ForeinCheckState *cs, BlockNumber leftmost, uint32 level,
 				dl = &out->items[out->n];
 				dl->parent = cur;
 				dl->off = off;
-				dl->child = check_downlink(itup);
-				if (off == FOREIN_FIRST_ITEM && ForeinPageIsLeftmost(page))
-					dl->sep = NULL;
-				else
-					dl->sep = CopyIndexTuple(itup);
+				dl->child = check_child_at(page, off);
+				dl->sep = check_sep_at(page, off);
 
 				/*
 				 * Two downlinks to one child cannot come from concurrent
@@ -1281,18 +1281,13 @@ check_find_downlink(ForeinCheckState *cs, BlockNumber start,
 		if ((opaque->flags & FOREIN_DELETED) == 0 && opaque->level > 0)
 		{
 			maxoff = PageGetMaxOffsetNumber(page);
-			for (off = FOREIN_FIRST_ITEM; off <= maxoff; off = OffsetNumberNext(off))
+			for (off = FOREIN_FIRST_CHILD; off <= maxoff; off = OffsetNumberNext(off))
 			{
-				IndexTuple	itup = ITEM(page, off);
-
-				if (check_downlink(itup) == child)
+				if (check_child_at(page, off) == child)
 				{
 					*pblk = blkno;
 					*poff = off;
-					if (off == FOREIN_FIRST_ITEM && ForeinPageIsLeftmost(page))
-						*sep = NULL;
-					else
-						*sep = CopyIndexTuple(itup);
+					*sep = check_sep_at(page, off);
 					pfree(page);
 					return true;
 				}
@@ -1406,14 +1401,12 @@ check_descend_reaches(ForeinCheckState *cs, BlockNumber target, uint32 level,
 			break;
 		}
 
-		/* The last downlink whose separator is <= lokey; the first is -inf */
+		/* The last downlink whose separator is <= lokey, else the first child */
 		maxoff = PageGetMaxOffsetNumber(page);
-		if (maxoff < FOREIN_FIRST_ITEM)
-			break;
-		child = check_downlink(ITEM(page, FOREIN_FIRST_ITEM));
+		child = check_child_at(page, FOREIN_FIRST_CHILD);
 		if (lokey != NULL)
 		{
-			for (off = FOREIN_FIRST_ITEM + 1; off <= maxoff; off = OffsetNumberNext(off))
+			for (off = FOREIN_FIRST_ITEM; off <= maxoff; off = OffsetNumberNext(off))
 			{
 				IndexTuple	itup = ITEM(page, off);
 

@@ -65,7 +65,7 @@ item_cost(IndexTuple itup)
 #define FOREIN_SINGLEVALUE_FILLFACTOR 96
 
 static int
-choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost,
+choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost, bool inner,
 			 bool rightmost_append, bool single_value, int fillpct,
 			 ForeinState *differ)
 {
@@ -89,14 +89,21 @@ choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost,
 	else
 		target = (total + lo_cost + hi_cost) / 2;
 
-	for (k = 1; k < n; k++)
+	/*
+	 * Split before item k: k's key becomes the left high key and the right
+	 * low key.  An inner item k leaves the page as a downlink: its child
+	 * becomes the right page's first child, so k may be 0.
+	 */
+	for (k = inner ? 0 : 1; k < n; k++)
 	{
-		Size		sep = item_cost(items[k]);
+		Size		sep = item_cost(items[k]) - (inner ? FOREIN_DOWNLINK_EXTRA : 0);
 		Size		right;
 		Size		dist;
 
-		left += item_cost(items[k - 1]);
-		right = total - (left - lo_cost) + sep + hi_cost;
+		if (k > 0)
+			left += item_cost(items[k - 1]);
+		right = total - (left - lo_cost) - (inner ? item_cost(items[k]) : 0) +
+			sep + hi_cost;
 		if (left + sep > usable || right > usable)
 			continue;
 		dist = left > target ? left - target : target - left;
@@ -154,6 +161,7 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	uint16		level = oopaque->level;
 	BlockNumber oleft = oopaque->left;
 	uint32		version = oopaque->version;
+	BlockNumber first_child = oopaque->first_child;
 
 	Assert(!(flags & FOREIN_INCOMPLETE_SPLIT));
 	items = palloc(sizeof(IndexTuple) * (maxoff + nnew + 1));
@@ -169,7 +177,7 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		for (i = 0; i < nnew; i++)
 			items[n++] = newitems[i];
 
-	k = choose_split(items, n, item_cost(lokey), item_cost(hikey),
+	k = choose_split(items, n, item_cost(lokey), item_cost(hikey), !leaf,
 					 oright == InvalidBlockNumber && off > maxoff,
 					 leaf && n > 2 && forein_keys_equal(state, items[0], items[n - 1]),
 					 leaf ? forein_index_fillfactor(index) : FOREIN_INNER_FILLFACTOR,
@@ -179,7 +187,8 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	 * The separator: on leaves, between different keys the key alone (TID
 	 * (0,0)) suffices, so a search for the key's first entry starts on the
 	 * page that has it; between duplicates the full (key, TID).  On inner
-	 * pages, the first right downlink's separator.
+	 * pages, downlink k's separator; its child becomes the right page's
+	 * first child.
 	 */
 	sep = leaf ? forein_posting_key(items[k]) : forein_make_bound(items[k]);
 	if (leaf && !forein_keys_equal(state, items[k - 1], items[k]))
@@ -194,13 +203,15 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	lpage = GenericXLogRegisterBuffer(xs, buf, GENERIC_XLOG_FULL_IMAGE);
 	rpage = GenericXLogRegisterBuffer(xs, rbuf, GENERIC_XLOG_FULL_IMAGE);
 
-	/* the new right page: items [k, n), bounds [sep, old hi) */
+	/* the new right page: items [k, n) (inner: k + 1), bounds [sep, old hi) */
 	forein_init_page(rpage, 0, level);
 	page_add(index, rpage, hikey, FOREIN_HIKEY);
 	page_add(index, rpage, sep, FOREIN_LOKEY);
-	for (i = k; i < n; i++)
+	for (i = leaf ? k : k + 1; i < n; i++)
 		page_add(index, rpage, items[i], InvalidOffsetNumber);
 	ropaque = ForeinPageGetOpaque(rpage);
+	if (!leaf)
+		ropaque->first_child = FOREIN_DOWNLINK(items[k]);
 	ropaque->left = blkno;
 	ropaque->right = oright;
 	ropaque->version = version + 1;
@@ -212,6 +223,7 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	for (i = 0; i < k; i++)
 		page_add(index, lpage, items[i], InvalidOffsetNumber);
 	lopaque = ForeinPageGetOpaque(lpage);
+	lopaque->first_child = first_child;
 	lopaque->left = oleft;
 	lopaque->right = rblkno;
 	lopaque->version = version + 1;
@@ -445,8 +457,7 @@ new_root(Relation index, ForeinState *state, Buffer lbuf, IndexTuple sep,
 	Page		npage;
 	ForeinMetaPageData *meta;
 	IndexTuple	placeholder = forein_make_placeholder(state);
-	IndexTuple	first = forein_make_downlink(placeholder, BufferGetBlockNumber(lbuf));
-	IndexTuple	second = forein_make_downlink(sep, rblkno);
+	IndexTuple	downlink = forein_make_downlink(sep, rblkno);
 
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	xs = GenericXLogStart(index);
@@ -455,8 +466,8 @@ new_root(Relation index, ForeinState *state, Buffer lbuf, IndexTuple sep,
 	ForeinPageGetOpaque(npage)->version = 1;
 	page_add(index, npage, placeholder, FOREIN_HIKEY);
 	page_add(index, npage, placeholder, FOREIN_LOKEY);
-	page_add(index, npage, first, FOREIN_FIRST_ITEM);
-	page_add(index, npage, second, FOREIN_FIRST_ITEM + 1);
+	ForeinPageGetOpaque(npage)->first_child = BufferGetBlockNumber(lbuf);
+	page_add(index, npage, downlink, FOREIN_FIRST_ITEM);
 	meta = ForeinPageGetMeta(GenericXLogRegisterBuffer(xs, metabuf, 0));
 	meta->root = BufferGetBlockNumber(nbuf);
 	meta->root_level = level;
@@ -471,17 +482,21 @@ new_root(Relation index, ForeinState *state, Buffer lbuf, IndexTuple sep,
 	forein_relbuf(nbuf);
 	forein_relbuf(lbuf);
 	pfree(placeholder);
-	pfree(first);
-	pfree(second);
+	pfree(downlink);
 }
 
-/* Offset of the downlink to child on an inner page, or InvalidOffsetNumber */
+/*
+ * Position of child on an inner page (FOREIN_FIRST_CHILD for the first
+ * child), or InvalidOffsetNumber
+ */
 static OffsetNumber
 find_downlink(Page page, BlockNumber child)
 {
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
 	OffsetNumber off;
 
+	if (ForeinPageGetOpaque(page)->first_child == child)
+		return FOREIN_FIRST_CHILD;
 	for (off = FOREIN_FIRST_ITEM; off <= maxoff; off++)
 		if (FOREIN_DOWNLINK((IndexTuple) PageGetItem(page, PageGetItemId(page, off))) == child)
 			return off;
@@ -671,7 +686,7 @@ done:
 
 /*
  * Refuses an index tuple larger than FOREIN_MAX_ITEM_SIZE (a page holds two
- * bounds and three items, so about 1/5 of a page), in the words of btree's
+ * bounds and one downlink, so 1/3 of a page, as btree), in the words of btree's
  * _bt_check_third_page; itup->t_tid is the heap TID.  For inserts and
  * index builds.
  */
@@ -691,7 +706,7 @@ forein_check_item_size(Relation index, Relation heap, IndexTuple itup)
 					   ItemPointerGetBlockNumber(&itup->t_tid),
 					   ItemPointerGetOffsetNumber(&itup->t_tid),
 					   RelationGetRelationName(heap)),
-			 errhint("Values larger than 1/5 of a buffer page cannot be indexed.\n"
+			 errhint("Values larger than 1/3 of a buffer page cannot be indexed.\n"
 					 "Consider a function index of an MD5 hash of the value, "
 					 "or use full text indexing."),
 			 errtableconstraint(heap, RelationGetRelationName(index))));

@@ -165,13 +165,13 @@ forein_binsearch_leaf(ForeinState *state, Page page, const ForeinSearchKey *key)
 }
 
 /*
- * The downlink to follow on an inner page: the last item whose separator is
- * <= key, the first item standing for minus infinity.
+ * The position to follow on an inner page (forein_inner_child): the last
+ * downlink whose separator is <= key, else FOREIN_FIRST_CHILD.
  */
 OffsetNumber
 forein_binsearch_inner(ForeinState *state, Page page, const ForeinSearchKey *key)
 {
-	OffsetNumber low = FOREIN_FIRST_ITEM + 1;
+	OffsetNumber low = FOREIN_FIRST_ITEM;
 	OffsetNumber high = PageGetMaxOffsetNumber(page) + 1;
 	bool		fast = can_interpolate(state, key);
 
@@ -389,12 +389,12 @@ forein_descend_counted(Relation index, ForeinState *state,
 					 errmsg("index \"%s\": descent reached level %u above the target %u",
 							RelationGetRelationName(index), level, target_level)));
 		off = forein_binsearch_inner(state, page, key);
-		if (off > PageGetMaxOffsetNumber(page))
+		child = forein_inner_child(page, off);
+		if (child == InvalidBlockNumber)
 			ereport(ERROR,
 					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("index \"%s\": inner page %u has no downlinks",
+					 errmsg("index \"%s\": inner page %u has no first child",
 							RelationGetRelationName(index), BufferGetBlockNumber(buf))));
-		child = FOREIN_DOWNLINK((IndexTuple) PageGetItem(page, PageGetItemId(page, off)));
 		if (stack)
 		{
 			ForeinStack entry = palloc(sizeof(ForeinStackData));
@@ -446,7 +446,7 @@ forein_descend_counted(Relation index, ForeinState *state,
 
 /*
  * The leftmost or rightmost leaf, share-locked.  Walks the leftmost path
- * (first downlinks); for the rightmost, descends with a key above every
+ * (first children); for the rightmost, descends with a key above every
  * position (a NULL key after every TID).
  */
 Buffer

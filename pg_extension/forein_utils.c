@@ -586,6 +586,7 @@ forein_init_page(Page page, uint16 flags, uint16 level)
 	opaque->right = InvalidBlockNumber;
 	opaque->level = level;
 	opaque->flags = flags;
+	opaque->first_child = InvalidBlockNumber;
 	opaque->page_id = FOREIN_PAGE_ID;
 }
 

@@ -98,8 +98,8 @@ static bool forein_delete_page(ForeinVacState *vstate,
 static BlockNumber forein_find_parent(Relation index, ForeinState *fstate,
 									  ForeinDelCandidate *cand);
 static OffsetNumber forein_find_downlink(Page page, BlockNumber child);
-static void forein_set_downlink(IndexTuple itup, BlockNumber child);
-static BlockNumber forein_get_downlink(IndexTuple itup);
+static void forein_set_downlink(Page page, OffsetNumber off, BlockNumber child);
+static BlockNumber forein_get_downlink(Page page, OffsetNumber off);
 
 /*
  * Is this page safe to hand out again?  New (all-zero) pages always are; a
@@ -125,8 +125,11 @@ forein_page_recyclable(Page page)
 		(opaque->flags & FOREIN_DELETED) == 0)
 		return false;
 
-	fxid = FullTransactionIdFromEpochAndXid(opaque->deleted_xid_hi,
-											opaque->deleted_xid_lo);
+	if (PageGetMaxOffsetNumber(page) < FOREIN_DELETED_STAMP ||
+		ItemIdGetLength(PageGetItemId(page, FOREIN_DELETED_STAMP)) != sizeof(FullTransactionId))
+		return false;
+	memcpy(&fxid, PageGetItem(page, PageGetItemId(page, FOREIN_DELETED_STAMP)),
+		   sizeof(FullTransactionId));
 	return GlobalVisCheckRemovableFullXid(NULL, fxid);
 }
 
@@ -528,38 +531,49 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 	return right;
 }
 
-/* Child block of a downlink; the trailer need not be aligned */
+/* Child block at position off of an inner page; a trailer need not be aligned */
 static BlockNumber
-forein_get_downlink(IndexTuple itup)
+forein_get_downlink(Page page, OffsetNumber off)
 {
+	IndexTuple	itup;
 	BlockNumber child;
 
+	if (off == FOREIN_FIRST_CHILD)
+		return ForeinPageGetOpaque(page)->first_child;
+	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
 	memcpy(&child, (char *) itup + IndexTupleSize(itup) - sizeof(BlockNumber),
 		   sizeof(BlockNumber));
 	return child;
 }
 
 static void
-forein_set_downlink(IndexTuple itup, BlockNumber child)
+forein_set_downlink(Page page, OffsetNumber off, BlockNumber child)
 {
+	IndexTuple	itup;
+
+	if (off == FOREIN_FIRST_CHILD)
+	{
+		ForeinPageGetOpaque(page)->first_child = child;
+		return;
+	}
+	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
 	memcpy((char *) itup + IndexTupleSize(itup) - sizeof(BlockNumber), &child,
 		   sizeof(BlockNumber));
 }
 
-/* Offset of the downlink to child on an inner page, or InvalidOffsetNumber */
+/*
+ * Position of child on an inner page (FOREIN_FIRST_CHILD for the first
+ * child), or InvalidOffsetNumber
+ */
 static OffsetNumber
 forein_find_downlink(Page page, BlockNumber child)
 {
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
 	OffsetNumber off;
 
-	for (off = FOREIN_FIRST_ITEM; off <= maxoff; off = OffsetNumberNext(off))
-	{
-		IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
-
-		if (forein_get_downlink(itup) == child)
+	for (off = FOREIN_FIRST_CHILD; off <= maxoff; off = OffsetNumberNext(off))
+		if (forein_get_downlink(page, off) == child)
 			return off;
-	}
 	return InvalidOffsetNumber;
 }
 
@@ -606,15 +620,9 @@ forein_find_parent(Relation index, ForeinState *fstate,
 
 			if (off != InvalidOffsetNumber)
 			{
-				if (off < PageGetMaxOffsetNumber(page))
-				{
-					IndexTuple	next_itup;
-
-					next_itup = (IndexTuple)
-						PageGetItem(page, PageGetItemId(page, off + 1));
-					if (forein_get_downlink(next_itup) == cand->right)
-						result = BufferGetBlockNumber(buf);
-				}
+				if (off < PageGetMaxOffsetNumber(page) &&
+					forein_get_downlink(page, off + 1) == cand->right)
+					result = BufferGetBlockNumber(buf);
 				break;
 			}
 		}
@@ -754,9 +762,7 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 			toff = forein_find_downlink(ppage, cand->target);
 			ok = toff != InvalidOffsetNumber &&
 				toff < PageGetMaxOffsetNumber(ppage) &&
-				forein_get_downlink((IndexTuple)
-									PageGetItem(ppage,
-												PageGetItemId(ppage, toff + 1))) == cand->right;
+				forein_get_downlink(ppage, toff + 1) == cand->right;
 		}
 	}
 
@@ -806,8 +812,10 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 		FullTransactionId fxid = ReadNextFullTransactionId();
 
 		top->flags |= FOREIN_DELETED;
-		top->deleted_xid_hi = EpochFromFullTransactionId(fxid);
-		top->deleted_xid_lo = XidFromFullTransactionId(fxid);
+		if (PageAddItem(tpage, (Item) &fxid, sizeof(fxid), FOREIN_DELETED_STAMP,
+						false, false) == InvalidOffsetNumber)
+			elog(ERROR, "forein: failed to stamp deleted block %u of index \"%s\"",
+				 cand->target, RelationGetRelationName(rel));
 		top->version++;
 		/* right link kept: stale readers move right into R */
 	}
@@ -820,9 +828,7 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 	}
 
 	ppage = GenericXLogRegisterBuffer(gxstate, pbuf, 0);
-	forein_set_downlink((IndexTuple) PageGetItem(ppage,
-												 PageGetItemId(ppage, toff)),
-						cand->right);
+	forein_set_downlink(ppage, toff, cand->right);
 	PageIndexTupleDelete(ppage, toff + 1);
 
 	GenericXLogFinish(gxstate);

@@ -33,17 +33,28 @@ CREATE INDEX unsup_a ON unsup USING forein (a);
 CLUSTER unsup USING unsup_a;
 SELECT a FROM unsup WHERE a IS NOT NULL ORDER BY a;
 
--- keys up to 1/5 of a page fit (five per page: splits with big keys);
--- larger ones, after compression, get forein's error, shaped like btree's
+-- keys up to btree's 1/3 of a page fit (2,688 characters: a 2,700-byte
+-- index tuple, so a leaf holds its bounds and one key, an inner page its
+-- bounds and one downlink: splits at every insert, a tall tree); larger
+-- ones, after compression, get forein's error, shaped like btree's
 -- (DETAIL: the heap tuple; HINT: the limit and what to do instead)
 \set VERBOSITY default
 CREATE TABLE big (t text);
 CREATE INDEX big_t ON big USING forein (t);
 INSERT INTO big SELECT string_agg(md5(g::text || x::text), '' ORDER BY x)
-  FROM generate_series(1, 45) x, generate_series(1, 60) g GROUP BY g;
+  FROM generate_series(1, 84) x, generate_series(1, 60) g GROUP BY g;
 SELECT count(*), min(length(t)), max(length(t)) FROM big WHERE t > '';
 SELECT forein_check('big_t', true);
-INSERT INTO big SELECT string_agg(md5(x::text), '' ORDER BY x) FROM generate_series(1, 60) x;
+DELETE FROM big WHERE t < '8';
+VACUUM big;
+INSERT INTO big SELECT string_agg(md5(x::text || g::text), '' ORDER BY x)
+  FROM generate_series(1, 84) x, generate_series(1, 30) g GROUP BY g;
+SELECT forein_check('big_t', true);
+-- the index's answers (in its order) against a sort of the table's rows
+SELECT (SELECT array_agg(t) FROM (SELECT t FROM big WHERE t > '' ORDER BY t) i) =
+       (SELECT array_agg(t ORDER BY t) FROM (SELECT t || '' AS t FROM big) s)
+  AS same_rows_same_order;
+INSERT INTO big SELECT string_agg(md5(x::text), '' ORDER BY x) FROM generate_series(1, 85) x;
 -- btree's SQLSTATE (program_limit_exceeded), table and constraint fields
 DO $$
 DECLARE
@@ -51,7 +62,7 @@ DECLARE
 	tab text;
 	con text;
 BEGIN
-	INSERT INTO big SELECT string_agg(md5(x::text), '' ORDER BY x) FROM generate_series(1, 60) x;
+	INSERT INTO big SELECT string_agg(md5(x::text), '' ORDER BY x) FROM generate_series(1, 85) x;
 EXCEPTION WHEN OTHERS THEN
 	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, tab = TABLE_NAME,
 		con = CONSTRAINT_NAME;
@@ -64,7 +75,10 @@ SELECT length(t) FROM big WHERE t > 'x' ORDER BY t;
 SELECT forein_check('big_t', true);
 -- and at build time
 DROP INDEX big_t;
-INSERT INTO big SELECT string_agg(md5(x::text), '' ORDER BY x) FROM generate_series(1, 60) x;
+CREATE INDEX big_t ON big USING forein (t);
+SELECT forein_check('big_t', true);
+DROP INDEX big_t;
+INSERT INTO big SELECT string_agg(md5(x::text), '' ORDER BY x) FROM generate_series(1, 85) x;
 SET enable_seqscan = on;
 SELECT count(*) FROM big;
 CREATE INDEX big_t ON big USING forein (t);

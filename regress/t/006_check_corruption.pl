@@ -70,10 +70,11 @@ for my $blk (1 .. $size / $BLCKSZ - 1)
 	seek($fh, $blk * $BLCKSZ, 0);
 	read($fh, my $page, $BLCKSZ) == $BLCKSZ or die 'short read';
 	my ($lower, $upper, $special) = unpack('v v v', substr($page, 12, 6));
-	# ForeinPageOpaqueData (28 bytes, MAXALIGNed) is the special space
-	next unless $special == $BLCKSZ - 32;
-	my ($left, $right, $version, $level, $flags, $xhi, $xlo, $unused, $page_id) =
-	  unpack('V V V v v V V v v', substr($page, $special, 28));
+	# ForeinPageOpaqueData (24 bytes) is the special space
+	next unless $special == $BLCKSZ - 24;
+	my ($left, $right, $version, $level, $flags, $first_child, $unused,
+		$page_id)
+	  = unpack('V V V v v V v v', substr($page, $special, 24));
 	next unless $page_id == 0xFE1E && $level == 0 && $flags == 0;
 	my $nitems = ($lower - 24) / 4;
 	next unless $nitems >= 10;
@@ -116,9 +117,9 @@ for my $blk (1 .. $size / $BLCKSZ - 1)
 	seek($fh, $blk * $BLCKSZ, 0);
 	read($fh, my $page, $BLCKSZ) == $BLCKSZ or die 'short read';
 	my ($lower, $upper, $special) = unpack('v v v', substr($page, 12, 6));
-	next unless $special == $BLCKSZ - 32;
+	next unless $special == $BLCKSZ - 24;
 	my ($level, $flags, $page_id) =
-	  (unpack('V V V v v V V v v', substr($page, $special, 28)))[ 3, 4, 8 ];
+	  (unpack('V V V v v V v v', substr($page, $special, 24)))[ 3, 4, 7 ];
 	next unless $page_id == 0xFE1E && $level == 0;
 	for my $off (3 .. ($lower - 24) / 4)
 	{

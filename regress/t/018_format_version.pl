@@ -53,7 +53,7 @@ $node->start;
 
 my $force = 'SET enable_seqscan = off; SET enable_bitmapscan = off;';
 my $version_error =
-  qr/ERROR:  index "fv_k" has on-disk format version 99, but this forein library reads only version 1\n(?s:.*)HINT:  Rebuild it in the current format with REINDEX INDEX public\.fv_k\./;
+  qr/ERROR:  index "fv_k" has on-disk format version 99, but this forein library reads only version 2\n(?s:.*)HINT:  Rebuild it in the current format with REINDEX INDEX public\.fv_k\./;
 my %paths = (
 	'index scan' => "$force SELECT count(*) FROM fv WHERE k BETWEEN 30 AND 300",
 	'ordered scan' => "$force SELECT k FROM fv ORDER BY k LIMIT 3",
