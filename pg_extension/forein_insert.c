@@ -31,7 +31,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-static void insert_onto(Relation index, ForeinState *state, Buffer buf,
+static bool insert_onto(Relation index, ForeinState *state, Buffer buf,
 						ForeinStack stack, IndexTuple itup, OffsetNumber off,
 						Buffer childbuf);
 
@@ -60,7 +60,15 @@ item_cost(IndexTuple itup)
  * leave each side between a quarter and three quarters, a leaf prefers one
  * between two different keys (`differ`, when given), as nbtree's "many
  * duplicates" strategy does: cutting a run of duplicates leaves a half-full
- * page behind every time that key grows.
+ * page behind every time that key grows.  Returns -1 when no point fits.
+ *
+ * A page holds two bounds, and the right page's low key repeats its first
+ * item's key, so with items near the 1/3-page limit no split of the page's
+ * items plus a new one may fit (three such items and a large high key).
+ * The page's own items always split: cut before the last item k = n - 1,
+ * the left keeps its old bytes less item k plus k's separator (no larger
+ * than k), the right holds three things of at most 1/3 page each.  So
+ * split_page then splits without the new items, and the insertion retries.
  */
 #define FOREIN_SINGLEVALUE_FILLFACTOR 96
 
@@ -121,16 +129,19 @@ choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost, bool inner,
 		}
 	}
 	if (best < 0)
-		elog(ERROR, "forein: could not find a split point");
+		return -1;
 	return boundary >= 0 && !single_value && !rightmost_append ? boundary : best;
 }
 
 /*
- * Splits the page in buf to make room for itup at off.  Consumes childbuf
- * (clears its INCOMPLETE_SPLIT in the same record) and, through the
- * downlink insertion that follows, buf.
+ * Splits the page in buf to make room for the nnew items at off (replacing
+ * the item there when `replace`).  Consumes childbuf (clears its
+ * INCOMPLETE_SPLIT in the same record) and, through the downlink insertion
+ * that follows, buf.  Returns false when the new items fit on neither half:
+ * the page was split without them, childbuf is still held, and the caller
+ * must retry the insertion.
  */
-static void
+static bool
 split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		   IndexTuple *newitems, int nnew, OffsetNumber off, bool replace,
 		   Buffer childbuf)
@@ -162,6 +173,7 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	BlockNumber oleft = oopaque->left;
 	uint32		version = oopaque->version;
 	BlockNumber first_child = oopaque->first_child;
+	bool		inserted = true;
 
 	Assert(!(flags & FOREIN_INCOMPLETE_SPLIT));
 	items = palloc(sizeof(IndexTuple) * (maxoff + nnew + 1));
@@ -182,6 +194,22 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 					 leaf && n > 2 && forein_keys_equal(state, items[0], items[n - 1]),
 					 leaf ? forein_index_fillfactor(index) : FOREIN_INNER_FILLFACTOR,
 					 leaf ? state : NULL);
+	if (k < 0)
+	{
+		/* the page's own items only (see choose_split) */
+		n = 0;
+		for (o = FOREIN_FIRST_ITEM; o <= maxoff; o++)
+			items[n++] = (IndexTuple) PageGetItem(origpage, PageGetItemId(origpage, o));
+		k = choose_split(items, n, item_cost(lokey), item_cost(hikey), !leaf,
+						 false, false, 50, leaf ? state : NULL);
+		if (k < 0)
+			elog(ERROR, "forein: could not find a split point in block %u of index \"%s\"",
+				 blkno, RelationGetRelationName(index));
+		elog(DEBUG1, "forein: block %u of index \"%s\" split without the new entry, which no split could take",
+			 blkno, RelationGetRelationName(index));
+		inserted = false;
+		childbuf = InvalidBuffer;	/* its downlink is not in yet */
+	}
 
 	/*
 	 * The separator: on leaves, between different keys the key alone (TID
@@ -246,6 +274,7 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	forein_offload_node_event(index, rblkno);
 
 	forein_insert_downlink(index, state, buf, stack);
+	return inserted;
 }
 
 /*
@@ -303,8 +332,12 @@ add_item_logged(Relation index, Buffer buf, IndexTuple itup, OffsetNumber off)
 	END_CRIT_SECTION();
 }
 
-/* Adds itup at off, splitting if needed; releases buf and childbuf */
-static void
+/*
+ * Adds itup at off, splitting if needed; releases buf and childbuf.  Returns
+ * false when a split could not take itup (split_page): buf is released,
+ * childbuf still held, and the caller retries.
+ */
+static bool
 insert_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 			IndexTuple itup, OffsetNumber off, Buffer childbuf)
 {
@@ -315,7 +348,7 @@ insert_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	{
 		add_item_logged(index, buf, itup, off);
 		forein_relbuf(buf);
-		return;
+		return true;
 	}
 	if (PageGetFreeSpace(page) >= MAXALIGN(IndexTupleSize(itup)))
 	{
@@ -328,17 +361,17 @@ insert_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		if (BufferIsValid(childbuf))
 			forein_relbuf(childbuf);
 		forein_relbuf(buf);
-		return;
+		return true;
 	}
-	split_page(index, state, buf, stack, &itup, 1, off, false, childbuf);
+	return split_page(index, state, buf, stack, &itup, 1, off, false, childbuf);
 }
 
 /*
  * Replaces the leaf item at off by the nnew items (a posting tuple that
  * took a TID, or was cut around one), splitting if they do not fit;
- * releases buf.
+ * releases buf.  Returns false as insert_onto does.
  */
-static void
+static bool
 replace_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 			 OffsetNumber off, IndexTuple *newitems, int nnew)
 {
@@ -353,8 +386,8 @@ replace_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		need += MAXALIGN(IndexTupleSize(newitems[i]));
 	if (need > old && need - old > PageGetExactFreeSpace(page))
 	{
-		split_page(index, state, buf, stack, newitems, nnew, off, true, InvalidBuffer);
-		return;
+		return split_page(index, state, buf, stack, newitems, nnew, off, true,
+						  InvalidBuffer);
 	}
 	xs = GenericXLogStart(index);
 	wpage = GenericXLogRegisterBuffer(xs, buf, 0);
@@ -363,6 +396,7 @@ replace_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		page_add(index, wpage, newitems[i], off + i);
 	GenericXLogFinish(xs);
 	forein_relbuf(buf);
+	return true;
 }
 
 /*
@@ -414,9 +448,9 @@ dedup_page(Relation index, Buffer buf)
  * Inserts itup on the exclusively locked leaf buf of a deduplicating index:
  * into the posting tuple whose TID range holds itup's TID, if any; else as
  * a tuple of its own, after merging the page's duplicates when it is full.
- * Releases buf.
+ * Releases buf.  Returns false as insert_onto does.
  */
-static void
+static bool
 insert_dedup(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 			 IndexTuple itup, const ForeinSearchKey *key)
 {
@@ -437,11 +471,10 @@ insert_dedup(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 			IndexTuple	rep[3];
 			int			nrep = forein_posting_insert(prev, itup, rep);
 
-			replace_onto(index, state, buf, stack, off - 1, rep, nrep);
-			return;
+			return replace_onto(index, state, buf, stack, off - 1, rep, nrep);
 		}
 	}
-	insert_onto(index, state, buf, stack, itup, off, InvalidBuffer);
+	return insert_onto(index, state, buf, stack, itup, off, InvalidBuffer);
 }
 
 /* Grows the tree: a new root above the old root lbuf and its new sibling */
@@ -567,6 +600,7 @@ forein_insert_downlink(Relation index, ForeinState *state, Buffer lbuf,
 	}
 
 	/* re-find the downlink to lbuf, moving right; finish the parent's split first */
+retry:
 	for (;;)
 	{
 		Page		ppage = BufferGetPage(pbuf);
@@ -596,7 +630,15 @@ forein_insert_downlink(Relation index, ForeinState *state, Buffer lbuf,
 	}
 
 	downlink = forein_make_downlink(sep, rblkno);
-	insert_onto(index, state, pbuf, parentstack, downlink, off + 1, lbuf);
+	if (!insert_onto(index, state, pbuf, parentstack, downlink, off + 1, lbuf))
+	{
+		/* the parent split without our downlink: find it again */
+		BlockNumber pblkno = BufferGetBlockNumber(pbuf);
+
+		pfree(downlink);
+		pbuf = forein_getbuf(index, pblkno, BUFFER_LOCK_EXCLUSIVE);
+		goto retry;
+	}
 	pfree(downlink);
 	pfree(sep);
 	forein_free_stack(found);
@@ -729,6 +771,7 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 	bool		check;
 	bool		is_unique = true;
 	bool		dedup = forein_index_dedup(index);
+	bool		done;
 	int			i;
 
 	itup->t_tid = *ht_ctid;
@@ -758,12 +801,14 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 			}
 			CheckForSerializableConflictIn(index, NULL, BufferGetBlockNumber(buf));
 			if (dedup)
-				insert_dedup(index, state, buf, stack, itup, &key);
+				done = insert_dedup(index, state, buf, stack, itup, &key);
 			else
-				insert_onto(index, state, buf, stack, itup,
-							forein_binsearch_leaf(state, page, &key), InvalidBuffer);
+				done = insert_onto(index, state, buf, stack, itup,
+								   forein_binsearch_leaf(state, page, &key), InvalidBuffer);
 			forein_free_stack(stack);
-			break;
+			if (done)
+				break;
+			continue;			/* the leaf split without our entry */
 		}
 		else
 		{
@@ -827,10 +872,12 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 			CheckForSerializableConflictIn(index, NULL, BufferGetBlockNumber(buf));
 			if (!forein_page_hi_le(state, page, &key))
 			{
-				insert_onto(index, state, buf, stack, itup,
-							forein_binsearch_leaf(state, page, &key), InvalidBuffer);
+				done = insert_onto(index, state, buf, stack, itup,
+								   forein_binsearch_leaf(state, page, &key), InvalidBuffer);
 				forein_free_stack(stack);
-				break;
+				if (done)
+					break;
+				continue;		/* split without our entry: check again */
 			}
 
 			/* our position is further right: go there holding buf */
@@ -859,12 +906,13 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 				forein_free_stack(stack);
 				continue;
 			}
-			insert_onto(index, state, target, NULL, itup,
-						forein_binsearch_leaf(state, BufferGetPage(target), &key),
-						InvalidBuffer);
+			done = insert_onto(index, state, target, NULL, itup,
+							   forein_binsearch_leaf(state, BufferGetPage(target), &key),
+							   InvalidBuffer);
 			forein_relbuf(buf);
 			forein_free_stack(stack);
-			break;
+			if (done)
+				break;
 		}
 	}
 	pfree(itup);
