@@ -44,6 +44,13 @@ $primary->safe_psql(
 	-- 300-byte keys: few per page, so inserts split inner pages and add
 	-- levels
 	CREATE INDEX w_wide ON w USING forein ((rpad(t, 300, '*')));
+	-- keys of up to the 2,704-byte limit (incompressible text), on a
+	-- twentieth of the rows: pages of one or two items, splits that
+	-- cannot take the new entry (the page splits first, the insert retries)
+	CREATE FUNCTION bigkey(t text) RETURNS text IMMUTABLE LANGUAGE sql
+	  AS $$ SELECT substr(string_agg(md5(t || x), ''), 1, 1 + abs(hashtext(t)) % 2660)
+	        FROM generate_series(1, 84) x $$;
+	CREATE INDEX w_big ON w USING forein ((bigkey(t))) WHERE id % 20 = 0;
 	CREATE TABLE w_empty (k int4);
 	CREATE INDEX w_empty_k ON w_empty USING forein (k);
 });
@@ -64,9 +71,10 @@ my @queries = (
 	'SELECT d, k FROM w WHERE d = 5 ORDER BY d, k DESC LIMIT 15',
 	'SELECT count(*) FROM w WHERE id > 100',
 	'SELECT count(*) FROM w_empty WHERE k > 0',
+	"SELECT count(*), sum(length(bigkey(t))) FROM w WHERE id % 20 = 0 AND bigkey(t) > '8'",
 	'SELECT k FROM w_empty WHERE k >= 0 ORDER BY k LIMIT 10',
 );
-my @indexes = qw(w_k w_d w_t w_dk w_nodedup w_id w_wide w_empty_k);
+my @indexes = qw(w_k w_d w_t w_dk w_nodedup w_id w_wide w_big w_empty_k);
 
 # Polls until the standby has replayed all the primary wrote, failing at
 # once (with the standby's FATAL lines) if the standby went away: a failed
