@@ -33,39 +33,52 @@
 #include "forein.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "lib/binaryheap.h"
+#include "port/pg_bswap.h"
+#include "storage/buffile.h"
 #include "storage/smgr.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/date.h"
 #include "utils/tuplesort.h"
+#include "utils/uuid.h"
 
 /*
- * Integer-like keys (integers, dates, timestamps) are sorted as compact
- * 16-byte entries in memory while they fit in maintenance_work_mem: a
- * third of a heap tuplesort's footprint, so a 2M-row build sorts in memory
- * where the general path spills to tape.  Beyond the budget the entries
- * move to the tuplesort; a table whose row estimate is already beyond it
- * starts there.
+ * Single integer-like (integers, dates, timestamps) and uuid keys are sorted
+ * as compact 24-byte entries: the key as two order-preserving unsigned
+ * words, then the heap TID.  That is a third of a tuplesort's footprint per
+ * row and a comparison without a call, so more rows sort per batch.  Up to
+ * maintenance_work_mem the entries sort in memory; beyond it each full
+ * batch is sorted and written to a temporary file as a run, and the load
+ * merges the runs with the last batch.
  */
-typedef struct IntEntry
+typedef struct SortEntry
 {
-	int64		key;
+	uint64		hi;
+	uint64		lo;
 	ItemPointerData tid;
 	uint8		isnull;
 	uint8		alive;
-} IntEntry;
+} SortEntry;
+
+#define INT_SIGN_FLIP	UINT64CONST(0x8000000000000000)
 
 static inline int
-compare_int_entries(const IntEntry *a, const IntEntry *b)
+compare_entries(const SortEntry *a, const SortEntry *b)
 {
 	BlockNumber ab,
 				bb;
 
 	if (a->isnull != b->isnull)
 		return a->isnull ? 1 : -1;
-	if (!a->isnull && a->key != b->key)
-		return a->key < b->key ? -1 : 1;
+	if (!a->isnull)
+	{
+		if (a->hi != b->hi)
+			return a->hi < b->hi ? -1 : 1;
+		if (a->lo != b->lo)
+			return a->lo < b->lo ? -1 : 1;
+	}
 	ab = ItemPointerGetBlockNumberNoCheck(&a->tid);
 	bb = ItemPointerGetBlockNumberNoCheck(&b->tid);
 	if (ab != bb)
@@ -74,12 +87,20 @@ compare_int_entries(const IntEntry *a, const IntEntry *b)
 		(int) ItemPointerGetOffsetNumberNoCheck(&b->tid);
 }
 
-#define ST_SORT sort_int_entries
-#define ST_ELEMENT_TYPE IntEntry
-#define ST_COMPARE(a, b) compare_int_entries(a, b)
+#define ST_SORT sort_entries
+#define ST_ELEMENT_TYPE SortEntry
+#define ST_COMPARE(a, b) compare_entries(a, b)
 #define ST_SCOPE static
 #define ST_DEFINE
 #include "lib/sort_template.h"
+
+/* A sorted batch of entries written out; head is its next entry */
+typedef struct EntryRun
+{
+	BufFile    *file;
+	Size		left;			/* entries not yet taken, head included */
+	SortEntry	head;
+} EntryRun;
 
 /* Pages of one level, written as they fill */
 typedef struct LevelWriter
@@ -117,10 +138,19 @@ typedef struct BuildState
 	Tuplesortstate *deadsort;	/* unique indexes: the dead tuples */
 	bool		havedead;
 	double		indtuples;
-	IntEntry   *entries;		/* the in-memory sort (integer-like keys) */
+	SortEntry  *entries;		/* compact entries; NULL: the tuplesort */
 	Size		nentries;
 	Size		capacity;
+	Size		max_entries;	/* a batch's limit: maintenance_work_mem */
 	Size		next;			/* reading position after the sort */
+	EntryRun   *runs;			/* batches written out */
+	int			nruns;
+	int			runs_size;
+	binaryheap *merge;			/* runs and the last batch by head; NULL:
+								 * the last batch alone */
+	SortEntry	taken;			/* the entry last returned by the merge */
+	SortEntry	prev;			/* unique: the entry loaded before */
+	bool		have_prev;
 	/* the index as tuplesort's btree sort sees it (begin_tuplesort) */
 	RelationData sortrel;
 	FormData_pg_class sortclass;
@@ -375,23 +405,158 @@ put_tuple(BuildState *bs, ItemPointer tid, Datum *values, bool *isnull,
 	}
 }
 
-/* The in-memory entries outgrew maintenance_work_mem: hand them over */
-static void
-spill_entries(BuildState *bs)
+/* A compact entry's key from a non-NULL key Datum */
+static inline void
+encode_entry(BuildState *bs, Datum value, SortEntry *e)
 {
-	Size		i;
-
-	begin_tuplesort(bs);
-	for (i = 0; i < bs->nentries; i++)
+	if (bs->state->cols[0].kind == FOREIN_KEY_UUID)
 	{
-		IntEntry   *e = &bs->entries[i];
-		Datum		value = e->isnull ? (Datum) 0 : int_datum(bs->state->cols[0].typid, e->key);
-		bool		isnull = e->isnull;
+		const unsigned char *data = DatumGetUUIDP(value)->data;
 
-		put_tuple(bs, &e->tid, &value, &isnull, e->alive);
+		memcpy(&e->hi, data, sizeof(uint64));
+		memcpy(&e->lo, data + sizeof(uint64), sizeof(uint64));
+		e->hi = pg_ntoh64(e->hi);
+		e->lo = pg_ntoh64(e->lo);
 	}
+	else
+	{
+		ForeinSearchKey key;
+
+		forein_key_from_datum(bs->state, value, false, &key);
+		e->hi = (uint64) key.vals[0].ival ^ INT_SIGN_FLIP;
+		e->lo = 0;
+	}
+}
+
+/* The key Datum of a non-NULL entry; a uuid's points into *uuid */
+static inline Datum
+decode_entry(BuildState *bs, const SortEntry *e, pg_uuid_t *uuid)
+{
+	uint64		w;
+
+	if (bs->state->cols[0].kind == FOREIN_KEY_UUID)
+	{
+		w = pg_hton64(e->hi);
+		memcpy(uuid->data, &w, sizeof(uint64));
+		w = pg_hton64(e->lo);
+		memcpy(uuid->data + sizeof(uint64), &w, sizeof(uint64));
+		return UUIDPGetDatum(uuid);
+	}
+	return int_datum(bs->state->cols[0].typid, (int64) (e->hi ^ INT_SIGN_FLIP));
+}
+
+/* Sorts the full batch and writes it out as a run */
+static void
+write_run(BuildState *bs)
+{
+	EntryRun   *run;
+
+	sort_entries(bs->entries, bs->nentries);
+	if (bs->nruns == bs->runs_size)
+	{
+		bs->runs_size = Max(8, 2 * bs->runs_size);
+		bs->runs = bs->runs ? repalloc(bs->runs, sizeof(EntryRun) * bs->runs_size) :
+			palloc(sizeof(EntryRun) * bs->runs_size);
+	}
+	run = &bs->runs[bs->nruns++];
+	run->file = BufFileCreateTemp(false);
+	BufFileWrite(run->file, bs->entries, bs->nentries * sizeof(SortEntry));
+	run->left = bs->nentries;
+	bs->nentries = 0;
+}
+
+/* Reads a run's next entry into its head; false at its end */
+static bool
+advance_run(EntryRun *run)
+{
+	if (--run->left == 0)
+		return false;
+	if (BufFileRead(run->file, &run->head, sizeof(SortEntry)) != sizeof(SortEntry))
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("forein: could not read a sorted run from a temporary file")));
+	return true;
+}
+
+/* The merge's sources: runs 0..nruns-1, then the last batch (nruns) */
+static inline const SortEntry *
+source_head(BuildState *bs, int src)
+{
+	return src < bs->nruns ? &bs->runs[src].head : &bs->entries[bs->next];
+}
+
+/* binaryheap is a max-heap: the smallest head must compare highest */
+static int
+compare_sources(Datum a, Datum b, void *arg)
+{
+	BuildState *bs = (BuildState *) arg;
+
+	return compare_entries(source_head(bs, DatumGetInt32(b)),
+						   source_head(bs, DatumGetInt32(a)));
+}
+
+/* Sorts the last batch; with runs written, sets up their merge */
+static void
+finish_entries(BuildState *bs)
+{
+	int			i;
+
+	sort_entries(bs->entries, bs->nentries);
+	bs->next = 0;
+	if (bs->nruns == 0)
+		return;
+	bs->merge = binaryheap_allocate(bs->nruns + 1, compare_sources, bs);
+	for (i = 0; i < bs->nruns; i++)
+	{
+		EntryRun   *run = &bs->runs[i];
+
+		if (BufFileSeek(run->file, 0, 0, SEEK_SET) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("forein: could not rewind a sorted run's temporary file")));
+		run->left++;			/* advance_run counts the head it reads */
+		if (advance_run(run))
+			binaryheap_add_unordered(bs->merge, Int32GetDatum(i));
+	}
+	if (bs->nentries > 0)
+		binaryheap_add_unordered(bs->merge, Int32GetDatum(bs->nruns));
+	binaryheap_build(bs->merge);
+}
+
+/* The next entry in sorted order, or NULL at the end */
+static const SortEntry *
+take_entry(BuildState *bs)
+{
+	int			src;
+	bool		more;
+
+	if (bs->merge == NULL)
+		return bs->next < bs->nentries ? &bs->entries[bs->next++] : NULL;
+	if (binaryheap_empty(bs->merge))
+		return NULL;
+	src = DatumGetInt32(binaryheap_first(bs->merge));
+	bs->taken = *source_head(bs, src);
+	if (src < bs->nruns)
+		more = advance_run(&bs->runs[src]);
+	else
+		more = ++bs->next < bs->nentries;
+	if (more)
+		binaryheap_replace_first(bs->merge, Int32GetDatum(src));
+	else
+		(void) binaryheap_remove_first(bs->merge);
+	return &bs->taken;
+}
+
+static void
+end_entries(BuildState *bs)
+{
+	int			i;
+
+	for (i = 0; i < bs->nruns; i++)
+		BufFileClose(bs->runs[i].file);
+	if (bs->merge)
+		binaryheap_free(bs->merge);
 	pfree(bs->entries);
-	bs->entries = NULL;
 }
 
 static void
@@ -403,29 +568,23 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	bs->indtuples += 1;
 	if (bs->entries != NULL)
 	{
-		IntEntry   *e;
+		SortEntry  *e;
 
 		if (bs->nentries == bs->capacity)
 		{
-			if (2 * bs->capacity * sizeof(IntEntry) > (Size) maintenance_work_mem * 1024)
+			if (bs->capacity == bs->max_entries)
+				write_run(bs);
+			else
 			{
-				spill_entries(bs);
-				put_tuple(bs, tid, values, isnull, tupleIsAlive);
-				return;
+				bs->capacity = Min(2 * bs->capacity, bs->max_entries);
+				bs->entries = repalloc_huge(bs->entries, bs->capacity * sizeof(SortEntry));
 			}
-			bs->capacity *= 2;
-			bs->entries = repalloc_huge(bs->entries, bs->capacity * sizeof(IntEntry));
 		}
 		e = &bs->entries[bs->nentries++];
 		e->isnull = isnull[0];
-		e->key = 0;
+		e->hi = e->lo = 0;
 		if (!isnull[0])
-		{
-			ForeinSearchKey key;
-
-			forein_key_from_datum(bs->state, values[0], false, &key);
-			e->key = key.vals[0].ival;
-		}
+			encode_entry(bs, values[0], e);
 		e->tid = *tid;
 		e->alive = tupleIsAlive;
 		return;
@@ -464,36 +623,57 @@ add_run(BuildState *bs, LevelWriter *w, IndexTuple run, ItemPointerData *tids,
 }
 
 /*
- * The in-memory sort's next entry as an index tuple (in tupcxt), or NULL at
- * the end.  A unique index's duplicates are found here: among entries with
- * one key at most one may be live.
+ * The compact sort's next entry as an index tuple, or NULL at the end.  A
+ * non-NULL key is written into a tuple formed once (the keys are fixed-width,
+ * so only the value differs); a NULL one is formed in tupcxt.  The tuple
+ * stays valid until the next call.  A unique index's duplicates are found
+ * here: among entries with one key at most one may be live.
  */
 static IndexTuple
 next_entry(BuildState *bs, IndexInfo *indexInfo, MemoryContext tupcxt,
-		   int *alive_in_run)
+		   IndexTuple *keytup, int *alive_in_run)
 {
-	IntEntry   *e;
-	IntEntry   *prev;
-	Datum		value;
+	const SortEntry *e;
+	Datum		value = (Datum) 0;
 	bool		isnull;
+	pg_uuid_t	uuid;
 	IndexTuple	itup;
-	MemoryContext old;
 
-	if (bs->next >= bs->nentries)
+	e = take_entry(bs);
+	if (e == NULL)
 		return NULL;
-	prev = bs->next > 0 ? &bs->entries[bs->next - 1] : NULL;
-	e = &bs->entries[bs->next++];
 	isnull = e->isnull;
-	value = isnull ? (Datum) 0 : int_datum(bs->state->cols[0].typid, e->key);
-	MemoryContextReset(tupcxt);
-	old = MemoryContextSwitchTo(tupcxt);
-	itup = index_form_tuple(bs->state->tupdesc, &value, &isnull);
-	MemoryContextSwitchTo(old);
+	if (!isnull)
+		value = decode_entry(bs, e, &uuid);
+	if (isnull || *keytup == NULL)
+	{
+		MemoryContext old;
+
+		MemoryContextReset(tupcxt);
+		old = MemoryContextSwitchTo(tupcxt);
+		itup = index_form_tuple(bs->state->tupdesc, &value, &isnull);
+		MemoryContextSwitchTo(old);
+		if (!isnull)
+			*keytup = CopyIndexTuple(itup);
+	}
+	if (!isnull)
+	{
+		Form_pg_attribute att = TupleDescAttr(bs->state->tupdesc, 0);
+		char	   *data;
+
+		itup = *keytup;
+		data = (char *) itup + IndexInfoFindDataOffset(itup->t_info);
+		if (att->attbyval)
+			store_att_byval(data, value, att->attlen);
+		else
+			memcpy(data, DatumGetPointer(value), att->attlen);
+	}
 	itup->t_tid = e->tid;
 
 	if (bs->unique && (!isnull || indexInfo->ii_NullsNotDistinct))
 	{
-		if (prev != NULL && prev->isnull == e->isnull && prev->key == e->key)
+		if (bs->have_prev && bs->prev.isnull == e->isnull &&
+			bs->prev.hi == e->hi && bs->prev.lo == e->lo)
 		{
 			*alive_in_run += e->alive ? 1 : 0;
 			if (*alive_in_run > 1)
@@ -501,6 +681,8 @@ next_entry(BuildState *bs, IndexInfo *indexInfo, MemoryContext tupcxt,
 		}
 		else
 			*alive_in_run = e->alive ? 1 : 0;
+		bs->prev = *e;
+		bs->have_prev = true;
 	}
 	return itup;
 }
@@ -550,6 +732,7 @@ load_leaves(BuildState *bs, IndexInfo *indexInfo, LevelWriter *w)
 	int			run_n = 0;
 	int			run_max = 0;
 	int			alive_in_run = 0;
+	IndexTuple	keytup = NULL;	/* next_entry's non-NULL key tuple */
 	int64		tuples_done = 0;
 	SortMerge	merge = {0};
 	MemoryContext tupcxt = AllocSetContextCreate(CurrentMemoryContext,
@@ -561,7 +744,7 @@ load_leaves(BuildState *bs, IndexInfo *indexInfo, LevelWriter *w)
 		IndexTuple	itup;
 
 		if (bs->entries != NULL)
-			itup = next_entry(bs, indexInfo, tupcxt, &alive_in_run);
+			itup = next_entry(bs, indexInfo, tupcxt, &keytup, &alive_in_run);
 		else
 			itup = next_sorted(bs, &merge);
 		if (itup == NULL)
@@ -599,6 +782,8 @@ load_leaves(BuildState *bs, IndexInfo *indexInfo, LevelWriter *w)
 	pfree(run_tids);
 	level_flush(bs, w, NULL, true);
 	MemoryContextDelete(tupcxt);
+	if (keytup)
+		pfree(keytup);
 }
 
 /* Builds the inner levels above `below`; returns the root's block and level */
@@ -656,12 +841,14 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	init_sortrel(&bs);
 	if (state->natts == 1 && !state->cols[0].desc && !state->cols[0].nulls_first &&
-		(state->cols[0].kind == FOREIN_KEY_INT || state->cols[0].kind == FOREIN_KEY_DATE ||
-		 state->cols[0].kind == FOREIN_KEY_TIMESTAMP) &&
-		heap->rd_rel->reltuples * sizeof(IntEntry) <= (double) maintenance_work_mem * 1024)
+		state->cols[0].kind != FOREIN_KEY_GENERIC)
 	{
-		bs.capacity = 1024;
-		bs.entries = palloc(bs.capacity * sizeof(IntEntry));
+		/* sized for the row estimate, so that the batch rarely grows */
+		bs.max_entries = (Size) maintenance_work_mem * 1024 / sizeof(SortEntry);
+		bs.capacity = Min(Max(1024, (Size) Max(heap->rd_rel->reltuples, 0) + 1),
+						  bs.max_entries);
+		bs.entries = MemoryContextAllocHuge(CurrentMemoryContext,
+											bs.capacity * sizeof(SortEntry));
 	}
 	else
 		begin_tuplesort(&bs);
@@ -695,7 +882,7 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		}
 	}
 	else
-		sort_int_entries(bs.entries, bs.nentries);
+		finish_entries(&bs);
 
 	/* block 0 is the metapage; written again once the root is known */
 	forein_init_metapage(metabuf.data, InvalidBlockNumber, 0,
@@ -719,7 +906,7 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (bs.sort)
 		tuplesort_end(bs.sort);
 	else
-		pfree(bs.entries);
+		end_entries(&bs);
 	if (bs.deadsort)
 		tuplesort_end(bs.deadsort);
 	forein_offload_node_event(index, root);
