@@ -45,13 +45,16 @@
 #include "utils/uuid.h"
 
 /*
- * Single integer-like (integers, dates, timestamps) and uuid keys are sorted
- * as compact 24-byte entries: the key as two order-preserving unsigned
- * words, then the heap TID.  That is a third of a tuplesort's footprint per
+ * Single integer-like (integers, dates, timestamps) and uuid keys, and text
+ * keys of a non-unique index ordered as bytes, are sorted as compact 24-byte
+ * entries: the key as two order-preserving unsigned words (text: its first
+ * 8 bytes, then a pointer to the whole value, copied to a key arena), then
+ * the heap TID.  That is a third to a half of a tuplesort's footprint per
  * row and a comparison without a call, so more rows sort per batch.  Up to
  * maintenance_work_mem the entries sort in memory; beyond it each full
- * batch is sorted and written to a temporary file as a run, and the load
- * merges the runs with the last batch.
+ * batch is sorted and written to a temporary file as a run (a text entry
+ * followed by its value, lo then its length), and the load merges the runs
+ * with the last batch.
  */
 typedef struct SortEntry
 {
@@ -63,13 +66,26 @@ typedef struct SortEntry
 } SortEntry;
 
 #define INT_SIGN_FLIP	UINT64CONST(0x8000000000000000)
+/* the text key arena grows in blocks of this size */
+#define KEY_BLOCK_SIZE	(1024 * 1024)
+/* how many entries ahead the load prefetches text values */
+#define PREFETCH_DISTANCE 32
+
+static inline int
+compare_tids(const SortEntry *a, const SortEntry *b)
+{
+	BlockNumber ab = ItemPointerGetBlockNumberNoCheck(&a->tid);
+	BlockNumber bb = ItemPointerGetBlockNumberNoCheck(&b->tid);
+
+	if (ab != bb)
+		return ab < bb ? -1 : 1;
+	return (int) ItemPointerGetOffsetNumberNoCheck(&a->tid) -
+		(int) ItemPointerGetOffsetNumberNoCheck(&b->tid);
+}
 
 static inline int
 compare_entries(const SortEntry *a, const SortEntry *b)
 {
-	BlockNumber ab,
-				bb;
-
 	if (a->isnull != b->isnull)
 		return a->isnull ? 1 : -1;
 	if (!a->isnull)
@@ -79,17 +95,52 @@ compare_entries(const SortEntry *a, const SortEntry *b)
 		if (a->lo != b->lo)
 			return a->lo < b->lo ? -1 : 1;
 	}
-	ab = ItemPointerGetBlockNumberNoCheck(&a->tid);
-	bb = ItemPointerGetBlockNumberNoCheck(&b->tid);
-	if (ab != bb)
-		return ab < bb ? -1 : 1;
-	return (int) ItemPointerGetOffsetNumberNoCheck(&a->tid) -
-		(int) ItemPointerGetOffsetNumberNoCheck(&b->tid);
+	return compare_tids(a, b);
 }
 
 #define ST_SORT sort_entries
 #define ST_ELEMENT_TYPE SortEntry
 #define ST_COMPARE(a, b) compare_entries(a, b)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/* The text value a text entry's lo points to */
+#define ENTRY_TEXT(e)	((struct varlena *) (uintptr_t) (e)->lo)
+
+/* Text ordered as bytes: memcmp, then the shorter first */
+static inline int
+compare_text_entries(const SortEntry *a, const SortEntry *b)
+{
+	if (a->isnull != b->isnull)
+		return a->isnull ? 1 : -1;
+	if (!a->isnull)
+	{
+		struct varlena *va;
+		struct varlena *vb;
+		Size		la;
+		Size		lb;
+		int			r;
+
+		/* the values only on a tie of the first 8 bytes: they are far */
+		if (a->hi != b->hi)
+			return a->hi < b->hi ? -1 : 1;
+		va = ENTRY_TEXT(a);
+		vb = ENTRY_TEXT(b);
+		la = VARSIZE_ANY_EXHDR(va);
+		lb = VARSIZE_ANY_EXHDR(vb);
+		r = memcmp(VARDATA_ANY(va), VARDATA_ANY(vb), Min(la, lb));
+		if (r != 0)
+			return r;
+		if (la != lb)
+			return la < lb ? -1 : 1;
+	}
+	return compare_tids(a, b);
+}
+
+#define ST_SORT sort_text_entries
+#define ST_ELEMENT_TYPE SortEntry
+#define ST_COMPARE(a, b) compare_text_entries(a, b)
 #define ST_SCOPE static
 #define ST_DEFINE
 #include "lib/sort_template.h"
@@ -100,6 +151,8 @@ typedef struct EntryRun
 	BufFile    *file;
 	Size		left;			/* entries not yet taken, head included */
 	SortEntry	head;
+	char	   *value;			/* text: head's value */
+	Size		value_size;
 } EntryRun;
 
 /* Pages of one level, written as they fill */
@@ -141,7 +194,6 @@ typedef struct BuildState
 	SortEntry  *entries;		/* compact entries; NULL: the tuplesort */
 	Size		nentries;
 	Size		capacity;
-	Size		max_entries;	/* a batch's limit: maintenance_work_mem */
 	Size		next;			/* reading position after the sort */
 	EntryRun   *runs;			/* batches written out */
 	int			nruns;
@@ -151,6 +203,14 @@ typedef struct BuildState
 	SortEntry	taken;			/* the entry last returned by the merge */
 	SortEntry	prev;			/* unique: the entry loaded before */
 	bool		have_prev;
+	char	   *taken_value;	/* text: taken's value, read from a run */
+	Size		taken_value_size;
+	bool		text;			/* the entries are text (lo: the value) */
+	Size		budget;			/* bytes: entries and text values */
+	MemoryContext keycxt;		/* text: the values, emptied per batch */
+	char	   *key_block;		/* text: the block values are copied to */
+	Size		key_block_left;
+	Size		key_bytes;		/* text: bytes of the blocks taken */
 	/* the index as tuplesort's btree sort sees it (begin_tuplesort) */
 	RelationData sortrel;
 	FormData_pg_class sortclass;
@@ -405,11 +465,26 @@ put_tuple(BuildState *bs, ItemPointer tid, Datum *values, bool *isnull,
 	}
 }
 
-/* A compact entry's key from a non-NULL key Datum */
+/* A compact entry's key from a non-NULL key Datum (text: a plain value) */
 static inline void
 encode_entry(BuildState *bs, Datum value, SortEntry *e)
 {
-	if (bs->state->cols[0].kind == FOREIN_KEY_UUID)
+	if (bs->text)
+	{
+		struct varlena *v = (struct varlena *) DatumGetPointer(value);
+		Size		size = VARSIZE_ANY(v);
+		Size		pad = VARATT_IS_SHORT(v) ? 0 :
+			INTALIGN((uintptr_t) bs->key_block) - (uintptr_t) bs->key_block;
+		char	   *copy = bs->key_block + pad;
+
+		Assert(pad + size <= bs->key_block_left);
+		memcpy(copy, v, size);
+		bs->key_block += pad + size;
+		bs->key_block_left -= pad + size;
+		e->hi = forein_word_bytes(VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
+		e->lo = (uint64) (uintptr_t) copy;
+	}
+	else if (bs->state->cols[0].kind == FOREIN_KEY_UUID)
 	{
 		const unsigned char *data = DatumGetUUIDP(value)->data;
 
@@ -434,6 +509,8 @@ decode_entry(BuildState *bs, const SortEntry *e, pg_uuid_t *uuid)
 {
 	uint64		w;
 
+	if (bs->text)
+		return PointerGetDatum(ENTRY_TEXT(e));
 	if (bs->state->cols[0].kind == FOREIN_KEY_UUID)
 	{
 		w = pg_hton64(e->hi);
@@ -445,13 +522,19 @@ decode_entry(BuildState *bs, const SortEntry *e, pg_uuid_t *uuid)
 	return int_datum(bs->state->cols[0].typid, (int64) (e->hi ^ INT_SIGN_FLIP));
 }
 
+static inline int
+compare_any_entries(BuildState *bs, const SortEntry *a, const SortEntry *b)
+{
+	return bs->text ? compare_text_entries(a, b) : compare_entries(a, b);
+}
+
 /* Sorts the full batch and writes it out as a run */
 static void
 write_run(BuildState *bs)
 {
 	EntryRun   *run;
+	Size		i;
 
-	sort_entries(bs->entries, bs->nentries);
 	if (bs->nruns == bs->runs_size)
 	{
 		bs->runs_size = Max(8, 2 * bs->runs_size);
@@ -459,23 +542,76 @@ write_run(BuildState *bs)
 			palloc(sizeof(EntryRun) * bs->runs_size);
 	}
 	run = &bs->runs[bs->nruns++];
+	memset(run, 0, sizeof(*run));
 	run->file = BufFileCreateTemp(false);
-	BufFileWrite(run->file, bs->entries, bs->nentries * sizeof(SortEntry));
 	run->left = bs->nentries;
+	if (!bs->text)
+	{
+		sort_entries(bs->entries, bs->nentries);
+		BufFileWrite(run->file, bs->entries, bs->nentries * sizeof(SortEntry));
+	}
+	else
+	{
+		sort_text_entries(bs->entries, bs->nentries);
+		for (i = 0; i < bs->nentries; i++)
+		{
+			SortEntry	e = bs->entries[i];
+			struct varlena *v = e.isnull ? NULL : ENTRY_TEXT(&e);
+
+			e.lo = v ? VARSIZE_ANY(v) : 0;
+			BufFileWrite(run->file, &e, sizeof(SortEntry));
+			if (v)
+				BufFileWrite(run->file, v, e.lo);
+		}
+		MemoryContextReset(bs->keycxt);
+		bs->key_block = NULL;
+		bs->key_block_left = 0;
+		bs->key_bytes = 0;
+	}
 	bs->nentries = 0;
+}
+
+static void
+read_run(EntryRun *run, void *ptr, Size size)
+{
+	if (BufFileRead(run->file, ptr, size) != size)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("forein: could not read a sorted run from a temporary file")));
 }
 
 /* Reads a run's next entry into its head; false at its end */
 static bool
-advance_run(EntryRun *run)
+advance_run(BuildState *bs, EntryRun *run)
 {
 	if (--run->left == 0)
 		return false;
-	if (BufFileRead(run->file, &run->head, sizeof(SortEntry)) != sizeof(SortEntry))
+	read_run(run, &run->head, sizeof(SortEntry));
+	if (bs->text && !run->head.isnull)
+	{
+		Size		size = run->head.lo;
+
+		if (size > run->value_size)
+		{
+			run->value_size = Max(size, 2 * run->value_size);
+			run->value = run->value ? repalloc(run->value, run->value_size) :
+				palloc(run->value_size);
+		}
+		read_run(run, run->value, size);
+		run->head.lo = (uint64) (uintptr_t) run->value;
+	}
+	return true;
+}
+
+/* Rewinds a run to read it from its first entry with advance_run */
+static void
+rewind_run(EntryRun *run)
+{
+	if (BufFileSeek(run->file, 0, 0, SEEK_SET) != 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("forein: could not read a sorted run from a temporary file")));
-	return true;
+				 errmsg("forein: could not rewind a sorted run's temporary file")));
+	run->left++;				/* advance_run counts the head it reads */
 }
 
 /* The merge's sources: runs 0..nruns-1, then the last batch (nruns) */
@@ -491,8 +627,8 @@ compare_sources(Datum a, Datum b, void *arg)
 {
 	BuildState *bs = (BuildState *) arg;
 
-	return compare_entries(source_head(bs, DatumGetInt32(b)),
-						   source_head(bs, DatumGetInt32(a)));
+	return compare_any_entries(bs, source_head(bs, DatumGetInt32(b)),
+							   source_head(bs, DatumGetInt32(a)));
 }
 
 /* Sorts the last batch; with runs written, sets up their merge */
@@ -501,21 +637,18 @@ finish_entries(BuildState *bs)
 {
 	int			i;
 
-	sort_entries(bs->entries, bs->nentries);
+	if (bs->text)
+		sort_text_entries(bs->entries, bs->nentries);
+	else
+		sort_entries(bs->entries, bs->nentries);
 	bs->next = 0;
 	if (bs->nruns == 0)
 		return;
 	bs->merge = binaryheap_allocate(bs->nruns + 1, compare_sources, bs);
 	for (i = 0; i < bs->nruns; i++)
 	{
-		EntryRun   *run = &bs->runs[i];
-
-		if (BufFileSeek(run->file, 0, 0, SEEK_SET) != 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("forein: could not rewind a sorted run's temporary file")));
-		run->left++;			/* advance_run counts the head it reads */
-		if (advance_run(run))
+		rewind_run(&bs->runs[i]);
+		if (advance_run(bs, &bs->runs[i]))
 			binaryheap_add_unordered(bs->merge, Int32GetDatum(i));
 	}
 	if (bs->nentries > 0)
@@ -531,13 +664,40 @@ take_entry(BuildState *bs)
 	bool		more;
 
 	if (bs->merge == NULL)
+	{
+		/*
+		 * Sorted, the text values are read in random order: start fetching
+		 * a few entries ahead (a NULL's 0 is harmless to prefetch).
+		 */
+#ifdef __GNUC__
+		if (bs->text && bs->next + PREFETCH_DISTANCE < bs->nentries)
+			__builtin_prefetch(ENTRY_TEXT(&bs->entries[bs->next + PREFETCH_DISTANCE]));
+#endif
 		return bs->next < bs->nentries ? &bs->entries[bs->next++] : NULL;
+	}
 	if (binaryheap_empty(bs->merge))
 		return NULL;
 	src = DatumGetInt32(binaryheap_first(bs->merge));
 	bs->taken = *source_head(bs, src);
 	if (src < bs->nruns)
-		more = advance_run(&bs->runs[src]);
+	{
+		/* the run's value buffer is its next head's */
+		if (bs->text && !bs->taken.isnull)
+		{
+			Size		size = VARSIZE_ANY(ENTRY_TEXT(&bs->taken));
+
+			if (size > bs->taken_value_size)
+			{
+				bs->taken_value_size = Max(size, 2 * bs->taken_value_size);
+				bs->taken_value = bs->taken_value ?
+					repalloc(bs->taken_value, bs->taken_value_size) :
+					palloc(bs->taken_value_size);
+			}
+			memcpy(bs->taken_value, ENTRY_TEXT(&bs->taken), size);
+			bs->taken.lo = (uint64) (uintptr_t) bs->taken_value;
+		}
+		more = advance_run(bs, &bs->runs[src]);
+	}
 	else
 		more = ++bs->next < bs->nentries;
 	if (more)
@@ -554,9 +714,78 @@ end_entries(BuildState *bs)
 
 	for (i = 0; i < bs->nruns; i++)
 		BufFileClose(bs->runs[i].file);
+	bs->nruns = 0;
 	if (bs->merge)
 		binaryheap_free(bs->merge);
 	pfree(bs->entries);
+	bs->entries = NULL;
+	if (bs->keycxt)
+		MemoryContextDelete(bs->keycxt);
+}
+
+static void
+put_entry(BuildState *bs, const SortEntry *e)
+{
+	pg_uuid_t	uuid;
+	Datum		value = e->isnull ? (Datum) 0 : decode_entry(bs, e, &uuid);
+	bool		isnull = e->isnull;
+
+	put_tuple(bs, (ItemPointer) &e->tid, &value, &isnull, e->alive);
+}
+
+/*
+ * A text value stored compressed or out of line: the entries move to the
+ * tuplesort, which keeps such values as index_form_tuple does.
+ */
+static void
+spill_entries(BuildState *bs)
+{
+	int			i;
+	Size		j;
+
+	begin_tuplesort(bs);
+	for (i = 0; i < bs->nruns; i++)
+	{
+		rewind_run(&bs->runs[i]);
+		while (advance_run(bs, &bs->runs[i]))
+			put_entry(bs, &bs->runs[i].head);
+	}
+	for (j = 0; j < bs->nentries; j++)
+		put_entry(bs, &bs->entries[j]);
+	end_entries(bs);
+}
+
+/*
+ * Makes room for one more entry and, for text, size more bytes of value:
+ * grows the batch within the budget, else writes it out as a run.
+ */
+static void
+reserve_entry(BuildState *bs, Size size)
+{
+	if (bs->nentries == bs->capacity)
+	{
+		Size		fit = (bs->budget - Min(bs->key_bytes, bs->budget)) / sizeof(SortEntry);
+		Size		grown = Min(2 * bs->capacity, fit);
+
+		if (grown > bs->capacity)
+		{
+			bs->capacity = grown;
+			bs->entries = repalloc_huge(bs->entries, bs->capacity * sizeof(SortEntry));
+		}
+		else
+			write_run(bs);
+	}
+	if (bs->text && size > bs->key_block_left)
+	{
+		Size		block = Max(KEY_BLOCK_SIZE, size);
+
+		if (bs->nentries > 0 &&
+			bs->capacity * sizeof(SortEntry) + bs->key_bytes + block > bs->budget)
+			write_run(bs);
+		bs->key_block = MemoryContextAllocHuge(bs->keycxt, block);
+		bs->key_block_left = block;
+		bs->key_bytes += block;
+	}
 }
 
 static void
@@ -569,17 +798,22 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	if (bs->entries != NULL)
 	{
 		SortEntry  *e;
+		Size		size = 0;
 
-		if (bs->nentries == bs->capacity)
+		if (bs->text && !isnull[0])
 		{
-			if (bs->capacity == bs->max_entries)
-				write_run(bs);
-			else
+			struct varlena *v = (struct varlena *) DatumGetPointer(values[0]);
+
+			if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
 			{
-				bs->capacity = Min(2 * bs->capacity, bs->max_entries);
-				bs->entries = repalloc_huge(bs->entries, bs->capacity * sizeof(SortEntry));
+				spill_entries(bs);
+				put_tuple(bs, tid, values, isnull, tupleIsAlive);
+				return;
 			}
+			/* a 4-byte header is aligned: at most 3 bytes before it */
+			size = VARSIZE_ANY(v) + (VARATT_IS_SHORT(v) ? 0 : sizeof(int32) - 1);
 		}
+		reserve_entry(bs, size);
 		e = &bs->entries[bs->nentries++];
 		e->isnull = isnull[0];
 		e->hi = e->lo = 0;
@@ -645,7 +879,7 @@ next_entry(BuildState *bs, IndexInfo *indexInfo, MemoryContext tupcxt,
 	isnull = e->isnull;
 	if (!isnull)
 		value = decode_entry(bs, e, &uuid);
-	if (isnull || *keytup == NULL)
+	if (isnull || bs->text || *keytup == NULL)
 	{
 		MemoryContext old;
 
@@ -653,10 +887,10 @@ next_entry(BuildState *bs, IndexInfo *indexInfo, MemoryContext tupcxt,
 		old = MemoryContextSwitchTo(tupcxt);
 		itup = index_form_tuple(bs->state->tupdesc, &value, &isnull);
 		MemoryContextSwitchTo(old);
-		if (!isnull)
+		if (!isnull && !bs->text)
 			*keytup = CopyIndexTuple(itup);
 	}
-	if (!isnull)
+	else
 	{
 		Form_pg_attribute att = TupleDescAttr(bs->state->tupdesc, 0);
 		char	   *data;
@@ -840,18 +1074,29 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.placeholder = forein_make_placeholder(state);
 
 	init_sortrel(&bs);
+	/* text compares by value here, so a unique index's (by hi, lo) is not */
+	bs.text = state->cols[0].kind == FOREIN_KEY_GENERIC && !bs.unique &&
+		forein_words_bytes_order(&state->words);
 	if (state->natts == 1 && !state->cols[0].desc && !state->cols[0].nulls_first &&
-		state->cols[0].kind != FOREIN_KEY_GENERIC)
+		(state->cols[0].kind != FOREIN_KEY_GENERIC || bs.text))
 	{
-		/* sized for the row estimate, so that the batch rarely grows */
-		bs.max_entries = (Size) maintenance_work_mem * 1024 / sizeof(SortEntry);
+		/* sized for the row estimate (text: 32-byte values), so that the
+		 * batch rarely grows */
+		bs.budget = (Size) maintenance_work_mem * 1024;
 		bs.capacity = Min(Max(1024, (Size) Max(heap->rd_rel->reltuples, 0) + 1),
-						  bs.max_entries);
+						  bs.budget / (sizeof(SortEntry) + (bs.text ? 40 : 0)));
 		bs.entries = MemoryContextAllocHuge(CurrentMemoryContext,
 											bs.capacity * sizeof(SortEntry));
+		if (bs.text)
+			bs.keycxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "forein build keys",
+											  ALLOCSET_DEFAULT_SIZES);
 	}
 	else
+	{
+		bs.text = false;
 		begin_tuplesort(&bs);
+	}
 
 	/* btree's phases (its ambuildphasename names them) */
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE,
