@@ -12,7 +12,9 @@
  * The keys are sorted as nbtsort.c sorts them: index tuples in tuplesort's
  * btree sort (sort support, abbreviated keys, heap TID as the last key,
  * duplicates of a unique index found by the sort; dead tuples of a unique
- * index sorted apart), and the build reports btree's progress phases.
+ * index sorted apart), and the build reports btree's progress phases.  A
+ * single key of a fixed-width type forein knows, or of text ordered as
+ * bytes, sorts as compact entries of its own instead (SortEntry below).
  *
  * pg_extension/forein_build.c
  *
@@ -186,8 +188,8 @@ typedef struct BuildState
 	bool		unique;
 	BlockNumber next_blkno;
 	IndexTuple	placeholder;
-	Tuplesortstate *sort;		/* NULL while sorting in memory; unique
-								 * indexes: the live tuples */
+	Tuplesortstate *sort;		/* NULL: the compact sort; unique indexes:
+								 * the live tuples */
 	Tuplesortstate *deadsort;	/* unique indexes: the dead tuples */
 	bool		havedead;
 	double		indtuples;
