@@ -530,6 +530,21 @@ compare_any_entries(BuildState *bs, const SortEntry *a, const SortEntry *b)
 	return bs->text ? compare_text_entries(a, b) : compare_entries(a, b);
 }
 
+/*
+ * Sorted, a batch's text values are read in random order: the value a few
+ * entries after entry i starts loading now (a NULL's 0 is harmless to
+ * prefetch).  A macro: GCC drops calls of a function that only prefetches.
+ */
+#ifdef __GNUC__
+#define PREFETCH_VALUE(bs, i) \
+	do { \
+		if ((bs)->text && (i) + PREFETCH_DISTANCE < (bs)->nentries) \
+			__builtin_prefetch(ENTRY_TEXT(&(bs)->entries[(i) + PREFETCH_DISTANCE])); \
+	} while (0)
+#else
+#define PREFETCH_VALUE(bs, i) ((void) 0)
+#endif
+
 /* Sorts the full batch and writes it out as a run */
 static void
 write_run(BuildState *bs)
@@ -559,6 +574,8 @@ write_run(BuildState *bs)
 		{
 			SortEntry	e = bs->entries[i];
 			struct varlena *v = e.isnull ? NULL : ENTRY_TEXT(&e);
+
+			PREFETCH_VALUE(bs, i);
 
 			e.lo = v ? VARSIZE_ANY(v) : 0;
 			BufFileWrite(run->file, &e, sizeof(SortEntry));
@@ -667,14 +684,7 @@ take_entry(BuildState *bs)
 
 	if (bs->merge == NULL)
 	{
-		/*
-		 * Sorted, the text values are read in random order: start fetching
-		 * a few entries ahead (a NULL's 0 is harmless to prefetch).
-		 */
-#ifdef __GNUC__
-		if (bs->text && bs->next + PREFETCH_DISTANCE < bs->nentries)
-			__builtin_prefetch(ENTRY_TEXT(&bs->entries[bs->next + PREFETCH_DISTANCE]));
-#endif
+		PREFETCH_VALUE(bs, bs->next);
 		return bs->next < bs->nentries ? &bs->entries[bs->next++] : NULL;
 	}
 	if (binaryheap_empty(bs->merge))
@@ -701,7 +711,10 @@ take_entry(BuildState *bs)
 		more = advance_run(bs, &bs->runs[src]);
 	}
 	else
+	{
+		PREFETCH_VALUE(bs, bs->next);
 		more = ++bs->next < bs->nentries;
+	}
 	if (more)
 		binaryheap_replace_first(bs->merge, Int32GetDatum(src));
 	else
