@@ -248,6 +248,7 @@ typedef struct ForeinWords
 extern void forein_words_init(ForeinWords *w, Oid typid, Oid collation,
 							  Oid opfamily);
 extern uint64 forein_words_value(const ForeinWords *w, Datum value);
+extern bool forein_words_bytes_order(const ForeinWords *w);
 extern uint64 forein_words_arg_value(const ForeinWords *w, Oid argtype,
 									 Datum value);
 

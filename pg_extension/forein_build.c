@@ -12,7 +12,9 @@
  * The keys are sorted as nbtsort.c sorts them: index tuples in tuplesort's
  * btree sort (sort support, abbreviated keys, heap TID as the last key,
  * duplicates of a unique index found by the sort; dead tuples of a unique
- * index sorted apart), and the build reports btree's progress phases.
+ * index sorted apart), and the build reports btree's progress phases.  A
+ * single key of a fixed-width type forein knows, or of text ordered as
+ * bytes, sorts as compact entries of its own instead (SortEntry below).
  *
  * pg_extension/forein_build.c
  *
@@ -33,53 +35,127 @@
 #include "forein.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "lib/binaryheap.h"
+#include "port/pg_bswap.h"
+#include "storage/buffile.h"
 #include "storage/smgr.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/date.h"
 #include "utils/tuplesort.h"
+#include "utils/uuid.h"
 
 /*
- * Integer-like keys (integers, dates, timestamps) are sorted as compact
- * 16-byte entries in memory while they fit in maintenance_work_mem: a
- * third of a heap tuplesort's footprint, so a 2M-row build sorts in memory
- * where the general path spills to tape.  Beyond the budget the entries
- * move to the tuplesort; a table whose row estimate is already beyond it
- * starts there.
+ * Single integer-like (integers, dates, timestamps) and uuid keys, and text
+ * keys of a non-unique index ordered as bytes, are sorted as compact 24-byte
+ * entries: the key as two order-preserving unsigned words (text: its first
+ * 8 bytes, then a pointer to the whole value, copied to a key arena), then
+ * the heap TID.  That is a third to a half of a tuplesort's footprint per
+ * row and a comparison without a call, so more rows sort per batch.  Up to
+ * maintenance_work_mem the entries sort in memory; beyond it each full
+ * batch is sorted and written to a temporary file as a run (a text entry
+ * followed by its value, lo then its length), and the load merges the runs
+ * with the last batch.
  */
-typedef struct IntEntry
+typedef struct SortEntry
 {
-	int64		key;
+	uint64		hi;
+	uint64		lo;
 	ItemPointerData tid;
 	uint8		isnull;
 	uint8		alive;
-} IntEntry;
+} SortEntry;
+
+#define INT_SIGN_FLIP	UINT64CONST(0x8000000000000000)
+/* the text key arena grows in blocks of this size */
+#define KEY_BLOCK_SIZE	(1024 * 1024)
+/* how many entries ahead the load prefetches text values */
+#define PREFETCH_DISTANCE 32
 
 static inline int
-compare_int_entries(const IntEntry *a, const IntEntry *b)
+compare_tids(const SortEntry *a, const SortEntry *b)
 {
-	BlockNumber ab,
-				bb;
+	BlockNumber ab = ItemPointerGetBlockNumberNoCheck(&a->tid);
+	BlockNumber bb = ItemPointerGetBlockNumberNoCheck(&b->tid);
 
-	if (a->isnull != b->isnull)
-		return a->isnull ? 1 : -1;
-	if (!a->isnull && a->key != b->key)
-		return a->key < b->key ? -1 : 1;
-	ab = ItemPointerGetBlockNumberNoCheck(&a->tid);
-	bb = ItemPointerGetBlockNumberNoCheck(&b->tid);
 	if (ab != bb)
 		return ab < bb ? -1 : 1;
 	return (int) ItemPointerGetOffsetNumberNoCheck(&a->tid) -
 		(int) ItemPointerGetOffsetNumberNoCheck(&b->tid);
 }
 
-#define ST_SORT sort_int_entries
-#define ST_ELEMENT_TYPE IntEntry
-#define ST_COMPARE(a, b) compare_int_entries(a, b)
+static inline int
+compare_entries(const SortEntry *a, const SortEntry *b)
+{
+	if (a->isnull != b->isnull)
+		return a->isnull ? 1 : -1;
+	if (!a->isnull)
+	{
+		if (a->hi != b->hi)
+			return a->hi < b->hi ? -1 : 1;
+		if (a->lo != b->lo)
+			return a->lo < b->lo ? -1 : 1;
+	}
+	return compare_tids(a, b);
+}
+
+#define ST_SORT sort_entries
+#define ST_ELEMENT_TYPE SortEntry
+#define ST_COMPARE(a, b) compare_entries(a, b)
 #define ST_SCOPE static
 #define ST_DEFINE
 #include "lib/sort_template.h"
+
+/* The text value a text entry's lo points to */
+#define ENTRY_TEXT(e)	((struct varlena *) (uintptr_t) (e)->lo)
+
+/* Text ordered as bytes: memcmp, then the shorter first */
+static inline int
+compare_text_entries(const SortEntry *a, const SortEntry *b)
+{
+	if (a->isnull != b->isnull)
+		return a->isnull ? 1 : -1;
+	if (!a->isnull)
+	{
+		struct varlena *va;
+		struct varlena *vb;
+		Size		la;
+		Size		lb;
+		int			r;
+
+		/* the values only on a tie of the first 8 bytes: they are far */
+		if (a->hi != b->hi)
+			return a->hi < b->hi ? -1 : 1;
+		va = ENTRY_TEXT(a);
+		vb = ENTRY_TEXT(b);
+		la = VARSIZE_ANY_EXHDR(va);
+		lb = VARSIZE_ANY_EXHDR(vb);
+		r = memcmp(VARDATA_ANY(va), VARDATA_ANY(vb), Min(la, lb));
+		if (r != 0)
+			return r;
+		if (la != lb)
+			return la < lb ? -1 : 1;
+	}
+	return compare_tids(a, b);
+}
+
+#define ST_SORT sort_text_entries
+#define ST_ELEMENT_TYPE SortEntry
+#define ST_COMPARE(a, b) compare_text_entries(a, b)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/* A sorted batch of entries written out; head is its next entry */
+typedef struct EntryRun
+{
+	BufFile    *file;
+	Size		left;			/* entries not yet taken, head included */
+	SortEntry	head;
+	char	   *value;			/* text: head's value */
+	Size		value_size;
+} EntryRun;
 
 /* Pages of one level, written as they fill */
 typedef struct LevelWriter
@@ -112,15 +188,31 @@ typedef struct BuildState
 	bool		unique;
 	BlockNumber next_blkno;
 	IndexTuple	placeholder;
-	Tuplesortstate *sort;		/* NULL while sorting in memory; unique
-								 * indexes: the live tuples */
+	Tuplesortstate *sort;		/* NULL: the compact sort; unique indexes:
+								 * the live tuples */
 	Tuplesortstate *deadsort;	/* unique indexes: the dead tuples */
 	bool		havedead;
 	double		indtuples;
-	IntEntry   *entries;		/* the in-memory sort (integer-like keys) */
+	SortEntry  *entries;		/* compact entries; NULL: the tuplesort */
 	Size		nentries;
 	Size		capacity;
 	Size		next;			/* reading position after the sort */
+	EntryRun   *runs;			/* batches written out */
+	int			nruns;
+	int			runs_size;
+	binaryheap *merge;			/* runs and the last batch by head; NULL:
+								 * the last batch alone */
+	SortEntry	taken;			/* the entry last returned by the merge */
+	SortEntry	prev;			/* unique: the entry loaded before */
+	bool		have_prev;
+	char	   *taken_value;	/* text: taken's value, read from a run */
+	Size		taken_value_size;
+	bool		text;			/* the entries are text (lo: the value) */
+	Size		budget;			/* bytes: entries and text values */
+	MemoryContext keycxt;		/* text: the values, emptied per batch */
+	char	   *key_block;		/* text: the block values are copied to */
+	Size		key_block_left;
+	Size		key_bytes;		/* text: bytes of the blocks taken */
 	/* the index as tuplesort's btree sort sees it (begin_tuplesort) */
 	RelationData sortrel;
 	FormData_pg_class sortclass;
@@ -390,23 +482,340 @@ put_tuple(BuildState *bs, ItemPointer tid, Datum *values, bool *isnull,
 	}
 }
 
-/* The in-memory entries outgrew maintenance_work_mem: hand them over */
+/* A compact entry's key from a non-NULL key Datum (text: a plain value) */
+static inline void
+encode_entry(BuildState *bs, Datum value, SortEntry *e)
+{
+	if (bs->text)
+	{
+		struct varlena *v = (struct varlena *) DatumGetPointer(value);
+		Size		size = VARSIZE_ANY(v);
+		Size		pad = VARATT_IS_SHORT(v) ? 0 :
+			INTALIGN((uintptr_t) bs->key_block) - (uintptr_t) bs->key_block;
+		char	   *copy = bs->key_block + pad;
+
+		Assert(pad + size <= bs->key_block_left);
+		memcpy(copy, v, size);
+		bs->key_block += pad + size;
+		bs->key_block_left -= pad + size;
+		e->hi = forein_word_bytes(VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
+		e->lo = (uint64) (uintptr_t) copy;
+	}
+	else if (bs->state->cols[0].kind == FOREIN_KEY_UUID)
+	{
+		const unsigned char *data = DatumGetUUIDP(value)->data;
+
+		memcpy(&e->hi, data, sizeof(uint64));
+		memcpy(&e->lo, data + sizeof(uint64), sizeof(uint64));
+		e->hi = pg_ntoh64(e->hi);
+		e->lo = pg_ntoh64(e->lo);
+	}
+	else
+	{
+		ForeinSearchKey key;
+
+		forein_key_from_datum(bs->state, value, false, &key);
+		e->hi = (uint64) key.vals[0].ival ^ INT_SIGN_FLIP;
+		e->lo = 0;
+	}
+}
+
+/* The key Datum of a non-NULL entry; a uuid's points into *uuid */
+static inline Datum
+decode_entry(BuildState *bs, const SortEntry *e, pg_uuid_t *uuid)
+{
+	uint64		w;
+
+	if (bs->text)
+		return PointerGetDatum(ENTRY_TEXT(e));
+	if (bs->state->cols[0].kind == FOREIN_KEY_UUID)
+	{
+		w = pg_hton64(e->hi);
+		memcpy(uuid->data, &w, sizeof(uint64));
+		w = pg_hton64(e->lo);
+		memcpy(uuid->data + sizeof(uint64), &w, sizeof(uint64));
+		return UUIDPGetDatum(uuid);
+	}
+	return int_datum(bs->state->cols[0].typid, (int64) (e->hi ^ INT_SIGN_FLIP));
+}
+
+static inline int
+compare_any_entries(BuildState *bs, const SortEntry *a, const SortEntry *b)
+{
+	return bs->text ? compare_text_entries(a, b) : compare_entries(a, b);
+}
+
+/*
+ * Sorted, a batch's text values are read in random order: the value a few
+ * entries after entry i starts loading now (a NULL's 0 is harmless to
+ * prefetch).  A macro: GCC drops calls of a function that only prefetches.
+ */
+#ifdef __GNUC__
+#define PREFETCH_VALUE(bs, i) \
+	do { \
+		if ((bs)->text && (i) + PREFETCH_DISTANCE < (bs)->nentries) \
+			__builtin_prefetch(ENTRY_TEXT(&(bs)->entries[(i) + PREFETCH_DISTANCE])); \
+	} while (0)
+#else
+#define PREFETCH_VALUE(bs, i) ((void) 0)
+#endif
+
+/* Sorts the full batch and writes it out as a run */
+static void
+write_run(BuildState *bs)
+{
+	EntryRun   *run;
+	Size		i;
+
+	if (bs->nruns == bs->runs_size)
+	{
+		bs->runs_size = Max(8, 2 * bs->runs_size);
+		bs->runs = bs->runs ? repalloc(bs->runs, sizeof(EntryRun) * bs->runs_size) :
+			palloc(sizeof(EntryRun) * bs->runs_size);
+	}
+	run = &bs->runs[bs->nruns++];
+	memset(run, 0, sizeof(*run));
+	run->file = BufFileCreateTemp(false);
+	run->left = bs->nentries;
+	if (!bs->text)
+	{
+		sort_entries(bs->entries, bs->nentries);
+		BufFileWrite(run->file, bs->entries, bs->nentries * sizeof(SortEntry));
+	}
+	else
+	{
+		sort_text_entries(bs->entries, bs->nentries);
+		for (i = 0; i < bs->nentries; i++)
+		{
+			SortEntry	e = bs->entries[i];
+			struct varlena *v = e.isnull ? NULL : ENTRY_TEXT(&e);
+
+			PREFETCH_VALUE(bs, i);
+
+			e.lo = v ? VARSIZE_ANY(v) : 0;
+			BufFileWrite(run->file, &e, sizeof(SortEntry));
+			if (v)
+				BufFileWrite(run->file, v, e.lo);
+		}
+		MemoryContextReset(bs->keycxt);
+		bs->key_block = NULL;
+		bs->key_block_left = 0;
+		bs->key_bytes = 0;
+	}
+	bs->nentries = 0;
+}
+
+static void
+read_run(EntryRun *run, void *ptr, Size size)
+{
+	if (BufFileRead(run->file, ptr, size) != size)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("forein: could not read a sorted run from a temporary file")));
+}
+
+/* Reads a run's next entry into its head; false at its end */
+static bool
+advance_run(BuildState *bs, EntryRun *run)
+{
+	if (--run->left == 0)
+		return false;
+	read_run(run, &run->head, sizeof(SortEntry));
+	if (bs->text && !run->head.isnull)
+	{
+		Size		size = run->head.lo;
+
+		if (size > run->value_size)
+		{
+			run->value_size = Max(size, 2 * run->value_size);
+			run->value = run->value ? repalloc(run->value, run->value_size) :
+				palloc(run->value_size);
+		}
+		read_run(run, run->value, size);
+		run->head.lo = (uint64) (uintptr_t) run->value;
+	}
+	return true;
+}
+
+/* Rewinds a run to read it from its first entry with advance_run */
+static void
+rewind_run(EntryRun *run)
+{
+	if (BufFileSeek(run->file, 0, 0, SEEK_SET) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("forein: could not rewind a sorted run's temporary file")));
+	run->left++;				/* advance_run counts the head it reads */
+}
+
+/* The merge's sources: runs 0..nruns-1, then the last batch (nruns) */
+static inline const SortEntry *
+source_head(BuildState *bs, int src)
+{
+	return src < bs->nruns ? &bs->runs[src].head : &bs->entries[bs->next];
+}
+
+/* binaryheap is a max-heap: the smallest head must compare highest */
+static int
+compare_sources(Datum a, Datum b, void *arg)
+{
+	BuildState *bs = (BuildState *) arg;
+
+	return compare_any_entries(bs, source_head(bs, DatumGetInt32(b)),
+							   source_head(bs, DatumGetInt32(a)));
+}
+
+/* Sorts the last batch; with runs written, sets up their merge */
+static void
+finish_entries(BuildState *bs)
+{
+	int			i;
+
+	if (bs->text)
+		sort_text_entries(bs->entries, bs->nentries);
+	else
+		sort_entries(bs->entries, bs->nentries);
+	bs->next = 0;
+	if (bs->nruns == 0)
+		return;
+	bs->merge = binaryheap_allocate(bs->nruns + 1, compare_sources, bs);
+	for (i = 0; i < bs->nruns; i++)
+	{
+		rewind_run(&bs->runs[i]);
+		if (advance_run(bs, &bs->runs[i]))
+			binaryheap_add_unordered(bs->merge, Int32GetDatum(i));
+	}
+	if (bs->nentries > 0)
+		binaryheap_add_unordered(bs->merge, Int32GetDatum(bs->nruns));
+	binaryheap_build(bs->merge);
+}
+
+/* The next entry in sorted order, or NULL at the end */
+static const SortEntry *
+take_entry(BuildState *bs)
+{
+	int			src;
+	bool		more;
+
+	if (bs->merge == NULL)
+	{
+		PREFETCH_VALUE(bs, bs->next);
+		return bs->next < bs->nentries ? &bs->entries[bs->next++] : NULL;
+	}
+	if (binaryheap_empty(bs->merge))
+		return NULL;
+	src = DatumGetInt32(binaryheap_first(bs->merge));
+	bs->taken = *source_head(bs, src);
+	if (src < bs->nruns)
+	{
+		/* the run's value buffer is its next head's */
+		if (bs->text && !bs->taken.isnull)
+		{
+			Size		size = VARSIZE_ANY(ENTRY_TEXT(&bs->taken));
+
+			if (size > bs->taken_value_size)
+			{
+				bs->taken_value_size = Max(size, 2 * bs->taken_value_size);
+				bs->taken_value = bs->taken_value ?
+					repalloc(bs->taken_value, bs->taken_value_size) :
+					palloc(bs->taken_value_size);
+			}
+			memcpy(bs->taken_value, ENTRY_TEXT(&bs->taken), size);
+			bs->taken.lo = (uint64) (uintptr_t) bs->taken_value;
+		}
+		more = advance_run(bs, &bs->runs[src]);
+	}
+	else
+	{
+		PREFETCH_VALUE(bs, bs->next);
+		more = ++bs->next < bs->nentries;
+	}
+	if (more)
+		binaryheap_replace_first(bs->merge, Int32GetDatum(src));
+	else
+		(void) binaryheap_remove_first(bs->merge);
+	return &bs->taken;
+}
+
+static void
+end_entries(BuildState *bs)
+{
+	int			i;
+
+	for (i = 0; i < bs->nruns; i++)
+		BufFileClose(bs->runs[i].file);
+	bs->nruns = 0;
+	if (bs->merge)
+		binaryheap_free(bs->merge);
+	pfree(bs->entries);
+	bs->entries = NULL;
+	if (bs->keycxt)
+		MemoryContextDelete(bs->keycxt);
+}
+
+static void
+put_entry(BuildState *bs, const SortEntry *e)
+{
+	pg_uuid_t	uuid;
+	Datum		value = e->isnull ? (Datum) 0 : decode_entry(bs, e, &uuid);
+	bool		isnull = e->isnull;
+
+	put_tuple(bs, (ItemPointer) &e->tid, &value, &isnull, e->alive);
+}
+
+/*
+ * A text value stored compressed or out of line: the entries move to the
+ * tuplesort, which keeps such values as index_form_tuple does.
+ */
 static void
 spill_entries(BuildState *bs)
 {
-	Size		i;
+	int			i;
+	Size		j;
 
 	begin_tuplesort(bs);
-	for (i = 0; i < bs->nentries; i++)
+	for (i = 0; i < bs->nruns; i++)
 	{
-		IntEntry   *e = &bs->entries[i];
-		Datum		value = e->isnull ? (Datum) 0 : int_datum(bs->state->cols[0].typid, e->key);
-		bool		isnull = e->isnull;
-
-		put_tuple(bs, &e->tid, &value, &isnull, e->alive);
+		rewind_run(&bs->runs[i]);
+		while (advance_run(bs, &bs->runs[i]))
+			put_entry(bs, &bs->runs[i].head);
 	}
-	pfree(bs->entries);
-	bs->entries = NULL;
+	for (j = 0; j < bs->nentries; j++)
+		put_entry(bs, &bs->entries[j]);
+	end_entries(bs);
+}
+
+/*
+ * Makes room for one more entry and, for text, size more bytes of value:
+ * grows the batch within the budget, else writes it out as a run.
+ */
+static void
+reserve_entry(BuildState *bs, Size size)
+{
+	if (bs->nentries == bs->capacity)
+	{
+		Size		fit = (bs->budget - Min(bs->key_bytes, bs->budget)) / sizeof(SortEntry);
+		Size		grown = Min(2 * bs->capacity, fit);
+
+		if (grown > bs->capacity)
+		{
+			bs->capacity = grown;
+			bs->entries = repalloc_huge(bs->entries, bs->capacity * sizeof(SortEntry));
+		}
+		else
+			write_run(bs);
+	}
+	if (bs->text && size > bs->key_block_left)
+	{
+		Size		block = Max(KEY_BLOCK_SIZE, size);
+
+		if (bs->nentries > 0 &&
+			bs->capacity * sizeof(SortEntry) + bs->key_bytes + block > bs->budget)
+			write_run(bs);
+		bs->key_block = MemoryContextAllocHuge(bs->keycxt, block);
+		bs->key_block_left = block;
+		bs->key_bytes += block;
+	}
 }
 
 static void
@@ -418,29 +827,28 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	bs->indtuples += 1;
 	if (bs->entries != NULL)
 	{
-		IntEntry   *e;
+		SortEntry  *e;
+		Size		size = 0;
 
-		if (bs->nentries == bs->capacity)
+		if (bs->text && !isnull[0])
 		{
-			if (2 * bs->capacity * sizeof(IntEntry) > (Size) maintenance_work_mem * 1024)
+			struct varlena *v = (struct varlena *) DatumGetPointer(values[0]);
+
+			if (VARATT_IS_EXTERNAL(v) || VARATT_IS_COMPRESSED(v))
 			{
 				spill_entries(bs);
 				put_tuple(bs, tid, values, isnull, tupleIsAlive);
 				return;
 			}
-			bs->capacity *= 2;
-			bs->entries = repalloc_huge(bs->entries, bs->capacity * sizeof(IntEntry));
+			/* a 4-byte header is aligned: at most 3 bytes before it */
+			size = VARSIZE_ANY(v) + (VARATT_IS_SHORT(v) ? 0 : sizeof(int32) - 1);
 		}
+		reserve_entry(bs, size);
 		e = &bs->entries[bs->nentries++];
 		e->isnull = isnull[0];
-		e->key = 0;
+		e->hi = e->lo = 0;
 		if (!isnull[0])
-		{
-			ForeinSearchKey key;
-
-			forein_key_from_datum(bs->state, values[0], false, &key);
-			e->key = key.vals[0].ival;
-		}
+			encode_entry(bs, values[0], e);
 		e->tid = *tid;
 		e->alive = tupleIsAlive;
 		return;
@@ -479,36 +887,57 @@ add_run(BuildState *bs, LevelWriter *w, IndexTuple run, ItemPointerData *tids,
 }
 
 /*
- * The in-memory sort's next entry as an index tuple (in tupcxt), or NULL at
- * the end.  A unique index's duplicates are found here: among entries with
- * one key at most one may be live.
+ * The compact sort's next entry as an index tuple, or NULL at the end.  A
+ * non-NULL key is written into a tuple formed once (the keys are fixed-width,
+ * so only the value differs); a NULL one is formed in tupcxt.  The tuple
+ * stays valid until the next call.  A unique index's duplicates are found
+ * here: among entries with one key at most one may be live.
  */
 static IndexTuple
 next_entry(BuildState *bs, IndexInfo *indexInfo, MemoryContext tupcxt,
-		   int *alive_in_run)
+		   IndexTuple *keytup, int *alive_in_run)
 {
-	IntEntry   *e;
-	IntEntry   *prev;
-	Datum		value;
+	const SortEntry *e;
+	Datum		value = (Datum) 0;
 	bool		isnull;
+	pg_uuid_t	uuid;
 	IndexTuple	itup;
-	MemoryContext old;
 
-	if (bs->next >= bs->nentries)
+	e = take_entry(bs);
+	if (e == NULL)
 		return NULL;
-	prev = bs->next > 0 ? &bs->entries[bs->next - 1] : NULL;
-	e = &bs->entries[bs->next++];
 	isnull = e->isnull;
-	value = isnull ? (Datum) 0 : int_datum(bs->state->cols[0].typid, e->key);
-	MemoryContextReset(tupcxt);
-	old = MemoryContextSwitchTo(tupcxt);
-	itup = index_form_tuple(bs->state->tupdesc, &value, &isnull);
-	MemoryContextSwitchTo(old);
+	if (!isnull)
+		value = decode_entry(bs, e, &uuid);
+	if (isnull || bs->text || *keytup == NULL)
+	{
+		MemoryContext old;
+
+		MemoryContextReset(tupcxt);
+		old = MemoryContextSwitchTo(tupcxt);
+		itup = index_form_tuple(bs->state->tupdesc, &value, &isnull);
+		MemoryContextSwitchTo(old);
+		if (!isnull && !bs->text)
+			*keytup = CopyIndexTuple(itup);
+	}
+	else
+	{
+		Form_pg_attribute att = TupleDescAttr(bs->state->tupdesc, 0);
+		char	   *data;
+
+		itup = *keytup;
+		data = (char *) itup + IndexInfoFindDataOffset(itup->t_info);
+		if (att->attbyval)
+			store_att_byval(data, value, att->attlen);
+		else
+			memcpy(data, DatumGetPointer(value), att->attlen);
+	}
 	itup->t_tid = e->tid;
 
 	if (bs->unique && (!isnull || indexInfo->ii_NullsNotDistinct))
 	{
-		if (prev != NULL && prev->isnull == e->isnull && prev->key == e->key)
+		if (bs->have_prev && bs->prev.isnull == e->isnull &&
+			bs->prev.hi == e->hi && bs->prev.lo == e->lo)
 		{
 			*alive_in_run += e->alive ? 1 : 0;
 			if (*alive_in_run > 1)
@@ -516,6 +945,8 @@ next_entry(BuildState *bs, IndexInfo *indexInfo, MemoryContext tupcxt,
 		}
 		else
 			*alive_in_run = e->alive ? 1 : 0;
+		bs->prev = *e;
+		bs->have_prev = true;
 	}
 	return itup;
 }
@@ -565,6 +996,7 @@ load_leaves(BuildState *bs, IndexInfo *indexInfo, LevelWriter *w)
 	int			run_n = 0;
 	int			run_max = 0;
 	int			alive_in_run = 0;
+	IndexTuple	keytup = NULL;	/* next_entry's non-NULL key tuple */
 	int64		tuples_done = 0;
 	SortMerge	merge = {0};
 	MemoryContext tupcxt = AllocSetContextCreate(CurrentMemoryContext,
@@ -576,7 +1008,7 @@ load_leaves(BuildState *bs, IndexInfo *indexInfo, LevelWriter *w)
 		IndexTuple	itup;
 
 		if (bs->entries != NULL)
-			itup = next_entry(bs, indexInfo, tupcxt, &alive_in_run);
+			itup = next_entry(bs, indexInfo, tupcxt, &keytup, &alive_in_run);
 		else
 			itup = next_sorted(bs, &merge);
 		if (itup == NULL)
@@ -614,6 +1046,8 @@ load_leaves(BuildState *bs, IndexInfo *indexInfo, LevelWriter *w)
 	pfree(run_tids);
 	level_flush(bs, w, NULL, true);
 	MemoryContextDelete(tupcxt);
+	if (keytup)
+		pfree(keytup);
 }
 
 /* Builds the inner levels above `below`; returns the root's block and level */
@@ -670,16 +1104,29 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.placeholder = forein_make_placeholder(state);
 
 	init_sortrel(&bs);
+	/* text compares by value here, so a unique index's (by hi, lo) is not */
+	bs.text = state->cols[0].kind == FOREIN_KEY_GENERIC && !bs.unique &&
+		forein_words_bytes_order(&state->words);
 	if (state->natts == 1 && !state->cols[0].desc && !state->cols[0].nulls_first &&
-		(state->cols[0].kind == FOREIN_KEY_INT || state->cols[0].kind == FOREIN_KEY_DATE ||
-		 state->cols[0].kind == FOREIN_KEY_TIMESTAMP) &&
-		heap->rd_rel->reltuples * sizeof(IntEntry) <= (double) maintenance_work_mem * 1024)
+		(state->cols[0].kind != FOREIN_KEY_GENERIC || bs.text))
 	{
-		bs.capacity = 1024;
-		bs.entries = palloc(bs.capacity * sizeof(IntEntry));
+		/* sized for the row estimate (text: 32-byte values), so that the
+		 * batch rarely grows */
+		bs.budget = (Size) maintenance_work_mem * 1024;
+		bs.capacity = Min(Max(1024, (Size) Max(heap->rd_rel->reltuples, 0) + 1),
+						  bs.budget / (sizeof(SortEntry) + (bs.text ? 40 : 0)));
+		bs.entries = MemoryContextAllocHuge(CurrentMemoryContext,
+											bs.capacity * sizeof(SortEntry));
+		if (bs.text)
+			bs.keycxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "forein build keys",
+											  ALLOCSET_DEFAULT_SIZES);
 	}
 	else
+	{
+		bs.text = false;
 		begin_tuplesort(&bs);
+	}
 
 	/* btree's phases (its ambuildphasename names them) */
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_SUBPHASE,
@@ -710,7 +1157,7 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		}
 	}
 	else
-		sort_int_entries(bs.entries, bs.nentries);
+		finish_entries(&bs);
 
 	/* block 0 is the metapage; written again once the root is known */
 	forein_init_metapage(metabuf.data, InvalidBlockNumber, 0,
@@ -734,7 +1181,7 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (bs.sort)
 		tuplesort_end(bs.sort);
 	else
-		pfree(bs.entries);
+		end_entries(&bs);
 	if (bs.deadsort)
 		tuplesort_end(bs.deadsort);
 	forein_offload_node_event(index, root);

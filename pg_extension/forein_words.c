@@ -485,6 +485,17 @@ forein_words_value(const ForeinWords *w, Datum value)
 }
 
 /*
+ * Whether the column's values are text ordered as their bytes (memcmp, the
+ * shorter first on a tie): text under "C"/"POSIX", text_pattern_ops.
+ */
+bool
+forein_words_bytes_order(const ForeinWords *w)
+{
+	return (w->of == FOREIN_WORDS_TEXT || w->of == FOREIN_WORDS_TEXT_PATTERN) &&
+		w->text_words == FOREIN_TEXT_WORDS_BYTES;
+}
+
+/*
  * The word, in the column's word space, of a scan key argument of another
  * type of the operator family: float8 for a float4 column (and the reverse:
  * both are words of doubles), name for a text column and text for a name

@@ -93,3 +93,23 @@ SELECT forein_check('long_words_w', true);
 
 RESET enable_seqscan;
 RESET enable_bitmapscan;
+
+-- A build past maintenance_work_mem (1MB) sorts the keys in batches and
+-- merges them; a compressed key moves the build to the general sort.
+SET maintenance_work_mem = '1MB';
+CREATE TABLE many_words AS
+  SELECT md5((g % 20000)::text) AS w FROM generate_series(1, 40000) g;
+INSERT INTO many_words VALUES (NULL), (''), ('a'), (repeat('b', 200));
+CREATE INDEX many_words_w ON many_words USING forein (w);
+SELECT forein_check('many_words_w', true);
+SELECT count(*), count(DISTINCT w) FROM many_words WHERE w > '8';
+SELECT w FROM many_words WHERE w >= 'fff8' ORDER BY w;
+INSERT INTO many_words VALUES (repeat('~', 3000) || 'compressed');
+SELECT pg_column_compression(w) IS NOT NULL AS compressed
+  FROM many_words WHERE w > 'g';
+REINDEX INDEX many_words_w;
+SELECT forein_check('many_words_w', true);
+SELECT length(w) FROM many_words WHERE w > 'g';
+SELECT count(*) FROM many_words WHERE w >= 'ffff';
+RESET maintenance_work_mem;
+DROP TABLE many_words;

@@ -31,3 +31,25 @@ SELECT forein_check('ids_u', true);
 
 RESET enable_seqscan;
 RESET enable_bitmapscan;
+
+-- A build past maintenance_work_mem (1MB: about 43,000 keys) sorts the keys
+-- in batches and merges them.
+SET maintenance_work_mem = '1MB';
+CREATE TABLE many_ids AS
+  SELECT md5((g % 60000)::text)::uuid AS u FROM generate_series(1, 120000) g;
+INSERT INTO many_ids VALUES (NULL);
+CREATE INDEX many_ids_u ON many_ids USING forein (u);
+SELECT forein_check('many_ids_u', true);
+SELECT count(*), count(DISTINCT u) FROM many_ids
+  WHERE u > '80000000-0000-0000-0000-000000000000';
+SELECT u FROM many_ids WHERE u >= 'fffc0000-0000-0000-0000-000000000000' ORDER BY u;
+SELECT count(*) FROM many_ids WHERE u IS NULL;
+\set VERBOSITY terse
+CREATE UNIQUE INDEX many_ids_uniq ON many_ids USING forein (u);
+\set VERBOSITY default
+DELETE FROM many_ids WHERE ctid IN
+  (SELECT min(ctid) FROM many_ids GROUP BY u HAVING count(*) > 1);
+CREATE UNIQUE INDEX many_ids_uniq ON many_ids USING forein (u);
+SELECT forein_check('many_ids_uniq', true);
+RESET maintenance_work_mem;
+DROP TABLE many_ids;
