@@ -2,7 +2,8 @@
 # What `make install` ships for the SQLite variant, used as an application
 # would: installs the sqlite component into a temporary prefix, builds the
 # example (C++) and a C program against it with pkg-config alone, runs
-# them, and loads the installed extension into the sqlite3 CLI.
+# them, and loads the installed extension into the sqlite3 CLI; the
+# example also with the link line docs/sqlite.md gives without pkg-config.
 #   install_test.sh BUILD_DIR EXAMPLE_CC
 # Environment: CXX, CC (compilers), SQLITE3 (the CLI).
 set -euo pipefail
@@ -25,6 +26,10 @@ echo "link line: $(pc --cflags --libs)"
 "${CXX:-c++}" -o "$prefix/example" "$example" $(pc --cflags --libs)
 "$prefix/example" | tee "$prefix/example.out"
 grep -qx "example: ok" "$prefix/example.out"
+# The link line docs/sqlite.md gives for use without pkg-config.
+"${CXX:-c++}" -o "$prefix/example2" "$example" -I"$prefix/usr/include" -L"$prefix/usr/lib" -lforein_sqlite \
+  -lsqlite3 -pthread
+"$prefix/example2" | grep -qx "example: ok"
 
 # A C program links with cc and the static link line.
 cat >"$prefix/c.c" <<'C'
