@@ -6,8 +6,9 @@
 BUILD      ?= build
 JOBS       ?= $(shell nproc)
 CMAKE_TYPE ?= RelWithDebInfo
+PREFIX     ?= /usr/local
 
-.PHONY: all deps configure check demo demo-stop bench testbed check-asan check-tsan clean install pg-bench
+.PHONY: all deps configure check demo demo-stop bench testbed check-asan check-tsan clean install install-sqlite install-pg pg-bench
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -18,12 +19,22 @@ deps:
 configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(CMAKE_TYPE) >/dev/null
 
-check: all install
+check: all install-pg
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+install: install-sqlite install-pg
+
+# The SQLite variant under PREFIX: include/forein/sqlite.h,
+# lib/libforein_sqlite.a, lib/forein/forein.so, lib/pkgconfig/forein-sqlite.pc
+# (docs/sqlite.md). Builds only those two targets.
+install-sqlite: configure
+	cmake --build $(BUILD) -j $(JOBS) --target forein_sqlite forein_sqlite_ext
+	cmake --install $(BUILD) --component sqlite --prefix $(PREFIX)
+
 # The PostgreSQL extension, built with PGXS against the PostgreSQL that
-# pg_config names (no JIT bitcode: clang is not a dependency).
-install: deps
+# pg_config names (no JIT bitcode: clang is not a dependency); PREFIX does
+# not apply.
+install-pg: deps
 	$(MAKE) -C pg_extension with_llvm=no
 	$(MAKE) -C pg_extension with_llvm=no install
 
@@ -45,7 +56,7 @@ demo-stop:
 testbed: all
 	bash scripts/testbed.sh --build $(abspath $(BUILD)) $(TESTBED_FLAGS)
 
-pg-bench: install
+pg-bench: install-pg
 	bash tests/bench/run_pg_bench.sh $(BUILD)/pg-bench
 
 bench: all

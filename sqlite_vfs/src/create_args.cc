@@ -1,9 +1,11 @@
 // CREATE VIRTUAL TABLE arguments: the column list (the first column is the
-// key, INTEGER or TEXT), options (page_size=N, offload=NAME), and the
-// schema declared to SQLite.
+// key, of INTEGER or TEXT affinity by SQLite's rules), options
+// (page_size=N, offload=NAME, each at most once), and the schema declared
+// to SQLite.
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +75,30 @@ bool split_column(const std::string& arg, std::string* name, std::string* type) 
   return true;
 }
 
+// The key type a declared type gives, by SQLite's column affinity rules
+// (https://www.sqlite.org/datatype3.html, 3.1), in their order: "INT"
+// anywhere gives INTEGER affinity; else "CHAR", "CLOB" or "TEXT" gives
+// TEXT. BLOB, REAL and NUMERIC affinity (and no type) have no key type.
+std::optional<KeyType> key_type_of(const std::string& type) {
+  const std::string t = lower(type);
+  if (t.find("int") != std::string::npos) return KeyType::kInteger;
+  for (const char* s : {"char", "clob", "text"}) {
+    if (t.find(s) != std::string::npos) return KeyType::kText;
+  }
+  return std::nullopt;
+}
+
+// The affinity SQLite gives a type without INTEGER or TEXT affinity, for
+// the error message.
+const char* other_affinity(const std::string& type) {
+  const std::string t = lower(type);
+  if (t.empty() || t.find("blob") != std::string::npos) return "BLOB";
+  for (const char* s : {"real", "floa", "doub"}) {
+    if (t.find(s) != std::string::npos) return "REAL";
+  }
+  return "NUMERIC";
+}
+
 }  // namespace
 
 Spec parse_args(int argc, const char* const* argv) {
@@ -84,7 +110,9 @@ Spec parse_args(int argc, const char* const* argv) {
       const std::string opt = lower(trim(arg.substr(0, eq)));
       const std::string val = trim(arg.substr(eq + 1));
       for (const std::string& o : seen_options) {
-        if (o == opt) throw SqlError{SQLITE_ERROR, "forein: option '" + opt + "' given twice"};
+        if (o == opt) {
+          throw SqlError{SQLITE_ERROR, "forein: option '" + opt + "' given twice (" + arg + ")"};
+        }
       }
       seen_options.push_back(opt);
       if (opt == "offload") {
@@ -109,7 +137,8 @@ Spec parse_args(int argc, const char* const* argv) {
         s.page_size = static_cast<std::uint32_t>(ps);
         continue;
       }
-      throw SqlError{SQLITE_ERROR, "forein: unknown option '" + opt + "'"};
+      throw SqlError{SQLITE_ERROR, "forein: unknown option '" + opt +
+                                       "' (the options are page_size=N and offload=NAME)"};
     }
     std::string name, type;
     if (!split_column(arg, &name, &type)) {
@@ -131,16 +160,16 @@ Spec parse_args(int argc, const char* const* argv) {
     throw SqlError{SQLITE_ERROR,
                    "forein: missing key column: USING forein(key INTEGER|TEXT, other columns...)"};
   }
-  const std::string kt = lower(s.types[0]);
-  if (kt == "integer" || kt == "int") {
-    s.key_type = KeyType::kInteger;
-  } else if (kt == "text") {
-    s.key_type = KeyType::kText;
-  } else {
-    throw SqlError{SQLITE_ERROR, "forein: the first column '" + s.names[0] +
-                                     "' is the key and must be declared INTEGER or TEXT (got '" +
-                                     s.types[0] + "')"};
+  const std::optional<KeyType> kt = key_type_of(s.types[0]);
+  if (!kt) {
+    const std::string declared = s.types[0].empty() ? "no type" : "'" + s.types[0] + "'";
+    throw SqlError{SQLITE_ERROR,
+                   "forein: the first column '" + s.names[0] + "' is the key: its type must have "
+                   "INTEGER affinity (a name containing INT: INTEGER, INT, BIGINT, ...) or TEXT "
+                   "affinity (containing CHAR, CLOB or TEXT: TEXT, VARCHAR(n), ...); got " +
+                   declared + " (" + other_affinity(s.types[0]) + " affinity)"};
   }
+  s.key_type = *kt;
   return s;
 }
 
@@ -149,12 +178,11 @@ std::string declare_sql(const Spec& s) {
   for (std::size_t i = 0; i < s.names.size(); ++i) {
     if (i) sql += ", ";
     sql += quote_ident(s.names[i]);
-    if (i == 0) {
-      sql += s.key_type == KeyType::kInteger ? " INTEGER PRIMARY KEY NOT NULL"
-                                             : " TEXT PRIMARY KEY NOT NULL";
-    } else if (!s.types[i].empty()) {
-      sql += " " + s.types[i];
-    }
+    // The declared type as written (BIGINT, VARCHAR(20), ...): in a
+    // WITHOUT ROWID table it only sets the affinity, which key_type_of
+    // matched.
+    if (!s.types[i].empty()) sql += " " + s.types[i];
+    if (i == 0) sql += " PRIMARY KEY NOT NULL";
   }
   return sql + ") WITHOUT ROWID";
 }

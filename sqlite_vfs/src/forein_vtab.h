@@ -245,7 +245,9 @@ struct Table {
   std::vector<void*> spare_cursors;  // closed cursors kept for reuse (cursor.cc)
 
   // Counters (tree counters carried across tree replacements).
-  std::uint64_t lookups = 0;
+  // Tree operations started from a key (reads and writes) and the writes
+  // among them; every hinted operation is one of them.
+  std::uint64_t lookups = 0, writes = 0;
   std::uint64_t base_hint_hits = 0, base_fallbacks = 0, base_hinted = 0;
   std::uint64_t loads = 0, refreshes = 0, pages_read = 0, pages_written = 0;
 

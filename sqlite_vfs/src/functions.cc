@@ -259,6 +259,7 @@ void fn_stats(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
     j += t->hints.backend_name();  // a registered name: [a-z_]+, nothing to escape
     j += "\"";
     add("lookups", t->lookups);
+    add("writes", t->writes);
     add("hinted", t->base_hinted + s.hinted);
     add("hint_hits", t->base_hint_hits + s.hint_hits);
     add("fallbacks", t->base_fallbacks + s.fallbacks);

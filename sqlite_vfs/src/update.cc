@@ -51,11 +51,19 @@ int x_update(sqlite3_vtab* vt, int argc, sqlite3_value** argv, sqlite3_int64*) {
     }
     (void)replace_other;  // put() replaces the other row's value in place
     try {
+      // Each write is a tree operation that may come with a hint: counted
+      // in lookups, so forein_stats keeps hinted <= lookups.
       if (old_key && (!new_key || *old_key != *new_key)) {
         const StartHints h = t->hint_for(*old_key);
+        ++t->lookups;
+        ++t->writes;
         tree.erase(*old_key, &h);
       }
-      if (new_key) tree.put(*new_key, row, &new_hint);
+      if (new_key) {
+        ++t->lookups;
+        ++t->writes;
+        tree.put(*new_key, row, &new_hint);
+      }
     } catch (...) {
       // The tree may be half changed and its unwritten changes are only in
       // memory: refuse this table until the transaction rolls back.

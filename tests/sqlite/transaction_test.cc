@@ -81,8 +81,8 @@ TEST_CASE("sqlite: conflicts per ON CONFLICT mode", "[sqlite]") {
 TEST_CASE("sqlite: bad input is a clear error and changes nothing", "[sqlite]") {
   Db db;
   CHECK(db.try_exec("CREATE VIRTUAL TABLE a USING forein()").find("missing key column") != std::string::npos);
-  CHECK(db.try_exec("CREATE VIRTUAL TABLE a USING forein(k REAL, v)").find("INTEGER or TEXT") != std::string::npos);
-  CHECK(db.try_exec("CREATE VIRTUAL TABLE a USING forein(k, v)").find("INTEGER or TEXT") != std::string::npos);
+  CHECK(db.try_exec("CREATE VIRTUAL TABLE a USING forein(k REAL, v)").find("must have INTEGER affinity") != std::string::npos);
+  CHECK(db.try_exec("CREATE VIRTUAL TABLE a USING forein(k, v)").find("must have INTEGER affinity") != std::string::npos);
   CHECK(db.try_exec("CREATE VIRTUAL TABLE a USING forein(k INTEGER, k TEXT)").find("duplicate") != std::string::npos);
   CHECK(db.try_exec("CREATE VIRTUAL TABLE a USING forein(k INTEGER, v TEXT CHECK(1))").find("forein:") != std::string::npos);
   CHECK(db.try_exec("CREATE VIRTUAL TABLE a USING forein(k INTEGER, page_size=1000)").find("page_size") != std::string::npos);
