@@ -192,10 +192,15 @@ void Table::load_all() {
 // Makes the cache reflect the database: drops the pages another connection
 // committed after `gen` (when `foreign`) and applies the pending restores,
 // then re-reads the meta page. Pages read again later are checked again.
-// The hint path starts over on its next use (a rollback may restore older
-// node versions than its manager has seen).
+// After a rollback the hint path starts over on its next use (restored
+// pages may carry older node versions than its manager has seen); after
+// only other connections' commits it keeps its manager (whose refresh
+// scans every key), told which changed pages are now free, and replays
+// the live nodes (versions only grow, the manager keeps the newer ones).
 void Table::refresh(bool foreign, std::int64_t new_gen) {
   ShadowPageStore& s = store();
+  const bool keep_hints = foreign && pending.empty() && hints.attached();
+  std::vector<PageId> changed;
   if (foreign) {
     const StmtReset reset(st_changed_ids);
     sqlite3_bind_int64(st_changed_ids.get(), 1, gen);
@@ -207,6 +212,7 @@ void Table::refresh(bool foreign, std::int64_t new_gen) {
                               " changed by another connection inside our transaction");
       }
       s.evict(id);
+      changed.push_back(id);
     }
   }
   s.grow(stored_page_count());
@@ -222,9 +228,28 @@ void Table::refresh(bool foreign, std::int64_t new_gen) {
   pending.clear();
   s.forget_free_list();
   fold_stats();
-  hints.detach();
   tree->reset_stats();
+  if (keep_hints) {
+    hints.suspend();
+  } else {
+    hints.detach();
+  }
   tree->reload();
+  if (keep_hints) {
+    // Freed pages are deleted nodes; their version is not visible here,
+    // so the deletion gets the highest one.
+    std::vector<NodeEvent> events;
+    for (PageId id : changed) {
+      std::uint32_t magic;
+      std::memcpy(&magic, s.page(id) + kPageMagicOffset, sizeof magic);
+      if (magic != 0) continue;
+      NodeInterval iv;
+      iv.node = id;
+      iv.version = ~std::uint64_t{0};
+      events.push_back({NodeEventKind::kDeleted, iv});
+    }
+    hints.resume(*tree, events, changed.size());
+  }
   if (foreign) gen = new_gen;
   ++refreshes;
 }
