@@ -1,7 +1,7 @@
 // The `forein` SQLite virtual table: the engine's B+tree over pages kept in
 // a shadow table, so SQLite's pager (rollback journal or WAL) makes every
-// commit atomic and durable. Pages live in memory and are written back at
-// commit; see docs/sqlite.md for the design.
+// commit atomic and durable. Pages are read on demand into a bounded cache
+// and written back at commit; see docs/sqlite.md for the design.
 //
 // Private declarations shared by the module's files (one per role): the
 // table with its page store, transaction state and hint source, the SQL
