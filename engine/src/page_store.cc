@@ -5,10 +5,17 @@
 // is published (release) before page_count_ covers it, so page() needs no
 // lock. Dirty marks are one atomic byte per page, allocated with the chunk,
 // so mark_dirty() is a plain store on the write path.
+//
+// An on-demand store (set_source) starts with no page resident. page()
+// reads a missing page from the source into its frame; evict() hands the
+// frame's memory back (MADV_DONTNEED: the next touch maps a zero page), so
+// frames still never move and resident memory is what the host keeps.
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <new>
 
 #include "forein/error.h"
@@ -70,6 +77,7 @@ void PageStore::raise_page_count(PageId count) {
   const PageId old_count = page_count_.load(std::memory_order_relaxed);
   if (count <= old_count) return;
   for (std::size_t i = old_count >> kChunkBits; i <= (count - 1) >> kChunkBits; ++i) map_chunk(i);
+  if (source_ != nullptr) residency_.resize(count, 0);
   page_count_.store(count, std::memory_order_release);
 }
 
@@ -82,6 +90,7 @@ PageId PageStore::allocate() {
   PageId id;
   {
     std::lock_guard lock(alloc_mu_);
+    ensure_free_list();
     if (!free_list_.empty()) {
       id = free_list_.back();
       free_list_.pop_back();
@@ -89,6 +98,11 @@ PageId PageStore::allocate() {
     }
     id = page_count_.load(std::memory_order_relaxed);
     raise_page_count(id + 1);
+    if (source_ != nullptr) {
+      // A new id is stored nowhere yet: its zeroed frame is the page.
+      residency_[id] = kResident | kReferenced;
+      ++resident_count_;
+    }
   }
   // A fresh page must reach a persistent store even if nobody writes it.
   mark_dirty(id);
@@ -101,7 +115,10 @@ void PageStore::free(PageId id) {
   }
   {
     std::lock_guard lock(alloc_mu_);
-    free_list_.push_back(id);
+    // A rebuilt list already holds `id`: its frame's magic is cleared.
+    const bool known = free_list_known_;
+    ensure_free_list();
+    if (known) free_list_.push_back(id);
   }
   // The cleared magic must be persisted so reopening finds the page free.
   mark_dirty(id);
@@ -145,7 +162,106 @@ void PageStore::rebuild_free_list() {
 
 std::size_t PageStore::free_page_count() const {
   std::lock_guard lock(alloc_mu_);
+  const_cast<PageStore*>(this)->ensure_free_list();
   return free_list_.size();
+}
+
+// ---------------------------------------------------------- on demand
+
+void PageStore::set_source(PageSource* source, PageId count) {
+  if (page_count() != 0 || source == nullptr) {
+    throw InvalidArgument("set_source: needs an empty store and a source");
+  }
+  std::lock_guard lock(alloc_mu_);
+  source_ = source;
+  raise_page_count(count);
+  free_list_known_ = false;
+}
+
+void PageStore::touch(PageId id, std::byte* frame) const {
+  std::uint8_t& state = residency_[id];
+  if ((state & kResident) == 0) {
+    source_->read_page(id, frame);
+    // The source wrote latch word 0; a fresh version makes optimistic
+    // readers of an earlier frame of this page restart.
+    std::memcpy(frame, &next_frame_version_, sizeof next_frame_version_);
+    next_frame_version_ += std::uint64_t{1} << 32;
+    ++resident_count_;
+    ++fetched_;
+  }
+  state = kResident | kReferenced;
+}
+
+bool PageStore::resident(PageId id) const {
+  if (id >= page_count()) return false;
+  return source_ == nullptr || (residency_[id] & kResident) != 0;
+}
+
+bool PageStore::dirty(PageId id) const {
+  if (!tracks_dirty_) return false;
+  const DirtyFlags* flags = dirty_[id >> kChunkBits].load(std::memory_order_acquire);
+  return flags->flag[id & kChunkMask].load(std::memory_order_relaxed) != 0;
+}
+
+void PageStore::evict(PageId id) {
+  if (source_ == nullptr || !resident(id)) return;
+  if (dirty(id)) throw InvalidArgument("evict: page " + std::to_string(id) + " is dirty");
+  std::byte* frame = frame_of(id);
+  // Frames are page_size-aligned and page_size is a multiple of 4 KiB.
+  if (::madvise(frame, page_size_, MADV_DONTNEED) != 0) std::memset(frame, 0, page_size_);
+  residency_[id] = 0;
+  --resident_count_;
+}
+
+std::size_t PageStore::trim(std::size_t limit, const std::function<bool(PageId)>& keep) {
+  if (source_ == nullptr || resident_count_ <= limit) return 0;
+  const PageId count = page_count();
+  std::size_t evicted = 0;
+  // Two sweeps: the first may only clear reference bits.
+  for (std::size_t seen = 0; seen < 2 * std::size_t{count} && resident_count_ > limit; ++seen) {
+    const PageId id = clock_hand_;
+    clock_hand_ = id + 1 < count ? id + 1 : 0;
+    std::uint8_t& state = residency_[id];
+    if ((state & kResident) == 0 || id == 0) continue;
+    if ((state & kReferenced) != 0) {
+      state &= static_cast<std::uint8_t>(~kReferenced);
+      continue;
+    }
+    std::uint64_t latch;
+    std::memcpy(&latch, frame_of(id), sizeof latch);
+    if ((latch >> 63) != 0 || dirty(id) || keep(id)) continue;
+    evict(id);
+    ++evicted;
+  }
+  return evicted;
+}
+
+void PageStore::forget_free_list() {
+  if (source_ == nullptr) return;
+  std::lock_guard lock(alloc_mu_);
+  free_list_.clear();
+  free_list_known_ = false;
+}
+
+// A resident frame is the truth for its page (it may differ from the
+// stored image inside a transaction); a missing one is as stored.
+void PageStore::ensure_free_list() {
+  if (free_list_known_) return;
+  const PageId count = page_count_.load(std::memory_order_relaxed);
+  std::vector<PageId> ids;
+  for (PageId id : source_->stored_free_pages(count)) {
+    if (id != kNoPage && id < count && (residency_[id] & kResident) == 0) ids.push_back(id);
+  }
+  for (PageId id = 1; id < count; ++id) {
+    if ((residency_[id] & kResident) == 0) continue;
+    std::uint32_t magic;
+    std::memcpy(&magic, frame_of(id) + kPageMagicOffset, sizeof magic);
+    if (magic == 0) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end(), std::greater<>());  // lowest ids handed out first
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  free_list_ = std::move(ids);
+  free_list_known_ = true;
 }
 
 }  // namespace forein

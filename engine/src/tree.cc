@@ -75,6 +75,9 @@ void Tree::Impl::open_existing() {
   // read: the first write marks the tree with the current format.
   old_format_ = detail::load<std::uint32_t>(m, mf::kFormat) < mf::kFormatVersion;
   // Nodes merged away before the last sync are unreachable: free them.
+  // An on-demand store is not scanned (that would read every page): its
+  // host syncs before writing pages back, and sync frees merged nodes.
+  if (store_->on_demand()) return;
   for (PageId id = 1; id < store_->page_count(); ++id) {
     Node n(store_->page(id), page_size_);
     if (n.is_node() && n.dead()) {
@@ -442,6 +445,11 @@ void Tree::reset_stats() {
       a->store(0, std::memory_order_relaxed);
     }
   }
+}
+
+void Tree::reload() {
+  impl_->retired_.take_all();
+  impl_->open_existing();
 }
 
 void Tree::sync() {

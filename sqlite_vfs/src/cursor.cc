@@ -217,7 +217,9 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
 
 int x_next(sqlite3_vtab_cursor* cur) {
   try {
-    advance(table_of(cur->pVtab), reinterpret_cast<Cur*>(cur));
+    Table* t = table_of(cur->pVtab);
+    t->trim_cache();  // between steps no frame is in use
+    advance(t, reinterpret_cast<Cur*>(cur));
   } catch (const std::exception& e) {
     set_error(cur->pVtab, std::string("forein: ") + e.what());
     return SQLITE_ERROR;

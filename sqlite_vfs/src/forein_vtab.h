@@ -1,7 +1,7 @@
 // The `forein` SQLite virtual table: the engine's B+tree over pages kept in
 // a shadow table, so SQLite's pager (rollback journal or WAL) makes every
-// commit atomic and durable. Pages live in memory and are written back at
-// commit; see docs/sqlite.md for the design.
+// commit atomic and durable. Pages are read on demand into a bounded cache
+// and written back at commit; see docs/sqlite.md for the design.
 //
 // Private declarations shared by the module's files (one per role): the
 // table with its page store, transaction state and hint source, the SQL
@@ -117,17 +117,26 @@ class StmtReset {
 
 using PageImage = std::vector<std::byte>;
 
-// The tree's pages in memory. Nothing is written from here: the table
-// collects the dirty marks (take_dirty) and writes the pages back into
-// <name>_pages at transaction boundaries (writeback.cc).
+// The tree's pages, read on demand from <name>_pages (the Table is the
+// PageSource) and kept in a bounded cache (Table::trim_cache). Nothing is
+// written from here: the table collects the dirty marks (take_dirty) and
+// writes the pages back into <name>_pages at transaction boundaries
+// (writeback.cc).
 class ShadowPageStore final : public PageStore {
  public:
-  explicit ShadowPageStore(std::uint32_t page_size) : PageStore(page_size) { tracks_dirty_ = true; }
-  void grow(PageId count) { grow_to(count); }
-  void finish_load() { rebuild_free_list(); }
+  // `count` pages are stored (max(id) + 1; 0 for a new table).
+  ShadowPageStore(std::uint32_t page_size, PageSource* source, PageId count) : PageStore(page_size) {
+    tracks_dirty_ = true;
+    set_source(source, count);
+  }
+  void grow(PageId count) { extend_to(count); }
   void sync() override {}
   void take_dirty(const std::function<void(PageId)>& fn) { drain_dirty(fn); }
 };
+
+// Pages a connection keeps in memory per table unless set otherwise
+// (forein_cache_pages): 64 MiB of 8 KiB pages.
+constexpr std::size_t kDefaultCachePages = 8192;
 
 // ------------------------------------------------------------ hint source
 // (hints.cc)
@@ -156,6 +165,9 @@ class HintSource final : public NodeObserver {
   // `tree` (created with this observer) replaces the previous tree.
   void attach(Tree& tree);
   void detach();
+  bool attached() const { return tree_ != nullptr; }
+  // Tree counters that the refreshes since attach added (see own_stats).
+  const TreeStats& refresh_stats() const { return refresh_stats_; }
   // Lets go of the tree but keeps the manager and backend, then resumes on
   // its replacement, given extra node events and how many pages changed.
   void suspend();
@@ -223,7 +235,7 @@ struct TxnState {
 // new object while the old one, holding the unwritten changes, stays in the
 // transaction until it ends. Its storage methods are in storage.cc
 // (reading and refreshing) and writeback.cc (transactions).
-struct Table {
+struct Table final : PageSource {
   sqlite3* db = nullptr;
   std::string schema;
   std::string name;
@@ -241,7 +253,7 @@ struct Table {
   // an image, or nullopt for "as in <name>_pages".
   std::map<PageId, std::optional<PageImage>> pending;
 
-  Stmt st_gen, st_set_gen, st_write, st_changed, st_page, st_max_id;
+  Stmt st_gen, st_set_gen, st_write, st_changed_ids, st_page, st_max_id;
   std::vector<void*> spare_cursors;  // closed cursors kept for reuse (cursor.cc)
 
   // Counters (tree counters carried across tree replacements).
@@ -250,8 +262,13 @@ struct Table {
   std::uint64_t lookups = 0, writes = 0;
   std::uint64_t base_hint_hits = 0, base_fallbacks = 0, base_hinted = 0;
   std::uint64_t loads = 0, refreshes = 0, pages_read = 0, pages_written = 0;
+  std::size_t cache_pages = kDefaultCachePages;  // resident pages kept between operations
+  // Resident pages above which the next trim runs: cache_pages, or more
+  // after a trim stopped short (pages changed in the open transaction
+  // cannot go), so a large transaction does not sweep the cache per row.
+  std::size_t trim_at = kDefaultCachePages;
 
-  ~Table();
+  ~Table() override;
 
   std::string pages_table() const { return quote_ident(schema) + "." + quote_ident(name + "_pages"); }
   std::string meta_table() const { return quote_ident(schema) + "." + quote_ident(name + "_meta"); }
@@ -265,13 +282,25 @@ struct Table {
   std::int64_t read_gen();
   void fold_stats();
   void mark_stale();
-  // Loads every page from <name>_pages (checksums verified).
+  // Opens the tree on <name>_pages, reading the meta and root pages only;
+  // other pages are read when a descent needs them (checksums verified).
   void load_all();
+  // PageSource: one page from <name>_pages; the free pages stored.
+  void read_page(PageId id, std::byte* frame) override;
+  std::vector<PageId> stored_free_pages(PageId count) override;
+  // Evicts pages beyond cache_pages (between operations only).
+  void trim_cache() {
+    if (tree && store().resident_pages() > trim_at) trim_cache_now();
+  }
+  void trim_cache_now();
+  // max(id) + 1 in <name>_pages.
+  PageId stored_page_count();
+  // The tree's counters without the hint refreshes' own key scans.
+  TreeStats own_stats() const;
   // Makes `tree` reflect the database: foreign commits, pending restores.
   void ensure_fresh();
   // Applies `pending` (and pages committed after `gen` when `foreign`).
   void refresh(bool foreign, std::int64_t new_gen);
-  void install(std::unique_ptr<ShadowPageStore> store, bool keep_hints);
   void write_page(PageId id, std::int64_t page_gen);
 
   // writeback.cc
@@ -287,7 +316,15 @@ struct Table {
   int sync();
   void commit();
 
-  StartHints hint_for(std::string_view key) { return hints.hint(key); }
+  // The hint path attaches on first use: attaching lists every node, so
+  // opening a table reads no more than its meta and root pages.
+  void attach_hints() {
+    if (!hints.attached() && hints.mode != 2) hints.attach(*tree);
+  }
+  StartHints hint_for(std::string_view key) {
+    attach_hints();
+    return hints.hint(key);
+  }
 };
 
 // The sqlite3_vtab SQLite holds; several may share one Table.
@@ -385,6 +422,11 @@ int x_rollback_to(sqlite3_vtab* vt, int n);
 void fn_stats(sqlite3_context* ctx, int argc, sqlite3_value** argv);
 void fn_check(sqlite3_context* ctx, int argc, sqlite3_value** argv);
 void fn_debug_hints(sqlite3_context* ctx, int argc, sqlite3_value** argv);
+// The Table that (name) or (schema, table) names, connecting it if needed.
+Table* find_table(sqlite3_context* ctx, int argc, sqlite3_value** argv);
+
+// cache_function.cc: forein_cache_pages(table[, pages]).
+void fn_cache_pages(sqlite3_context* ctx, int argc, sqlite3_value** argv);
 
 }  // namespace forein::sqlite
 

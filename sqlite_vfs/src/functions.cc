@@ -231,6 +231,8 @@ std::string text_arg(sqlite3_value* v, const char* what) {
   return std::string(p, static_cast<std::size_t>(sqlite3_value_bytes(v)));
 }
 
+}  // namespace
+
 // (name) or, where the function takes it, (schema, table).
 Table* find_table(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   if (argc == 1) return find_table(ctx, parse_name(text_arg(argv[0], "table name")));
@@ -240,14 +242,13 @@ Table* find_table(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   return find_table(ctx, n);
 }
 
-}  // namespace
-
 void fn_stats(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   try {
     Table* t = find_table(ctx, argc, argv);
     t->ensure_fresh();
+    t->attach_hints();
     t->hints.ensure_refreshed();  // report the switch's entries, not an empty table
-    const TreeStats s = t->hints.own_stats();
+    const TreeStats s = t->own_stats();
     std::string j = "{";
     auto add = [&j](const char* k, std::uint64_t v) {
       if (j.size() > 1) j += ",";
@@ -274,6 +275,8 @@ void fn_stats(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
     add("refreshes", t->refreshes);
     add("pages_read", t->pages_read);
     add("pages_written", t->pages_written);
+    add("cached_pages", t->store().resident_pages());
+    add("cache_pages", t->cache_pages);
     j += "}";
     sqlite3_result_text(ctx, j.c_str(), -1, SQLITE_TRANSIENT);
   } catch (const SqlError& e) {

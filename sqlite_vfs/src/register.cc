@@ -58,6 +58,11 @@ int register_all(sqlite3* db) {
     if (rc == SQLITE_OK)
       rc = sqlite3_create_function(db, "forein_check", n, flags, reg, fn_check, nullptr, nullptr);
   }
+  // forein_cache_pages takes (name) or (name, pages).
+  for (int n = 1; n <= 2 && rc == SQLITE_OK; ++n) {
+    rc = sqlite3_create_function(db, "forein_cache_pages", n, flags, reg, fn_cache_pages, nullptr,
+                                 nullptr);
+  }
   if (rc == SQLITE_OK)
     rc = sqlite3_create_function(db, "forein_debug_hints", 2, flags, reg, fn_debug_hints, nullptr,
                                  nullptr);

@@ -1,9 +1,11 @@
 // The shadow-table page store, read side: each table's pages live in
 // <name>_pages(id, gen, page) and its format data and change counter in
-// <name>_meta. A connection keeps the tree in memory; it loads every page
-// once, and afterwards re-reads only what changed: the pages another
-// connection committed (their gen is above the one the tree reflects) and
-// the pages a rollback restores. The write side is writeback.cc.
+// <name>_meta. A connection reads a page when a descent first needs it and
+// keeps at most cache_pages of them between operations (CLOCK eviction of
+// clean pages, like SQLite's pager cache). What another connection
+// committed (pages whose gen is above the one the tree reflects) and what
+// a rollback restores is dropped or replaced page by page; the rest of the
+// cache stays. The write side is writeback.cc.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -42,6 +44,8 @@ bool all_zero(const std::byte* p, std::size_t n) {
 Table::~Table() {
   free_spare_cursors(this);
   hints.detach();
+  // The cursors' trees may outlive nothing that reads through this source.
+  tree.reset();
 }
 
 void Table::prepare() {
@@ -50,7 +54,7 @@ void Table::prepare() {
   st_write = Stmt(db, "INSERT OR REPLACE INTO " + pages_table() + "(id, gen, page) VALUES (?1, ?2, ?3)");
   // gen precedes the page, so the scan reads it without the BLOB's
   // overflow pages.
-  st_changed = Stmt(db, "SELECT id, page FROM " + pages_table() + " WHERE gen > ?1");
+  st_changed_ids = Stmt(db, "SELECT id FROM " + pages_table() + " WHERE gen > ?1");
   st_page = Stmt(db, "SELECT page FROM " + pages_table() + " WHERE id = ?1");
   st_max_id = Stmt(db, "SELECT max(id) FROM " + pages_table());
 }
@@ -62,10 +66,20 @@ std::int64_t Table::read_gen() {
   return g;
 }
 
-// Called before the hint source lets go of the tree.
+TreeStats Table::own_stats() const {
+  TreeStats s = tree->stats();
+  if (hints.attached()) {
+    s.hinted -= hints.refresh_stats().hinted;
+    s.hint_hits -= hints.refresh_stats().hint_hits;
+    s.fallbacks -= hints.refresh_stats().fallbacks;
+  }
+  return s;
+}
+
+// Called before the hint source lets go of the tree, or its counters reset.
 void Table::fold_stats() {
   if (!tree) return;
-  const TreeStats s = hints.own_stats();
+  const TreeStats s = own_stats();
   base_hint_hits += s.hint_hits;
   base_fallbacks += s.fallbacks;
   base_hinted += s.hinted;
@@ -99,10 +113,7 @@ void Table::write_page(PageId id, std::int64_t page_gen) {
 namespace {
 
 // Checks one stored page (size, checksum) and copies it into `frame`.
-void read_page(const Table& t, sqlite3_int64 id, const void* blob, int n, std::byte* frame) {
-  if (id < 0 || id >= (std::int64_t{1} << 24)) {
-    throw CorruptionError("forein: " + t.name + "_pages: page id " + std::to_string(id) + " out of range");
-  }
+void check_page(const Table& t, sqlite3_int64 id, const void* blob, int n, std::byte* frame) {
   if (n != static_cast<int>(t.page_size)) {
     throw CorruptionError("forein: " + t.name + "_pages: page " + std::to_string(id) + " has " +
                           std::to_string(n) + " bytes, expected " + std::to_string(t.page_size));
@@ -118,127 +129,130 @@ void read_page(const Table& t, sqlite3_int64 id, const void* blob, int n, std::b
 
 }  // namespace
 
-// Opens the tree on `store` and makes it current, with a fresh hint path
-// attached, or with the current one suspended (the caller resumes it).
-// Nothing changes if the new tree does not open.
-void Table::install(std::unique_ptr<ShadowPageStore> s, bool keep_hints) {
-  if (s->page_count() == 0) throw CorruptionError("forein: " + name + "_pages is empty");
-  s->finish_load();
-  TreeOptions opts;
-  opts.observer = &hints;
-  std::shared_ptr<Tree> t(Tree::open(std::move(s), opts));
-  fold_stats();
-  if (keep_hints) {
-    hints.suspend();
-  } else {
-    hints.detach();
+void Table::read_page(PageId id, std::byte* frame) {
+  const StmtReset reset(st_page);
+  sqlite3_bind_int64(st_page.get(), 1, id);
+  if (!st_page.step()) {
+    std::memset(frame, 0, page_size);  // not stored: a free page
+    return;
   }
-  tree = std::move(t);
-  if (!keep_hints) hints.attach(*tree);
+  check_page(*this, id, sqlite3_column_blob(st_page.get(), 0), sqlite3_column_bytes(st_page.get(), 0),
+             frame);
+  ++pages_read;
+}
+
+// Free pages keep their (zeroed-magic) image in <name>_pages, so finding
+// them reads every stored page once; it runs before the first allocation
+// after an open or refresh, not at open.
+std::vector<PageId> Table::stored_free_pages(PageId count) {
+  Stmt q(db, "SELECT id, substr(page, " + std::to_string(kPageMagicOffset + 1) +
+                 ", 4) = x'00000000' FROM " + pages_table() + " ORDER BY id");
+  std::vector<PageId> ids;
+  PageId next = 1;  // page 0 is the meta page
+  while (q.step()) {
+    const sqlite3_int64 id = sqlite3_column_int64(q.get(), 0);
+    if (id < next || id >= count) continue;
+    for (; next < id; ++next) ids.push_back(next);  // not stored
+    if (sqlite3_column_int(q.get(), 1) != 0) ids.push_back(static_cast<PageId>(id));
+    next = static_cast<PageId>(id) + 1;
+  }
+  for (; next < count; ++next) ids.push_back(next);
+  return ids;
+}
+
+void Table::trim_cache_now() {
+  constexpr std::size_t kSlack = 64;  // pages a stopped-short trim waits for
+  store().trim(cache_pages, [this](PageId id) { return txn.touched.count(id) != 0 || pending.count(id) != 0; });
+  const std::size_t resident = store().resident_pages();
+  trim_at = resident > cache_pages ? resident + kSlack : cache_pages;
+}
+
+PageId Table::stored_page_count() {
+  const StmtReset reset(st_max_id);
+  if (!st_max_id.step() || sqlite3_column_type(st_max_id.get(), 0) == SQLITE_NULL) return 0;
+  const sqlite3_int64 max_id = sqlite3_column_int64(st_max_id.get(), 0);
+  if (max_id < 0 || max_id >= (std::int64_t{1} << 24)) {
+    throw CorruptionError("forein: " + name + "_pages: page id " + std::to_string(max_id) + " out of range");
+  }
+  return static_cast<PageId>(max_id + 1);
 }
 
 void Table::load_all() {
   const std::int64_t g = read_gen();
   mark_stale();
-  auto s = std::make_unique<ShadowPageStore>(page_size);
-  Stmt q(db, "SELECT id, page FROM " + pages_table() + " ORDER BY id");
-  while (q.step()) {
-    const sqlite3_int64 id = sqlite3_column_int64(q.get(), 0);
-    const void* blob = sqlite3_column_blob(q.get(), 1);
-    const int n = sqlite3_column_bytes(q.get(), 1);
-    if (id >= 0 && id < (std::int64_t{1} << 24) && static_cast<PageId>(id) >= s->page_count()) {
-      s->grow(static_cast<PageId>(id) + 1);
-    }
-    read_page(*this, id, blob, n, s->page(static_cast<PageId>(id)));
-    ++pages_read;
-  }
-  install(std::move(s), false);
+  const PageId count = stored_page_count();
+  if (count == 0) throw CorruptionError("forein: " + name + "_pages is empty");
+  TreeOptions opts;
+  opts.observer = &hints;
+  tree = std::shared_ptr<Tree>(Tree::open(std::make_unique<ShadowPageStore>(page_size, this, count), opts));
   gen = g;
   ++loads;
 }
 
-// Rebuilds the tree from the current pages plus those that changed: the
-// pending restores and, when `foreign`, every page committed after `gen`.
-// The engine caches root, height and key count and owns its store, so the
-// unchanged pages are copied into a new store (a memcpy per page, no SQL,
-// no checksums) rather than patched in place.
+// Makes the cache reflect the database: drops the pages another connection
+// committed after `gen` (when `foreign`) and applies the pending restores,
+// then re-reads the meta page. Pages read again later are checked again.
+// After a rollback the hint path starts over on its next use (restored
+// pages may carry older node versions than its manager has seen); after
+// only other connections' commits it keeps its manager (whose refresh
+// scans every key), told which changed pages are now free, and replays
+// the live nodes (versions only grow, the manager keeps the newer ones).
 void Table::refresh(bool foreign, std::int64_t new_gen) {
-  std::unordered_map<PageId, PageImage> fetched;
-  // Statements are reset even when a page fails its checks.
-  const StmtReset r1(st_changed), r2(st_page), r3(st_max_id);
-  auto fetch_into = [&](sqlite3_stmt* st, sqlite3_int64 id, int col) {
-    PageImage& img = fetched[static_cast<PageId>(id)];
-    img.resize(page_size);
-    read_page(*this, id, sqlite3_column_blob(st, col), sqlite3_column_bytes(st, col), img.data());
-    ++pages_read;
-  };
+  ShadowPageStore& s = store();
+  const bool keep_hints = foreign && pending.empty() && hints.attached();
+  std::vector<PageId> changed;
   if (foreign) {
-    sqlite3_bind_int64(st_changed.get(), 1, gen);
-    while (st_changed.step()) fetch_into(st_changed.get(), sqlite3_column_int64(st_changed.get(), 0), 1);
-  }
-  for (const auto& [id, image] : pending) {
-    if (image || fetched.count(id)) continue;
-    sqlite3_bind_int64(st_page.get(), 1, id);
-    if (st_page.step()) fetch_into(st_page.get(), id, 0);
-    st_page.reset();
-  }
-  PageId db_count = 0;
-  if (st_max_id.step() && sqlite3_column_type(st_max_id.get(), 0) != SQLITE_NULL) {
-    db_count = static_cast<PageId>(sqlite3_column_int64(st_max_id.get(), 0) + 1);
-  }
-  st_max_id.reset();
-
-  const PageStore& old = tree->store();
-  const PageId count = std::max(old.page_count(), db_count);
-  auto s = std::make_unique<ShadowPageStore>(page_size);
-  s->grow(count);
-  for (PageId id = 0; id < count; ++id) {
-    const std::byte* from = nullptr;
-    if (auto f = fetched.find(id); f != fetched.end()) {
-      from = f->second.data();
-    } else if (auto p = pending.find(id); p != pending.end()) {
-      from = p->second ? p->second->data() : nullptr;  // not in <name>_pages: a free page
-    } else if (id < old.page_count()) {
-      from = old.page(id);
-    } else {
-      // A committed page the gen scan missed (only possible outside a
-      // transaction of ours): the counters disagree, so load everything.
-      if (txn.active && !txn.touched.empty()) {
+    const StmtReset reset(st_changed_ids);
+    sqlite3_bind_int64(st_changed_ids.get(), 1, gen);
+    while (st_changed_ids.step()) {
+      const auto id = static_cast<PageId>(sqlite3_column_int64(st_changed_ids.get(), 0));
+      if (txn.touched.count(id) != 0) {
         txn.poisoned = true;
         throw CorruptionError("forein: " + name + "_pages: page " + std::to_string(id) +
-                              " appeared inside our transaction");
+                              " changed by another connection inside our transaction");
       }
-      load_all();
-      return;
+      s.evict(id);
+      changed.push_back(id);
     }
-    if (from) std::memcpy(s->page(id) + kPageLatchBytes, from + kPageLatchBytes, page_size - kPageLatchBytes);
   }
-  // Only other connections' commits: the hint path keeps its manager (a
-  // manager refresh scans every key); re-attaching replays every node, and
-  // the manager keeps the replayed intervals that are newer than its own.
-  // Pages that became free are deleted nodes; their version is not
-  // visible here, so the deletion is stamped with the highest version
-  // (the page is not hinted again by this manager, which costs speed only).
-  const bool keep_hints = foreign && pending.empty();
+  s.grow(stored_page_count());
+  for (const auto& [id, image] : pending) {
+    if (id >= s.page_count()) continue;
+    if (image) {
+      std::byte* frame = s.page(id);  // resident: pending pages are never evicted
+      std::memcpy(frame + kPageLatchBytes, image->data() + kPageLatchBytes, page_size - kPageLatchBytes);
+    } else {
+      s.evict(id);
+    }
+  }
   pending.clear();
-  install(std::move(s), keep_hints);
+  s.forget_free_list();
+  fold_stats();
+  tree->reset_stats();
   if (keep_hints) {
+    hints.suspend();
+  } else {
+    hints.detach();
+  }
+  tree->reload();
+  if (keep_hints) {
+    // Freed pages are deleted nodes; their version is not visible here,
+    // so the deletion gets the highest one.
     std::vector<NodeEvent> events;
-    for (const auto& [id, img] : fetched) {
+    for (PageId id : changed) {
       std::uint32_t magic;
-      std::memcpy(&magic, tree->store().page(id) + kPageMagicOffset, sizeof magic);
+      std::memcpy(&magic, s.page(id) + kPageMagicOffset, sizeof magic);
       if (magic != 0) continue;
       NodeInterval iv;
       iv.node = id;
       iv.version = ~std::uint64_t{0};
       events.push_back({NodeEventKind::kDeleted, iv});
     }
-    hints.resume(*tree, events, fetched.size());
+    hints.resume(*tree, events, changed.size());
   }
   if (foreign) gen = new_gen;
   ++refreshes;
 }
-
 // Makes `tree` reflect the database. Inside a write transaction (after the
 // first check) no other connection can commit, so only pending restores
 // matter; otherwise SQLite's data version says whether anything was
@@ -250,6 +264,7 @@ void Table::ensure_fresh() {
   }
   if (tree && txn.active && txn.checked) {
     if (!pending.empty()) refresh(false, gen);
+    trim_cache();
     return;
   }
   unsigned dv = 0;
@@ -274,6 +289,7 @@ void Table::ensure_fresh() {
   data_version = dv;
   dv_known = dv_ok;
   if (txn.active) txn.checked = true;
+  trim_cache();
 }
 
 }  // namespace forein::sqlite

@@ -119,6 +119,7 @@ void Table::rollback() {
     // Every page ever pending or captured is in `touched`.
     for (PageId id : txn.touched) pending[id] = std::nullopt;
   }
+  trim_at = cache_pages;
   txn = TxnState{};
 }
 
@@ -139,6 +140,7 @@ int Table::sync() {
 }
 
 void Table::commit() {
+  trim_at = cache_pages;  // the written pages can go now
   if (txn.wrote) gen += 1;
   // Our own commit changed the data version; reading gen once confirms it.
   dv_known = false;

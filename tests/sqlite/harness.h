@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -116,5 +117,18 @@ class Db {
  private:
   sqlite3* db_ = nullptr;
 };
+
+// One counter from forein_stats(table).
+inline std::uint64_t stat(Db& db, const std::string& field, const char* table = "kv") {
+  return std::stoull(db.rows(std::string("SELECT json_extract(forein_stats('") + table + "'), '$." +
+                             field + "')"));
+}
+
+// `n` rows from a recursive CTE: INSERT ... SELECT in one statement.
+inline std::string rows_sql(const char* table, int from, int n, const char* verb = "INSERT") {
+  return std::string(verb) + " INTO " + table +
+         " WITH RECURSIVE c(x) AS (SELECT " + std::to_string(from) + " UNION ALL SELECT x + 1 FROM c WHERE x < " +
+         std::to_string(from + n - 1) + ") SELECT x, 'value-' || x FROM c";
+}
 
 }  // namespace forein::sqlite_test

@@ -15,21 +15,11 @@ using forein::sqlite_test::TempDir;
 
 namespace {
 
-// One counter from forein_stats('kv').
-std::uint64_t stat(Db& db, const std::string& field, const char* table = "kv") {
-  return std::stoull(db.rows(std::string("SELECT json_extract(forein_stats('") + table + "'), '$." +
-                             field + "')"));
-}
+using forein::sqlite_test::rows_sql;
+using forein::sqlite_test::stat;
 
 std::string all(Db& db, const char* t) {
   return db.rows(std::string("SELECT * FROM ") + t + " ORDER BY k", true);
-}
-
-// `n` rows from a recursive CTE: INSERT ... SELECT in one statement.
-std::string rows_sql(const char* table, int from, int n, const char* verb = "INSERT") {
-  return std::string(verb) + " INTO " + table +
-         " WITH RECURSIVE c(x) AS (SELECT " + std::to_string(from) + " UNION ALL SELECT x + 1 FROM c WHERE x < " +
-         std::to_string(from + n - 1) + ") SELECT x, 'value-' || x FROM c";
 }
 
 }  // namespace

@@ -9,6 +9,10 @@
 // Page frames never move once allocated, so a pointer from page() stays
 // valid for the store's lifetime, and readers reach it without locks.
 // Page 0 is reserved for the tree's meta page.
+//
+// A store may also hold its pages on demand (set_source): page() then
+// reads a page from its PageSource the first time it is asked for, and the
+// host evicts clean pages (trim) to bound memory. See PageSource.
 #pragma once
 
 #include <atomic>
@@ -32,6 +36,21 @@ inline constexpr std::size_t kPageLatchBytes = 8;
 inline constexpr std::size_t kPageChecksumOffset = 8;
 inline constexpr std::size_t kPageMagicOffset = 12;
 
+// Where an on-demand store's pages come from (a host's storage, e.g. the
+// SQLite shadow table). An on-demand store is for one thread at a time:
+// page() fills frames without synchronisation.
+class PageSource {
+ public:
+  virtual ~PageSource() = default;
+  // Fills `frame` (page_size bytes) with page `id` as stored, or with zeros
+  // when it is not stored (a free page). Throws on a damaged page.
+  virtual void read_page(PageId id, std::byte* frame) = 0;
+  // The ids below `count` whose stored image is free (magic 0) or which
+  // are not stored at all. Called before the first allocation after
+  // open or forget_free_list(), so opening reads no page to find them.
+  virtual std::vector<PageId> stored_free_pages(PageId count) = 0;
+};
+
 class PageStore {
  public:
   // page_size: a power of two in [kMinPageSize, kMaxPageSize], else
@@ -46,11 +65,13 @@ class PageStore {
   // Number of page ids handed out so far (free ones included).
   PageId page_count() const { return page_count_.load(std::memory_order_acquire); }
 
-  // The frame of page `id`, or nullptr when id >= page_count(). Lock-free.
+  // The frame of page `id`, or nullptr when id >= page_count(). Lock-free
+  // (an on-demand store reads a missing page from its source first).
   std::byte* page(PageId id) const {
     if (id >= page_count()) return nullptr;
-    std::byte* chunk = chunks_[id >> kChunkBits].load(std::memory_order_acquire);
-    return chunk + static_cast<std::size_t>(id & kChunkMask) * page_size_;
+    std::byte* frame = frame_of(id);
+    if (source_ != nullptr) [[unlikely]] touch(id, frame);
+    return frame;
   }
 
   // A page id for a new page: a freed one if any, else a fresh zeroed one.
@@ -73,6 +94,26 @@ class PageStore {
   // Pages on the free list (for tests and stats).
   std::size_t free_page_count() const;
 
+  // ---- on-demand stores (set_source); no-ops or trivial otherwise ----
+  bool on_demand() const { return source_ != nullptr; }
+  bool resident(PageId id) const;
+  std::size_t resident_pages() const { return resident_count_; }
+  // Pages read from the source so far.
+  std::uint64_t pages_fetched() const { return fetched_; }
+  // Drops page `id`'s frame (its memory goes back to the system); the next
+  // page(id) reads it from the source again, with a new latch version, so
+  // an optimistic reader of the old frame restarts. The caller guarantees
+  // the page is clean (as stored) and that no operation is running.
+  void evict(PageId id);
+  // Evicts clean, unlatched pages least recently asked for (CLOCK) until
+  // at most `limit` are resident; pages for which keep(id) holds, pages
+  // marked dirty and page 0 stay. Call it between operations only: a
+  // running operation holds pointers into frames. Returns pages evicted.
+  std::size_t trim(std::size_t limit, const std::function<bool(PageId)>& keep);
+  // The free list is rebuilt from the source before the next allocation
+  // (after the host replaced pages underneath).
+  void forget_free_list();
+
  protected:
   static constexpr unsigned kChunkBits = 10;  // 1024 pages per chunk
   static constexpr PageId kChunkMask = (PageId{1} << kChunkBits) - 1;
@@ -85,6 +126,12 @@ class PageStore {
   void drain_dirty(const std::function<void(PageId)>& fn);
   // Rebuilds the free list from page magics (used when loading a file).
   void rebuild_free_list();
+  // Makes the store on demand: its `count` pages are read from `source`
+  // (not owned) when first asked for. Call once, on an empty store.
+  void set_source(PageSource* source, PageId count);
+  // Raises page_count() to `count` (an on-demand store's pages beyond the
+  // old count are not resident).
+  void extend_to(PageId count) { grow_to(count); }
   bool tracks_dirty_ = false;
 
  private:
@@ -95,8 +142,30 @@ class PageStore {
   // Raises page_count_ to `count`, mapping chunks first. Caller holds alloc_mu_.
   void raise_page_count(PageId count);
 
+  std::byte* frame_of(PageId id) const {
+    std::byte* chunk = chunks_[id >> kChunkBits].load(std::memory_order_acquire);
+    return chunk + static_cast<std::size_t>(id & kChunkMask) * page_size_;
+  }
+  // page()'s slow path for on-demand stores: fills a missing frame from
+  // the source and marks the page recently used.
+  void touch(PageId id, std::byte* frame) const;
+  bool dirty(PageId id) const;
+  // Loads the free list from the source if forgotten. Caller holds alloc_mu_.
+  void ensure_free_list();
+
   const std::uint32_t page_size_;
   std::atomic<PageId> page_count_{0};
+  // On-demand state (unsynchronised: one thread at a time, see PageSource).
+  PageSource* source_ = nullptr;
+  static constexpr std::uint8_t kResident = 1, kReferenced = 2;
+  mutable std::vector<std::uint8_t> residency_;  // per page id
+  mutable std::size_t resident_count_ = 0;
+  mutable std::uint64_t fetched_ = 0;
+  // Latch word of a freshly read frame: above any version the page had in
+  // an earlier frame (versions advance by 1 per write).
+  mutable std::uint64_t next_frame_version_ = std::uint64_t{1} << 32;
+  PageId clock_hand_ = 0;
+  bool free_list_known_ = true;
   // chunks_[i] holds pages [i << kChunkBits, (i + 1) << kChunkBits).
   std::unique_ptr<std::atomic<std::byte*>[]> chunks_;
   std::unique_ptr<std::atomic<DirtyFlags*>[]> dirty_;  // parallel to chunks_

@@ -134,6 +134,12 @@ class Tree {
   // CorruptionError naming the page. Run it while no writer is active.
   void check();
 
+  // Re-reads root, height and key count from the meta page after the host
+  // replaced pages underneath (another process's commit, a rollback).
+  // Pages retired but not yet freed are forgotten. No operation may run
+  // concurrently.
+  void reload();
+
   // Makes the tree durable in a persistent store (see PageStore::sync).
   // Callers must not modify the tree concurrently.
   void sync();
