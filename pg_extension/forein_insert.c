@@ -205,8 +205,8 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		if (k < 0)
 			elog(ERROR, "forein: could not find a split point in block %u of index \"%s\"",
 				 blkno, RelationGetRelationName(index));
-		elog(DEBUG1, "forein: block %u of index \"%s\" split without the new entry, which no split could take",
-			 blkno, RelationGetRelationName(index));
+		elog(DEBUG1, "forein: block %u (level %u) of index \"%s\" split without the new entry, which no split could take",
+			 blkno, level, RelationGetRelationName(index));
 		inserted = false;
 		childbuf = InvalidBuffer;	/* its downlink is not in yet */
 	}
@@ -558,6 +558,7 @@ forein_insert_downlink(Relation index, ForeinState *state, Buffer lbuf,
 	IndexTuple	sep;
 	IndexTuple	downlink;
 	OffsetNumber off;
+	BlockNumber parent_blkno;
 
 	/* The right sibling's low key is stable: only deleting lbuf changes it */
 	rbuf = forein_getbuf(index, rblkno, BUFFER_LOCK_SHARE);
@@ -630,13 +631,12 @@ retry:
 	}
 
 	downlink = forein_make_downlink(sep, rblkno);
+	parent_blkno = BufferGetBlockNumber(pbuf);	/* insert_onto releases pbuf */
 	if (!insert_onto(index, state, pbuf, parentstack, downlink, off + 1, lbuf))
 	{
-		/* the parent split without our downlink: find it again */
-		BlockNumber pblkno = BufferGetBlockNumber(pbuf);
-
+		/* the parent split without our downlink: find it again from there */
 		pfree(downlink);
-		pbuf = forein_getbuf(index, pblkno, BUFFER_LOCK_EXCLUSIVE);
+		pbuf = forein_getbuf(index, parent_blkno, BUFFER_LOCK_EXCLUSIVE);
 		goto retry;
 	}
 	pfree(downlink);
