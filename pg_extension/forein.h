@@ -172,13 +172,22 @@ typedef struct ForeinMetaPageData
  */
 #define FOREIN_FIRST_CHILD		FOREIN_LOKEY
 
-/* The child at position off of an inner page */
+/*
+ * The child at position off of an inner page (copied: a trailer read from
+ * a page need not be aligned)
+ */
 static inline BlockNumber
 forein_inner_child(Page page, OffsetNumber off)
 {
+	IndexTuple	itup;
+	BlockNumber child;
+
 	if (off == FOREIN_FIRST_CHILD)
 		return ForeinPageGetOpaque(page)->first_child;
-	return FOREIN_DOWNLINK((IndexTuple) PageGetItem(page, PageGetItemId(page, off)));
+	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
+	memcpy(&child, (char *) itup + IndexTupleSize(itup) - sizeof(BlockNumber),
+		   sizeof(BlockNumber));
+	return child;
 }
 
 /* How keys of an index column compare; chosen from the column's type */
@@ -562,6 +571,7 @@ extern int	forein_posting_insert(IndexTuple post, IndexTuple itup,
 /* forein_search.c */
 extern OffsetNumber forein_binsearch_leaf(ForeinState *state, Page page,
 										  const ForeinSearchKey *key);
+extern OffsetNumber forein_inner_find_child(Page page, BlockNumber child);
 extern OffsetNumber forein_binsearch_inner(ForeinState *state, Page page,
 										   const ForeinSearchKey *key);
 extern Buffer forein_moveright(Relation index, ForeinState *state, Buffer buf,

@@ -163,29 +163,6 @@ static void check_heap_callback(Relation index, ItemPointer tid,
 
 #define ITEM(page, off) ((IndexTuple) PageGetItem((page), PageGetItemId((page), (off))))
 
-/* Child block of a downlink (the trailer need not be aligned) */
-static inline BlockNumber
-check_downlink(IndexTuple itup)
-{
-	BlockNumber child;
-
-	memcpy(&child, (char *) itup + IndexTupleSize(itup) - sizeof(BlockNumber),
-		   sizeof(BlockNumber));
-	return child;
-}
-
-/*
- * The child at position off of an inner page: FOREIN_FIRST_CHILD is
- * first_child, whose separator is the low key (the item at that offset).
- */
-static inline BlockNumber
-check_child_at(Page page, OffsetNumber off)
-{
-	if (off == FOREIN_FIRST_CHILD)
-		return ForeinPageGetOpaque(page)->first_child;
-	return check_downlink(ITEM(page, off));
-}
-
 /* A copy of the separator at position off; NULL: minus infinity */
 static IndexTuple
 check_sep_at(Page page, OffsetNumber off)
@@ -675,7 +652,7 @@ check_page_items(ForeinCheckState *cs, Page page, BlockNumber blkno)
 
 		if (inner)
 		{
-			BlockNumber child = check_child_at(page, off);
+			BlockNumber child = forein_inner_child(page, off);
 
 			if (child == FOREIN_METAPAGE_BLKNO || child == blkno ||
 				!check_block_exists(cs, child))
@@ -824,7 +801,7 @@ check_level(ForeinCheckState *cs, BlockNumber leftmost, uint32 level,
 				dl = &out->items[out->n];
 				dl->parent = cur;
 				dl->off = off;
-				dl->child = check_child_at(page, off);
+				dl->child = forein_inner_child(page, off);
 				dl->sep = check_sep_at(page, off);
 
 				/*
@@ -1267,7 +1244,6 @@ check_find_downlink(ForeinCheckState *cs, BlockNumber start,
 	{
 		Page		page = check_read_page(cs, blkno);
 		ForeinPageOpaque opaque;
-		OffsetNumber maxoff;
 		OffsetNumber off;
 		BlockNumber right;
 
@@ -1280,17 +1256,14 @@ check_find_downlink(ForeinCheckState *cs, BlockNumber start,
 		opaque = ForeinPageGetOpaque(page);
 		if ((opaque->flags & FOREIN_DELETED) == 0 && opaque->level > 0)
 		{
-			maxoff = PageGetMaxOffsetNumber(page);
-			for (off = FOREIN_FIRST_CHILD; off <= maxoff; off = OffsetNumberNext(off))
+			off = forein_inner_find_child(page, child);
+			if (off != InvalidOffsetNumber)
 			{
-				if (check_child_at(page, off) == child)
-				{
-					*pblk = blkno;
-					*poff = off;
-					*sep = check_sep_at(page, off);
-					pfree(page);
-					return true;
-				}
+				*pblk = blkno;
+				*poff = off;
+				*sep = check_sep_at(page, off);
+				pfree(page);
+				return true;
 			}
 		}
 		right = opaque->right;
@@ -1403,7 +1376,7 @@ check_descend_reaches(ForeinCheckState *cs, BlockNumber target, uint32 level,
 
 		/* The last downlink whose separator is <= lokey, else the first child */
 		maxoff = PageGetMaxOffsetNumber(page);
-		child = check_child_at(page, FOREIN_FIRST_CHILD);
+		child = forein_inner_child(page, FOREIN_FIRST_CHILD);
 		if (lokey != NULL)
 		{
 			for (off = FOREIN_FIRST_ITEM; off <= maxoff; off = OffsetNumberNext(off))
@@ -1412,7 +1385,7 @@ check_descend_reaches(ForeinCheckState *cs, BlockNumber target, uint32 level,
 
 				if (forein_compare_tuples(cs->fstate, itup, lokey) > 0)
 					break;
-				child = check_downlink(itup);
+				child = forein_inner_child(page, off);
 			}
 		}
 		blkno = child;

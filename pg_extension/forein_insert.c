@@ -519,24 +519,6 @@ new_root(Relation index, ForeinState *state, Buffer lbuf, IndexTuple sep,
 }
 
 /*
- * Position of child on an inner page (FOREIN_FIRST_CHILD for the first
- * child), or InvalidOffsetNumber
- */
-static OffsetNumber
-find_downlink(Page page, BlockNumber child)
-{
-	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
-	OffsetNumber off;
-
-	if (ForeinPageGetOpaque(page)->first_child == child)
-		return FOREIN_FIRST_CHILD;
-	for (off = FOREIN_FIRST_ITEM; off <= maxoff; off++)
-		if (FOREIN_DOWNLINK((IndexTuple) PageGetItem(page, PageGetItemId(page, off))) == child)
-			return off;
-	return InvalidOffsetNumber;
-}
-
-/*
  * Completes the split of the exclusively locked, INCOMPLETE_SPLIT page lbuf:
  * inserts its right sibling's downlink into the parent (found through the
  * stack, or by a descent from the root when the stack ends), clearing the
@@ -616,7 +598,7 @@ retry:
 		}
 		if (!ForeinPageIsDeleted(ppage))
 		{
-			off = find_downlink(ppage, lblkno);
+			off = forein_inner_find_child(ppage, lblkno);
 			if (off != InvalidOffsetNumber)
 				break;
 		}

@@ -165,6 +165,22 @@ forein_binsearch_leaf(ForeinState *state, Page page, const ForeinSearchKey *key)
 }
 
 /*
+ * Position of child on an inner page (FOREIN_FIRST_CHILD for the first
+ * child), or InvalidOffsetNumber
+ */
+OffsetNumber
+forein_inner_find_child(Page page, BlockNumber child)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	OffsetNumber off;
+
+	for (off = FOREIN_FIRST_CHILD; off <= maxoff; off = OffsetNumberNext(off))
+		if (forein_inner_child(page, off) == child)
+			return off;
+	return InvalidOffsetNumber;
+}
+
+/*
  * The position to follow on an inner page (forein_inner_child): the last
  * downlink whose separator is <= key, else FOREIN_FIRST_CHILD.
  */

@@ -97,9 +97,7 @@ static bool forein_delete_page(ForeinVacState *vstate,
 							   ForeinDelCandidate *cand);
 static BlockNumber forein_find_parent(Relation index, ForeinState *fstate,
 									  ForeinDelCandidate *cand);
-static OffsetNumber forein_find_downlink(Page page, BlockNumber child);
 static void forein_set_downlink(Page page, OffsetNumber off, BlockNumber child);
-static BlockNumber forein_get_downlink(Page page, OffsetNumber off);
 
 /*
  * Is this page safe to hand out again?  New (all-zero) pages always are; a
@@ -531,21 +529,6 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 	return right;
 }
 
-/* Child block at position off of an inner page; a trailer need not be aligned */
-static BlockNumber
-forein_get_downlink(Page page, OffsetNumber off)
-{
-	IndexTuple	itup;
-	BlockNumber child;
-
-	if (off == FOREIN_FIRST_CHILD)
-		return ForeinPageGetOpaque(page)->first_child;
-	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
-	memcpy(&child, (char *) itup + IndexTupleSize(itup) - sizeof(BlockNumber),
-		   sizeof(BlockNumber));
-	return child;
-}
-
 static void
 forein_set_downlink(Page page, OffsetNumber off, BlockNumber child)
 {
@@ -559,22 +542,6 @@ forein_set_downlink(Page page, OffsetNumber off, BlockNumber child)
 	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, off));
 	memcpy((char *) itup + IndexTupleSize(itup) - sizeof(BlockNumber), &child,
 		   sizeof(BlockNumber));
-}
-
-/*
- * Position of child on an inner page (FOREIN_FIRST_CHILD for the first
- * child), or InvalidOffsetNumber
- */
-static OffsetNumber
-forein_find_downlink(Page page, BlockNumber child)
-{
-	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
-	OffsetNumber off;
-
-	for (off = FOREIN_FIRST_CHILD; off <= maxoff; off = OffsetNumberNext(off))
-		if (forein_get_downlink(page, off) == child)
-			return off;
-	return InvalidOffsetNumber;
 }
 
 /*
@@ -616,12 +583,12 @@ forein_find_parent(Relation index, ForeinState *fstate,
 
 		if ((opaque->flags & FOREIN_DELETED) == 0 && opaque->level == 1)
 		{
-			OffsetNumber off = forein_find_downlink(page, cand->target);
+			OffsetNumber off = forein_inner_find_child(page, cand->target);
 
 			if (off != InvalidOffsetNumber)
 			{
 				if (off < PageGetMaxOffsetNumber(page) &&
-					forein_get_downlink(page, off + 1) == cand->right)
+					forein_inner_child(page, off + 1) == cand->right)
 					result = BufferGetBlockNumber(buf);
 				break;
 			}
@@ -759,10 +726,10 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 		if (ok)
 		{
 			/* The downlink may have shifted, or moved right in a split */
-			toff = forein_find_downlink(ppage, cand->target);
+			toff = forein_inner_find_child(ppage, cand->target);
 			ok = toff != InvalidOffsetNumber &&
 				toff < PageGetMaxOffsetNumber(ppage) &&
-				forein_get_downlink(ppage, toff + 1) == cand->right;
+				forein_inner_child(ppage, toff + 1) == cand->right;
 		}
 	}
 
