@@ -1,6 +1,8 @@
 #include "node.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <vector>
 
 namespace forein::detail {
@@ -18,9 +20,13 @@ void StoredKey::append_to(std::string& out) const {
     read_bytes(long_bytes, len, out.data() + at);
     return;
   }
-  for (std::size_t i = 0; i < len; ++i) {
-    out.push_back(static_cast<char>(word >> (56 - 8 * i)));
-  }
+  // The word holds the key's bytes from the most significant one: in
+  // memory order after a byte swap on little-endian machines.
+  std::uint64_t bytes = word;
+  if constexpr (std::endian::native == std::endian::little) bytes = __builtin_bswap64(bytes);
+  const std::size_t at = out.size();
+  out.resize(at + len);
+  std::memcpy(out.data() + at, &bytes, len);
 }
 
 std::string_view Node::lo() const {

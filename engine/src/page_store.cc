@@ -236,6 +236,16 @@ std::size_t PageStore::trim(std::size_t limit, const std::function<bool(PageId)>
   return evicted;
 }
 
+void PageStore::overwrite(PageId id, const std::byte* image) {
+  if (source_ == nullptr || id >= page_count()) {
+    throw InvalidArgument("overwrite: page " + std::to_string(id) + " of a store that is not on demand");
+  }
+  std::byte* frame = page(id);
+  std::memcpy(frame + kPageLatchBytes, image + kPageLatchBytes, page_size_ - kPageLatchBytes);
+  std::memcpy(frame, &next_frame_version_, sizeof next_frame_version_);
+  next_frame_version_ += std::uint64_t{1} << 32;
+}
+
 void PageStore::forget_free_list() {
   if (source_ == nullptr) return;
   std::lock_guard lock(alloc_mu_);

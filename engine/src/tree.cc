@@ -361,6 +361,10 @@ bool Tree::put(std::string_view key, std::string_view value, const StartHints* h
   return impl_->put(key, value, hints);
 }
 
+bool Tree::insert(std::string_view key, std::string_view value, const StartHints* hints) {
+  return impl_->put(key, value, hints, false);
+}
+
 bool Tree::erase(std::string_view key, const StartHints* hints) {
   return impl_->erase(key, hints);
 }

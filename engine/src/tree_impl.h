@@ -210,7 +210,9 @@ class Tree::Impl {
   detail::LatchedPage latch(PageId id);
 
   // --- writes (tree_write.cc, tree_merge.cc) ---
-  bool put(std::string_view key, std::string_view value, const StartHints* hints);
+  // With `replace` false an existing key is left as it is (Tree::insert).
+  bool put(std::string_view key, std::string_view value, const StartHints* hints,
+           bool replace = true);
   bool erase(std::string_view key, const StartHints* hints);
   void split_and_insert(detail::LatchedPage leaf, const detail::SearchKey& k, std::size_t pos,
                         std::string_view value, detail::Path& path);

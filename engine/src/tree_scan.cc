@@ -3,6 +3,14 @@
 // is discarded and made again), then hands them out. It
 // continues from the last key it returned, not from a page position, so
 // splits and merges between batches can neither skip nor repeat a key.
+//
+// An in-place cursor (ScanSpec::in_place, single-threaded hosts) copies
+// nothing but the current key: it remembers the leaf, its version and the
+// range of slots to hand out, and before each step checks that the leaf's
+// version is unchanged (a write, an eviction or a host's page restore
+// gives it a new one); if it changed, it finds the leaf again from the
+// last key returned.
+#include <algorithm>
 #include <climits>
 
 #include "tree_impl.h"
@@ -33,7 +41,19 @@ struct Cursor::State {
   std::string next_boundary;            // hi (forward) or lo (backward) of the last leaf
   PageId next_sibling = kNoPage;        // its right (forward) or left (backward) link
 
+  // In-place mode: the leaf read last and its slots [from, to) still to
+  // hand out (forward from `from`, backward from `to` - 1), the current
+  // key copied (a short key lives in the slot as a word) and value viewed.
+  OptNode leaf;
+  std::size_t from = 0, to = 0;
+  std::string key_buf;
+  std::string_view value_view;
+
+  OptNode read_leaf(bool refind, OpCounters& c);
   bool load_batch();
+  bool step_in_place();
+  bool load_leaf(bool refind);
+  void take(const Node& n, std::size_t first, std::size_t end);
   OptNode first_leaf(OpCounters& c);
   OptNode next_leaf(OpCounters& c);
   void collect_forward(const Node& n);
@@ -41,33 +61,26 @@ struct Cursor::State {
   void add(const Node& n, std::size_t i);
 };
 
-namespace {
-
-// Key order of a stored key against a bound's key.
-int compare_to(const detail::StoredKey& stored, const std::string& bound) {
-  return -detail::compare(SearchKey(bound), stored);
-}
-
-bool beyond_upper(const detail::StoredKey& key, const std::optional<KeyBound>& upper) {
-  if (!upper) return false;
-  const int c = compare_to(key, upper->key);
-  return c > 0 || (c == 0 && !upper->inclusive);
-}
-
-bool below_lower(const detail::StoredKey& key, const std::optional<KeyBound>& lower) {
-  if (!lower) return false;
-  const int c = compare_to(key, lower->key);
-  return c < 0 || (c == 0 && !lower->inclusive);
-}
-
-}  // namespace
-
 void Cursor::State::add(const Node& n, std::size_t i) {
   const std::size_t key_at = arena.size();
   n.key_at(i).append_to(arena);
   const std::size_t value_at = arena.size();
   n.append_value_to(i, arena);
   entries.push_back({key_at, value_at - key_at, value_at, arena.size() - value_at});
+}
+
+// Slots [first, end) qualify: copied (batch mode) or remembered (in place).
+void Cursor::State::take(const Node& n, std::size_t first, std::size_t end) {
+  if (spec.in_place) {
+    from = first;
+    to = end;
+    return;
+  }
+  if (spec.direction == Direction::kForward) {
+    for (std::size_t i = first; i < end; ++i) add(n, i);
+  } else {
+    for (std::size_t i = end; i-- > first;) add(n, i);
+  }
 }
 
 void Cursor::State::collect_forward(const Node& n) {
@@ -78,13 +91,18 @@ void Cursor::State::collect_forward(const Node& n) {
     const SearchKey lower(spec.lower->key);
     i = spec.lower->inclusive ? n.lower_bound(lower) : n.upper_bound(lower);
   }
-  for (; i < n.count(); ++i) {
-    const detail::StoredKey key = n.key_at(i);
-    if (beyond_upper(key, spec.upper)) {
-      exhausted = true;
-      return;
-    }
-    add(n, i);
+  const std::size_t count = n.count();
+  i = std::min(i, count);  // a torn optimistic read; valid() rejects it
+  // The first slot beyond the upper bound ends the scan.
+  std::size_t end = count;
+  if (spec.upper) {
+    const SearchKey upper(spec.upper->key);
+    end = std::clamp(spec.upper->inclusive ? n.upper_bound(upper) : n.lower_bound(upper), i, count);
+  }
+  take(n, i, end);
+  if (end < count) {
+    exhausted = true;
+    return;
   }
   // Keys past hi live further right, unless the upper bound stops short.
   if (n.hi_inf()) {
@@ -110,13 +128,17 @@ void Cursor::State::collect_backward(const Node& n) {
     const SearchKey upper(spec.upper->key);
     end = spec.upper->inclusive ? n.upper_bound(upper) : n.lower_bound(upper);
   }
-  for (std::size_t i = end; i-- > 0;) {
-    const detail::StoredKey key = n.key_at(i);
-    if (below_lower(key, spec.lower)) {
-      exhausted = true;
-      return;
-    }
-    add(n, i);
+  end = std::min<std::size_t>(end, n.count());  // a torn optimistic read; valid() rejects it
+  // A slot below the lower bound ends the scan.
+  std::size_t first = 0;
+  if (spec.lower) {
+    const SearchKey lower(spec.lower->key);
+    first = std::min(spec.lower->inclusive ? n.lower_bound(lower) : n.upper_bound(lower), end);
+  }
+  take(n, first, end);
+  if (first > 0) {
+    exhausted = true;
+    return;
   }
   // Keys below lo live further left; none exist below the empty key.
   if (n.lo_empty() || (spec.lower && n.compare_with_lo(spec.lower->key) >= 0)) {
@@ -154,39 +176,87 @@ OptNode Cursor::State::next_leaf(OpCounters& c) {
   return tree->find_leaf_before(next_boundary, next_sibling, c);
 }
 
+// One validated read: the next leaf (the first one, or the one after the
+// last through next_boundary) or, with `refind`, the leaf holding last_key
+// again; collects its slots. An attempt that a writer disturbed is undone
+// and made again.
+OptNode Cursor::State::read_leaf(bool refind, OpCounters& c) {
+  for (;;) {
+    const OpCounters saved_c = c;
+    const std::string saved_boundary = next_boundary;
+    const PageId saved_sibling = next_sibling;
+    OptNode n;
+    if (refind) {
+      n = tree->locate(SearchKey(*last_key), nullptr, 0, nullptr, c);
+    } else {
+      n = first_batch ? first_leaf(c) : next_leaf(c);
+    }
+    if (spec.direction == Direction::kForward) {
+      collect_forward(n.node);
+    } else {
+      collect_backward(n.node);
+    }
+    if (tree->valid(n)) {
+      first_batch = false;
+      return n;
+    }
+    entries.clear();
+    arena.clear();
+    from = to = 0;
+    exhausted = false;
+    next_boundary = saved_boundary;
+    next_sibling = saved_sibling;
+    tree->count_restart(c, saved_c);
+  }
+}
+
 bool Cursor::State::load_batch() {
   entries.clear();
   arena.clear();
   pos = 0;
   OpCounters c;
-  while (entries.empty() && !exhausted) {
-    // What an attempt changes, to undo it if a writer disturbed the leaf.
-    const OpCounters saved_c = c;
-    const std::string saved_boundary = next_boundary;
-    const PageId saved_sibling = next_sibling;
-    const OptNode leaf = first_batch ? first_leaf(c) : next_leaf(c);
-    if (spec.direction == Direction::kForward) {
-      collect_forward(leaf.node);
-    } else {
-      collect_backward(leaf.node);
-    }
-    if (!tree->valid(leaf)) {
-      entries.clear();
-      arena.clear();
-      exhausted = false;
-      next_boundary = saved_boundary;
-      next_sibling = saved_sibling;
-      tree->count_restart(c, saved_c);
-      continue;
-    }
-    first_batch = false;
-  }
+  while (entries.empty() && !exhausted) read_leaf(false, c);
   if (!entries.empty()) {
     const auto& e = entries.back();
     last_key = arena.substr(e[0], e[1]);
   }
   tree->publish(c);
   return !entries.empty();
+}
+
+// In place: the next leaf with slots to hand out; with `refind` starting
+// from last_key's leaf (the current leaf changed since it was read).
+bool Cursor::State::load_leaf(bool refind) {
+  OpCounters c;
+  if (refind) exhausted = false;  // the leaf that ended the scan may have changed
+  from = to = 0;
+  while (from == to && !exhausted) {
+    leaf = read_leaf(refind, c);
+    refind = false;
+  }
+  tree->publish(c);
+  return from != to;
+}
+
+bool Cursor::State::step_in_place() {
+  if (!positioned) {
+    if (!load_leaf(false)) return false;
+  } else if (!tree->valid(leaf)) {
+    // A write, eviction or restore since the leaf was read: find it again.
+    last_key = key_buf;
+    if (!load_leaf(true)) return false;
+  } else if (from == to) {
+    if (exhausted) return false;
+    last_key = key_buf;
+    if (!load_leaf(false)) return false;
+  }
+  const std::size_t i = spec.direction == Direction::kForward ? from++ : --to;
+  const Node& n = leaf.node;
+  const detail::StoredKey k = n.key_at(i);
+  key_buf.clear();
+  k.append_to(key_buf);
+  value_view = n.value_at(i);
+  return true;
 }
 
 Cursor::Cursor(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -196,6 +266,10 @@ Cursor& Cursor::operator=(Cursor&&) noexcept = default;
 
 bool Cursor::next() {
   State& s = *state_;
+  if (s.spec.in_place) {
+    s.positioned = s.step_in_place();
+    return s.positioned;
+  }
   if (s.positioned && s.pos + 1 < s.entries.size()) {
     ++s.pos;
     return true;
@@ -205,11 +279,13 @@ bool Cursor::next() {
 }
 
 std::string_view Cursor::key() const {
+  if (state_->spec.in_place) return state_->key_buf;
   const auto& e = state_->entries[state_->pos];
   return std::string_view(state_->arena).substr(e[0], e[1]);
 }
 
 std::string_view Cursor::value() const {
+  if (state_->spec.in_place) return state_->value_view;
   const auto& e = state_->entries[state_->pos];
   return std::string_view(state_->arena).substr(e[2], e[3]);
 }

@@ -95,7 +95,8 @@ void Tree::Impl::reclaim() {
   }
 }
 
-bool Tree::Impl::put(std::string_view key, std::string_view value, const StartHints* hints) {
+bool Tree::Impl::put(std::string_view key, std::string_view value, const StartHints* hints,
+                     bool replace) {
   check_sizes(key, value);
   if (old_format_.load(std::memory_order_relaxed)) upgrade_format();
   const SearchKey k(key);
@@ -107,6 +108,10 @@ bool Tree::Impl::put(std::string_view key, std::string_view value, const StartHi
   Node n = leaf.node();
   const std::size_t i = n.lower_bound(k);
   const bool exists = n.key_equals(i, k);
+  if (exists && !replace) {
+    leaf.release_unchanged();  // readers need not restart
+    return false;
+  }
   store_->mark_dirty(leaf.id());
   if (exists) {
     if (n.replace_value(i, value)) return false;

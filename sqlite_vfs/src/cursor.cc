@@ -6,9 +6,17 @@
 // per execution, so this path avoids allocations: closed cursors are kept
 // by the table and reused with their buffers, a looked-up value is copied
 // into a string that keeps its capacity, a scanned row is not copied at
-// all (views into the tree cursor's batch, valid until its next()), and a
-// row's column offsets are decoded once, on the first xColumn that needs
-// them.
+// all, and a row's column offsets are decoded once, on the first xColumn
+// that needs them.
+//
+// Scans run in place (ScanSpec::in_place): the tree cursor hands out each
+// row as a view of its leaf frame, copying no leaf. SQLite may read a
+// cursor's columns after the table changed under it (an outer cursor's
+// columns after an inner cursor's xNext, which trims the cache, or after
+// a write through xUpdate), so the table lists its open scans, and before
+// a write, a trim or a refresh (Table::detach_scans) each copies its
+// current value; the tree cursor notices the changed leaf version on its
+// next step and continues after the last key it returned.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -35,7 +43,8 @@ struct Cur {
   std::optional<Cursor> scan;
   bool eof = true;
   std::string_view key, value;  // the current row
-  std::string value_buf;        // point mode: the looked-up value
+  std::string value_buf;        // the looked-up value (point), a detached row's (scan)
+  bool listed = false;          // in the table's open_scans
   std::vector<std::size_t> offs;
   bool offs_valid = false;
 };
@@ -74,8 +83,19 @@ void advance(Table* t, Cur* c) {
   c->eof = true;
 }
 
+void start_scan(Table* t, Cur* c, const ScanSpec& spec, const StartHints* h) {
+  c->scan.emplace(c->tree->scan(spec, h));
+  t->open_scans.push_back(c);
+  c->listed = true;
+}
+
 // Drops what ties the cursor to a tree; keeps its buffers.
-void clear(Cur* c) {
+void clear(Table* t, Cur* c) {
+  if (c->listed) {
+    auto& v = t->open_scans;
+    v.erase(std::find(v.begin(), v.end(), static_cast<void*>(c)));
+    c->listed = false;
+  }
   c->scan.reset();
   c->tree.reset();
   c->keys.clear();
@@ -86,6 +106,15 @@ void clear(Cur* c) {
 }
 
 }  // namespace
+
+void Table::detach_scans_now() {
+  for (void* p : open_scans) {
+    auto* c = static_cast<Cur*>(p);
+    if (c->eof || c->value.data() == c->value_buf.data()) continue;
+    c->value_buf.assign(c->value);
+    c->value = c->value_buf;
+  }
+}
 
 int x_open(sqlite3_vtab* vt, sqlite3_vtab_cursor** out) {
   Table* t = table_of(vt);
@@ -104,7 +133,7 @@ int x_open(sqlite3_vtab* vt, sqlite3_vtab_cursor** out) {
 int x_close(sqlite3_vtab_cursor* cur) {
   auto* c = reinterpret_cast<Cur*>(cur);
   Table* t = table_of(cur->pVtab);
-  clear(c);
+  clear(t, c);
   constexpr std::size_t kMaxSpare = 4;
   if (t->spare_cursors.size() < kMaxSpare) {
     t->spare_cursors.push_back(c);
@@ -124,7 +153,7 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
   Table* t = table_of(cur->pVtab);
   try {
     t->ensure_fresh();
-    clear(c);
+    clear(t, c);
     c->tree = t->tree;
     const bool desc = (idx & kDesc) != 0;
     int ai = 0;
@@ -167,13 +196,15 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
       c->keys.clear();
       ScanSpec spec;
       spec.direction = desc ? Direction::kBackward : Direction::kForward;
+      spec.in_place = true;
       ++t->lookups;
-      c->scan.emplace(c->tree->scan(spec));
+      start_scan(t, c, spec, nullptr);
       advance(t, c);
       return SQLITE_OK;
     }
     ScanSpec spec;
     spec.direction = desc ? Direction::kBackward : Direction::kForward;
+    spec.in_place = true;
     bool empty = false;
     if (idx & kLower) {
       bool exact = false;
@@ -196,7 +227,7 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
     StartHints h;
     if (start) h = t->hint_for(start->key);
     ++t->lookups;
-    c->scan.emplace(c->tree->scan(spec, start ? &h : nullptr));
+    start_scan(t, c, spec, start ? &h : nullptr);
     advance(t, c);
     return SQLITE_OK;
   } catch (const SqlError& e) {
@@ -237,6 +268,16 @@ int x_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
       sqlite3_result_int64(ctx, int_key(c->key));
     } else {
       sqlite3_result_text(ctx, c->key.data(), static_cast<int>(c->key.size()), SQLITE_TRANSIENT);
+    }
+    return SQLITE_OK;
+  }
+  // The first value column starts the row: no offsets needed (the common
+  // two-column table reads only it).
+  if (col == 1) {
+    if (c->value.empty()) {
+      sqlite3_result_null(ctx);
+    } else {
+      result_value(ctx, c->value, 0);
     }
     return SQLITE_OK;
   }

@@ -255,6 +255,14 @@ struct Table final : PageSource {
 
   Stmt st_gen, st_set_gen, st_write, st_changed_ids, st_page, st_max_id;
   std::vector<void*> spare_cursors;  // closed cursors kept for reuse (cursor.cc)
+  // Open cursors scanning the tree in place (cursor.cc): their current
+  // row views a leaf frame, so detach_scans() copies it before anything
+  // changes or evicts frames (writes, trims, refreshes).
+  std::vector<void*> open_scans;
+  void detach_scans() {
+    if (!open_scans.empty()) detach_scans_now();
+  }
+  void detach_scans_now();  // cursor.cc
 
   // Counters (tree counters carried across tree replacements).
   // Tree operations started from a key (reads and writes) and the writes

@@ -162,6 +162,7 @@ std::vector<PageId> Table::stored_free_pages(PageId count) {
 
 void Table::trim_cache_now() {
   constexpr std::size_t kSlack = 64;  // pages a stopped-short trim waits for
+  detach_scans();                     // their rows may view frames about to go
   store().trim(cache_pages, [this](PageId id) { return txn.touched.count(id) != 0 || pending.count(id) != 0; });
   const std::size_t resident = store().resident_pages();
   trim_at = resident > cache_pages ? resident + kSlack : cache_pages;
@@ -198,6 +199,7 @@ void Table::load_all() {
 // scans every key), told which changed pages are now free, and replays
 // the live nodes (versions only grow, the manager keeps the newer ones).
 void Table::refresh(bool foreign, std::int64_t new_gen) {
+  detach_scans();  // their rows may view frames about to change
   ShadowPageStore& s = store();
   const bool keep_hints = foreign && pending.empty() && hints.attached();
   std::vector<PageId> changed;
@@ -219,8 +221,9 @@ void Table::refresh(bool foreign, std::int64_t new_gen) {
   for (const auto& [id, image] : pending) {
     if (id >= s.page_count()) continue;
     if (image) {
-      std::byte* frame = s.page(id);  // resident: pending pages are never evicted
-      std::memcpy(frame + kPageLatchBytes, image->data() + kPageLatchBytes, page_size - kPageLatchBytes);
+      // Resident (pending pages are never evicted); a new latch version
+      // sends in-place cursors that remember this leaf to find it again.
+      s.overwrite(id, image->data());
     } else {
       s.evict(id);
     }

@@ -30,12 +30,30 @@ int x_update(sqlite3_vtab* vt, int argc, sqlite3_value** argv, sqlite3_int64*) {
                                           std::to_string(t->page_size)};
       }
     }
+    // Open scans' current rows view leaf frames that this write may change.
+    t->detach_scans();
     t->ensure_fresh();
     Tree& tree = *t->tree;
     const int on_conflict = sqlite3_vtab_on_conflict(t->db);
     // One hint for the new key serves the conflict check and the put.
     StartHints new_hint;
     if (new_key) new_hint = t->hint_for(*new_key);
+    // A plain INSERT: one descent that inserts unless the key is taken
+    // (then nothing changed), instead of a lookup and then a put.
+    if (new_key && !old_key && on_conflict != SQLITE_REPLACE) {
+      ++t->lookups;
+      ++t->writes;
+      bool inserted;
+      try {
+        inserted = tree.insert(*new_key, row, &new_hint);
+      } catch (...) {
+        t->txn.poisoned = true;  // as below: a failed split leaves the tree half changed
+        throw;
+      }
+      if (inserted || on_conflict == SQLITE_IGNORE) return SQLITE_OK;
+      set_error(vt, "UNIQUE constraint failed: " + t->name + "." + t->columns[0]);
+      return SQLITE_CONSTRAINT_PRIMARYKEY;
+    }
     // Conflict check: the new key is taken by another row.
     bool replace_other = false;
     if (new_key && (!old_key || *old_key != *new_key)) {

@@ -93,6 +93,9 @@ void check_scan(Tree& tree, const Map& oracle, const ScanSpec& spec) {
   REQUIRE(by_cb == want);
   const Entries by_cursor = via_cursor(tree, spec);
   REQUIRE(by_cursor == want);
+  ScanSpec in_place = spec;
+  in_place.in_place = true;
+  REQUIRE(via_cursor(tree, in_place) == want);
 }
 
 // Bound candidates: absent, and each of `keys` inclusive and exclusive.
@@ -338,10 +341,13 @@ TEST_CASE("scan: mutations between cursor steps", "[tree][scan][cursor]") {
   // The cursor is not a snapshot, but keys present throughout must appear,
   // every key returned must have been present at some point, and keys come
   // in strict order without repeats.
+  // An in-place cursor (ScanSpec::in_place) re-finds its place after a
+  // write, so every key it returns is present when next() returns it.
   const auto seed = forein::testing::test_seed("scan with mutations between steps");
   std::mt19937_64 rng(seed);
+  for (const bool in_place : {false, true})
   for (auto dir : {Direction::kForward, Direction::kBackward}) {
-    INFO((dir == Direction::kForward ? "forward" : "backward"));
+    INFO((dir == Direction::kForward ? "forward" : "backward") << (in_place ? ", in place" : ""));
     auto tree = make_tree(4096);
     std::set<std::int64_t> present;
     for (std::int64_t i = 0; i < 6000; ++i) {
@@ -352,12 +358,15 @@ TEST_CASE("scan: mutations between cursor steps", "[tree][scan][cursor]") {
     std::set<std::int64_t> touched;         // erased or inserted during the scan
     ScanSpec spec;
     spec.direction = dir;
+    spec.in_place = in_place;
     auto cursor = tree->scan(spec);
     std::vector<std::int64_t> got;
     bool values_ok = true;
+    std::size_t absent_when_returned = 0;
     while (cursor.next()) {
       const auto k = forein::decode_int64(cursor.key());
       if (cursor.value() != value_for(std::string(cursor.key()))) values_ok = false;
+      if (present.count(k) == 0) ++absent_when_returned;
       got.push_back(k);
       // Churn: erase a run of keys (empties leaves), insert some new keys.
       for (int j = 0; j < 2; ++j) {
@@ -379,6 +388,7 @@ TEST_CASE("scan: mutations between cursor steps", "[tree][scan][cursor]") {
       }
     }
     CHECK(values_ok);
+    if (in_place) CHECK(absent_when_returned == 0);
     for (std::size_t i = 1; i < got.size(); ++i) {
       if (dir == Direction::kForward)
         REQUIRE(got[i - 1] < got[i]);

@@ -141,6 +141,22 @@ TEST_CASE("single key: put, get, replace, erase", "[tree][basic]") {
   tree->check();
 }
 
+TEST_CASE("insert: adds absent keys, leaves present ones unchanged", "[tree][basic]") {
+  const auto seed = forein::testing::test_seed("insert unless present");
+  std::mt19937_64 rng(seed);
+  auto tree = make_tree(4096);
+  Map oracle;
+  for (std::uint64_t i = 0; i < 20000; ++i) {
+    const std::string k = forein::encode_int64(static_cast<std::int64_t>(rng() % 8000));
+    const std::string v = value_for(k, i);
+    const bool absent = oracle.count(k) == 0;
+    REQUIRE(tree->insert(k, v) == absent);  // splits included: values up to 45 bytes
+    if (absent) oracle[k] = v;
+  }
+  require_equal(*tree, oracle);
+  tree->check();
+}
+
 TEST_CASE("many int64 keys match a std::map", "[tree][basic]") {
   const auto seed = forein::testing::test_seed("many int64 keys");
   std::mt19937_64 rng(seed);

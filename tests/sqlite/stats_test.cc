@@ -59,7 +59,8 @@ TEST_CASE("sqlite stats: each statement's tree operations", "[sqlite]") {
     const char* sql;
     std::uint64_t lookups, writes, hinted;
   } steps[] = {
-      {"INSERT INTO kv VALUES (2, 'b')", 2, 1, 2},            // conflict check, put
+      {"INSERT INTO kv VALUES (2, 'b')", 1, 1, 1},            // insert unless taken: one descent
+      {"INSERT OR REPLACE INTO kv VALUES (2, 'b')", 2, 1, 2}, // conflict check, put
       {"SELECT v FROM kv WHERE k = 2", 1, 0, 1},              // point lookup
       {"UPDATE kv SET v = 'c' WHERE k = 2", 2, 1, 2},         // lookup, put
       {"UPDATE kv SET k = 3 WHERE k = 2", 4, 2, 4},           // lookup, conflict check, erase, put

@@ -110,6 +110,12 @@ class PageStore {
   // marked dirty and page 0 stay. Call it between operations only: a
   // running operation holds pointers into frames. Returns pages evicted.
   std::size_t trim(std::size_t limit, const std::function<bool(PageId)>& keep);
+  // Replaces page `id`'s bytes after the latch word with `image`
+  // (page_size bytes) and gives the frame a fresh latch version, so a
+  // reader that remembered the old version (an in-place cursor, see
+  // ScanSpec::in_place) looks again. On-demand stores only (else
+  // InvalidArgument), between operations.
+  void overwrite(PageId id, const std::byte* image);
   // The free list is rebuilt from the source before the next allocation
   // (after the host replaced pages underneath).
   void forget_free_list();

@@ -52,6 +52,15 @@ struct ScanSpec {
   std::optional<KeyBound> lower;
   std::optional<KeyBound> upper;
   Direction direction = Direction::kForward;
+  // Hand out entries straight from the leaf page instead of copying each
+  // leaf's entries into the cursor first. Only for a tree that no other
+  // thread changes while the cursor is in use (a single-threaded host such
+  // as the SQLite module): value() then views the page and is valid until
+  // next() or the next change to the tree or its pages (a write, an
+  // eviction); key() stays valid until next(). next() re-checks the
+  // leaf's version and, if the leaf changed in between, continues after
+  // the last key returned, as a batch cursor does.
+  bool in_place = false;
 };
 
 class Tree;
@@ -94,6 +103,9 @@ class Tree {
   bool get(std::string_view key, std::string* value, const StartHints* hints = nullptr);
   // Insert or replace. Returns true if the key was new.
   bool put(std::string_view key, std::string_view value, const StartHints* hints = nullptr);
+  // Insert only: returns false and changes nothing if the key is present
+  // (one descent where get() then put() would take two).
+  bool insert(std::string_view key, std::string_view value, const StartHints* hints = nullptr);
   // Returns true if the key was present.
   bool erase(std::string_view key, const StartHints* hints = nullptr);
 
