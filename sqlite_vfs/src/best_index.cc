@@ -4,12 +4,17 @@
 
 namespace forein::sqlite {
 
-int x_best_index(sqlite3_vtab*, sqlite3_index_info* info) {
+int x_best_index(sqlite3_vtab* vt, sqlite3_index_info* info) {
+  const bool int_key = table_of(vt)->key_type == KeyType::kInteger;
   int eq = -1, lo = -1, hi = -1;
   bool eq_is_in = false;
   for (int i = 0; i < info->nConstraint; ++i) {
     const auto& c = info->aConstraint[i];
     if (!c.usable || c.iColumn != 0) continue;
+    // TEXT keys are in BINARY order: under another collation (k >= 'b'
+    // COLLATE NOCASE also matches 'B') the matches are no key range.
+    // INTEGER keys hold numbers only, which no collation affects.
+    if (!int_key && sqlite3_stricmp(sqlite3_vtab_collation(info, i), "BINARY") != 0) continue;
     switch (c.op) {
       case SQLITE_INDEX_CONSTRAINT_EQ: {
         const bool is_in = sqlite3_vtab_in(info, i, -1) != 0;
@@ -35,10 +40,19 @@ int x_best_index(sqlite3_vtab*, sqlite3_index_info* info) {
   int idx = 0, argv_i = 0;
   double cost = 1e7;
   sqlite3_int64 rows = 1000000;
-  // Every constraint is left for SQLite to re-check (omit = 0): the scan
-  // only narrows, so a value of an unexpected type can never drop a row.
+  // An INTEGER key's bounds are exact for every value type
+  // (int_key_bound), so SQLite need not re-check them (omit): one column
+  // read and comparison less per row. A TEXT key's bounds only narrow
+  // (a number compared with a TEXT key may compare as a number, depending
+  // on the other side's affinity, which xFilter cannot see), so SQLite
+  // re-checks every row and a value of an unexpected type never drops one.
+  // IN lists are always re-checked.
+  auto use = [&](int i) {
+    info->aConstraintUsage[i].argvIndex = ++argv_i;
+    info->aConstraintUsage[i].omit = int_key && !(i == eq && eq_is_in);
+  };
   if (eq >= 0) {
-    info->aConstraintUsage[eq].argvIndex = ++argv_i;
+    use(eq);
     if (eq_is_in) {
       sqlite3_vtab_in(info, eq, 1);
       idx |= kIn;
@@ -52,12 +66,12 @@ int x_best_index(sqlite3_vtab*, sqlite3_index_info* info) {
     }
   } else {
     if (lo >= 0) {
-      info->aConstraintUsage[lo].argvIndex = ++argv_i;
+      use(lo);
       idx |= kLower;
       if (info->aConstraint[lo].op == SQLITE_INDEX_CONSTRAINT_GE) idx |= kLowerIncl;
     }
     if (hi >= 0) {
-      info->aConstraintUsage[hi].argvIndex = ++argv_i;
+      use(hi);
       idx |= kUpper;
       if (info->aConstraint[hi].op == SQLITE_INDEX_CONSTRAINT_LE) idx |= kUpperIncl;
     }

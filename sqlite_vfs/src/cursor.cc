@@ -163,6 +163,11 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
       // each to a key before fetching the next.
       bool all_exact = true;
       auto take = [&](sqlite3_value* v) {
+        if (t->key_type == KeyType::kInteger) {
+          const IntBound b = int_key_bound(v, SQLITE_INDEX_CONSTRAINT_EQ);
+          if (b.kind == IntBound::kKey) c->keys.push_back(encode_int64(b.key));
+          return;
+        }
         bool empty = false, exact = false;
         auto k = key_for_search(t, v, true, &empty, &exact);
         if (empty) return;
@@ -206,16 +211,23 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
     spec.direction = desc ? Direction::kBackward : Direction::kForward;
     spec.in_place = true;
     bool empty = false;
-    if (idx & kLower) {
+    // One side's bound: exact for INTEGER keys (SQLite does not re-check
+    // them), conservative for TEXT keys (SQLite re-checks every row).
+    auto bound = [&](sqlite3_value* v, bool lower, bool incl, std::optional<KeyBound>* out) {
+      if (t->key_type == KeyType::kInteger) {
+        const int op = lower ? (incl ? SQLITE_INDEX_CONSTRAINT_GE : SQLITE_INDEX_CONSTRAINT_GT)
+                             : (incl ? SQLITE_INDEX_CONSTRAINT_LE : SQLITE_INDEX_CONSTRAINT_LT);
+        const IntBound b = int_key_bound(v, op);
+        if (b.kind == IntBound::kEmpty) empty = true;
+        if (b.kind == IntBound::kKey) *out = KeyBound{encode_int64(b.key), b.inclusive};
+        return;
+      }
       bool exact = false;
-      auto k = key_for_search(t, argv[ai++], true, &empty, &exact);
-      if (k) spec.lower = KeyBound{*k, exact ? (idx & kLowerIncl) != 0 : true};
-    }
-    if (idx & kUpper) {
-      bool exact = false;
-      auto k = key_for_search(t, argv[ai++], false, &empty, &exact);
-      if (k) spec.upper = KeyBound{*k, exact ? (idx & kUpperIncl) != 0 : true};
-    }
+      auto k = key_for_search(t, v, lower, &empty, &exact);
+      if (k) *out = KeyBound{*k, exact ? incl : true};
+    };
+    if (idx & kLower) bound(argv[ai++], true, (idx & kLowerIncl) != 0, &spec.lower);
+    if (idx & kUpper) bound(argv[ai++], false, (idx & kUpperIncl) != 0, &spec.upper);
     if (empty) return SQLITE_OK;
     if (spec.lower && spec.upper) {
       const int cmp = compare_keys(spec.lower->key, spec.upper->key);

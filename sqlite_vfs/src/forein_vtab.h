@@ -375,7 +375,16 @@ void result_value(sqlite3_context* ctx, std::string_view row, std::size_t off);
 
 // The encoded key for a value written to the table, or an error.
 std::string key_for_write(Table* t, sqlite3_value* v);
-// A search bound for a constraint value (see row_codec.cc).
+// An INTEGER key's exact bound for a constraint value, op one of
+// SQLITE_INDEX_CONSTRAINT_EQ/GT/GE/LT/LE: a key (inclusive or not), no
+// bound (every key passes) or empty (none does).
+struct IntBound {
+  enum Kind { kKey, kNone, kEmpty } kind;
+  std::int64_t key = 0;
+  bool inclusive = true;
+};
+IntBound int_key_bound(sqlite3_value* v, int op);
+// A TEXT key's search bound for a constraint value (see row_codec.cc).
 std::optional<std::string> key_for_search(Table* t, sqlite3_value* v, bool lower_side,
                                           bool* empty, bool* exact);
 

@@ -2,6 +2,7 @@
 // registered, statement execution, results flattened to strings.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -116,6 +117,53 @@ class Db {
 
  private:
   sqlite3* db_ = nullptr;
+};
+
+// `t` with every %T replaced by the table name.
+inline std::string subst(const std::string& t, const std::string& name) {
+  std::string out;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == '%' && i + 1 < t.size() && t[i + 1] == 'T') {
+      out += name;
+      ++i;
+    } else {
+      out += t[i];
+    }
+  }
+  return out;
+}
+
+// Runs the statement (with %T replaced by the table) on both tables and
+// compares results, or that both failed.
+class Pair {
+ public:
+  Pair(Db& db, std::string a, std::string b) : db_(db), a_(std::move(a)), b_(std::move(b)) {}
+  void run(const std::string& tmpl) {
+    const std::string sa = subst(tmpl, a_), sb = subst(tmpl, b_);
+    std::string ra, rb;
+    bool fa = false, fb = false;
+    try {
+      ra = db_.rows(sa, true);
+    } catch (const SqlFailure& e) {
+      fa = true;
+      ra = e.what();
+    }
+    try {
+      rb = db_.rows(sb, true);
+    } catch (const SqlFailure& e) {
+      fb = true;
+      rb = e.what();
+    }
+    INFO("forein: " << sa << "\n-> " << ra << "\nplain: " << sb << "\n-> " << rb);
+    REQUIRE(fa == fb);
+    if (!fa) REQUIRE(ra == rb);
+    ++ops;
+  }
+  std::uint64_t ops = 0;
+
+ private:
+  Db& db_;
+  std::string a_, b_;
 };
 
 // One counter from forein_stats(table).

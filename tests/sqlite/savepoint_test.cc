@@ -16,21 +16,9 @@
 
 using forein::sqlite_test::Db;
 using forein::sqlite_test::TempDir;
+using forein::sqlite_test::subst;
 
 namespace {
-
-std::string subst(const std::string& t, const char* name) {
-  std::string out;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    if (t[i] == '%' && i + 1 < t.size() && t[i + 1] == 'T') {
-      out += name;
-      ++i;
-    } else {
-      out += t[i];
-    }
-  }
-  return out;
-}
 
 const char* kDigest = "SELECT count(*), total(k), total(length(v)), total(k * length(v) % 1000003) FROM %T";
 
