@@ -47,21 +47,6 @@ StoredKey Node::long_key_at(std::size_t s, std::uint16_t len) const {
   return {load<Word>(p_, s), len, p_ + bytes.at};
 }
 
-Node::Span Node::value_span(std::size_t i) const {
-  const std::size_t s = slot(i);
-  const auto value_len = load<std::uint32_t>(p_, s + 12);
-  if (value_inline(value_len)) return {s + 16, value_len};
-  const auto key_len = load<std::uint16_t>(p_, s + 10);
-  std::size_t start = load<std::uint16_t>(p_, s + 8);
-  if (key_len > kWordBytes) start += key_len;
-  return clamp(start, value_len);
-}
-
-std::string_view Node::value_at(std::size_t i) const {
-  const Span v = value_span(i);
-  return {reinterpret_cast<const char*>(p_) + v.at, v.len};
-}
-
 void Node::append_value_to(std::size_t i, std::string& out) const {
   const Span v = value_span(i);
   const std::size_t at = out.size();

@@ -177,7 +177,11 @@ class Node {
     if (len <= kWordBytes) return {load<Word>(p_, s), len, nullptr};
     return long_key_at(s, len);
   }
-  std::string_view value_at(std::size_t i) const;  // leaves; a view (see above)
+  // Leaves; a view (see above). Inline: in-place scans call it per row.
+  std::string_view value_at(std::size_t i) const {
+    const Span v = value_span(i);
+    return {reinterpret_cast<const char*>(p_) + v.at, v.len};
+  }
   // Leaves; reader-safe. An inline value is one aligned 8-byte load.
   void copy_value(std::size_t i, std::string* out) const {
     const std::size_t s = slot(i);
@@ -281,7 +285,15 @@ class Node {
   Span hi_span() const {
     return clamp(load<std::uint16_t>(p_, off::kHiOff), load<std::uint16_t>(p_, off::kHiLen));
   }
-  Span value_span(std::size_t i) const;
+  Span value_span(std::size_t i) const {
+    const std::size_t s = slot(i);
+    const auto value_len = load<std::uint32_t>(p_, s + 12);
+    if (value_inline(value_len)) return {s + 16, value_len};
+    const auto key_len = load<std::uint16_t>(p_, s + 10);
+    std::size_t start = load<std::uint16_t>(p_, s + 8);
+    if (key_len > kWordBytes) start += key_len;
+    return clamp(start, value_len);
+  }
   std::string copy_span(Span s) const {
     std::string out(s.len, '\0');
     read_bytes(p_ + s.at, s.len, out.data());

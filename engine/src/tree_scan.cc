@@ -11,7 +11,9 @@
 // gives it a new one); if it changed, it finds the leaf again from the
 // last key returned.
 #include <algorithm>
+#include <bit>
 #include <climits>
+#include <cstring>
 
 #include "tree_impl.h"
 
@@ -46,8 +48,9 @@ struct Cursor::State {
   // key copied (a short key lives in the slot as a word) and value viewed.
   OptNode leaf;
   std::size_t from = 0, to = 0;
-  std::string key_buf;
-  std::string_view value_view;
+  char short_key[kWordBytes];  // the current key when it is short
+  std::string key_buf;                 // ... when it is long
+  std::string_view key_view, value_view;
 
   OptNode read_leaf(bool refind, OpCounters& c);
   bool load_batch();
@@ -86,7 +89,10 @@ void Cursor::State::take(const Node& n, std::size_t first, std::size_t end) {
 void Cursor::State::collect_forward(const Node& n) {
   std::size_t i = 0;
   if (last_key) {
-    i = n.upper_bound(SearchKey(*last_key));
+    // Reached through the right link, a leaf's keys all lie above the last
+    // one returned: one comparison instead of a search.
+    const SearchKey last(*last_key);
+    i = n.count() > 0 && detail::compare(last, n.key_at(0)) < 0 ? 0 : n.upper_bound(last);
   } else if (spec.lower) {
     const SearchKey lower(spec.lower->key);
     i = spec.lower->inclusive ? n.lower_bound(lower) : n.upper_bound(lower);
@@ -123,7 +129,9 @@ void Cursor::State::collect_forward(const Node& n) {
 void Cursor::State::collect_backward(const Node& n) {
   std::size_t end = n.count();
   if (last_key) {
-    end = n.lower_bound(SearchKey(*last_key));
+    // Reached through the left link, all keys lie below the last one.
+    const SearchKey last(*last_key);
+    end = end > 0 && detail::compare(last, n.key_at(end - 1)) > 0 ? end : n.lower_bound(last);
   } else if (spec.upper) {
     const SearchKey upper(spec.upper->key);
     end = spec.upper->inclusive ? n.upper_bound(upper) : n.lower_bound(upper);
@@ -243,18 +251,27 @@ bool Cursor::State::step_in_place() {
     if (!load_leaf(false)) return false;
   } else if (!tree->valid(leaf)) {
     // A write, eviction or restore since the leaf was read: find it again.
-    last_key = key_buf;
+    last_key = std::string(key_view);
     if (!load_leaf(true)) return false;
   } else if (from == to) {
     if (exhausted) return false;
-    last_key = key_buf;
+    last_key = std::string(key_view);
     if (!load_leaf(false)) return false;
   }
   const std::size_t i = spec.direction == Direction::kForward ? from++ : --to;
   const Node& n = leaf.node;
   const detail::StoredKey k = n.key_at(i);
-  key_buf.clear();
-  k.append_to(key_buf);
+  if (k.len <= kWordBytes) {
+    // A short key is its word's leading bytes: one store, no string.
+    std::uint64_t bytes = k.word;
+    if constexpr (std::endian::native == std::endian::little) bytes = __builtin_bswap64(bytes);
+    std::memcpy(short_key, &bytes, sizeof bytes);
+    key_view = std::string_view(short_key, k.len);
+  } else {
+    key_buf.clear();
+    k.append_to(key_buf);
+    key_view = key_buf;
+  }
   value_view = n.value_at(i);
   return true;
 }
@@ -279,7 +296,7 @@ bool Cursor::next() {
 }
 
 std::string_view Cursor::key() const {
-  if (state_->spec.in_place) return state_->key_buf;
+  if (state_->spec.in_place) return state_->key_view;
   const auto& e = state_->entries[state_->pos];
   return std::string_view(state_->arena).substr(e[0], e[1]);
 }

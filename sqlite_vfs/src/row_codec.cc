@@ -2,6 +2,7 @@
 // and the key encoding with SQLite-like affinity for writes, the exact
 // bounds of INTEGER keys and the conservative bounds of TEXT keys used for
 // searches.
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -51,6 +52,23 @@ void encode_value(std::string& out, sqlite3_value* v) {
   }
 }
 
+namespace {
+
+// A little-endian integer of the row format (one load, not a byte loop:
+// xColumn runs per row and column).
+template <typename T>
+T load_le(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::big) {
+    if constexpr (sizeof v == 8) v = __builtin_bswap64(v);
+    if constexpr (sizeof v == 4) v = __builtin_bswap32(v);
+  }
+  return v;
+}
+
+}  // namespace
+
 // Offsets of each column's tag inside an encoded row.
 void column_offsets(std::string_view row, std::vector<std::size_t>* offs) {
   offs->clear();
@@ -61,9 +79,8 @@ void column_offsets(std::string_view row, std::vector<std::size_t>* offs) {
     if (tag == 1 || tag == 2) {
       i += 8;
     } else if (tag == 3 || tag == 4) {
-      std::uint32_t n = 0;
-      for (int b = 3; b >= 0; --b) n = (n << 8) | static_cast<unsigned char>(row[i + b]);
-      i += 4 + n;
+      if (i + 4 > row.size()) break;  // a cut row: no length to read
+      i += 4 + load_le<std::uint32_t>(row.data() + i);
     }
   }
 }
@@ -73,9 +90,7 @@ void result_value(sqlite3_context* ctx, std::string_view row, std::size_t off) {
   const char* p = row.data() + off + 1;
   switch (tag) {
     case 1: {
-      std::uint64_t i = 0;
-      for (int b = 7; b >= 0; --b) i = (i << 8) | static_cast<unsigned char>(p[b]);
-      sqlite3_result_int64(ctx, static_cast<sqlite3_int64>(i));
+      sqlite3_result_int64(ctx, static_cast<sqlite3_int64>(load_le<std::uint64_t>(p)));
       return;
     }
     case 2: {
@@ -86,8 +101,7 @@ void result_value(sqlite3_context* ctx, std::string_view row, std::size_t off) {
     }
     case 3:
     case 4: {
-      std::uint32_t n = 0;
-      for (int b = 3; b >= 0; --b) n = (n << 8) | static_cast<unsigned char>(p[b]);
+      const auto n = load_le<std::uint32_t>(p);
       if (tag == 3) {
         sqlite3_result_text(ctx, p + 4, static_cast<int>(n), SQLITE_TRANSIENT);
       } else {

@@ -4,6 +4,9 @@
 //   ipk     CREATE TABLE ipk(k INTEGER PRIMARY KEY, v)           (rowid b-tree)
 //   wr      CREATE TABLE wr(k INTEGER PRIMARY KEY, v) WITHOUT ROWID
 //   forein  CREATE VIRTUAL TABLE fr USING forein(k INTEGER, v)
+//   floor   CREATE VIRTUAL TABLE fl USING floor_vtab  (sqlite_floor_vtab.h:
+//           rows in a sorted array; what SQLite's virtual-table protocol
+//           itself costs per query and row, the least any vtab can take)
 // Workloads, each with uniform and Zipf(theta) key choice:
 //   point     SELECT v FROM t WHERE k = ?1          (prepared once, reset per op),
 //             the probes of a run inside one read transaction
@@ -38,6 +41,7 @@
 #include <vector>
 
 #include "forein/sqlite.h"
+#include "sqlite_floor_vtab.h"
 #include "support/seed.h"
 #include "support/zipf.h"
 
@@ -132,7 +136,7 @@ class Stmt {
 };
 
 struct Table {
-  std::string label;  // ipk, wr, forein
+  std::string label;  // ipk, wr, forein, floor
   std::string name;   // SQL name
 };
 
@@ -226,7 +230,8 @@ int main(int argc, char** argv) {
   }
 
   sqlite3* db = nullptr;
-  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK || forein_sqlite_register(db) != SQLITE_OK) {
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK || forein_sqlite_register(db) != SQLITE_OK ||
+      forein::bench::register_floor_vtab(db) != SQLITE_OK) {
     std::fprintf(stderr, "sqlite_bench: cannot open %s\n", path.c_str());
     return 1;
   }
@@ -238,9 +243,10 @@ int main(int argc, char** argv) {
     exec(db, "CREATE TABLE ipk(k INTEGER PRIMARY KEY, v)");
     exec(db, "CREATE TABLE wr(k INTEGER PRIMARY KEY, v) WITHOUT ROWID");
     exec(db, "CREATE VIRTUAL TABLE fr USING forein(k INTEGER, v)");
+    exec(db, "CREATE VIRTUAL TABLE fl USING floor_vtab");
     // forein's page cache as large as SQLite's above: the whole tree stays.
     scalar(db, "SELECT forein_cache_pages('fr', " + std::to_string(kForeinCachePages) + ")");
-    const std::vector<Table> tables = {{"ipk", "ipk"}, {"wr", "wr"}, {"forein", "fr"}};
+    const std::vector<Table> tables = {{"ipk", "ipk"}, {"wr", "wr"}, {"forein", "fr"}, {"floor", "fl"}};
 
     std::printf("sqlite_bench: %llu rows, SQLite %s, db %s\n",
                 static_cast<unsigned long long>(o.rows), sqlite3_libversion(), path.c_str());
@@ -336,15 +342,15 @@ int main(int argc, char** argv) {
 
     std::printf("\nmedians of %d repetitions (ns per operation; range = %llu rows):\n", o.reps,
                 static_cast<unsigned long long>(o.range));
-    std::printf("  %-8s %-9s %10s %10s %10s   %12s %12s\n", "op", "dist", "ipk", "wr", "forein",
-                "forein/ipk", "forein/wr");
+    std::printf("  %-8s %-9s %8s %8s %8s %8s   %10s %10s %10s %12s\n", "op", "dist", "ipk", "wr",
+                "forein", "floor", "forein/ipk", "forein/wr", "floor/ipk", "forein/floor");
     std::ofstream csv;
     if (!o.csv.empty()) {
       csv.open(o.csv);
       csv << "op,dist,table,median_ns,min_ns,max_ns,reps\n";
     }
     for (std::size_t ci = 0; ci < cells.size(); ci += tables.size()) {
-      double m[3];
+      double m[4];
       for (std::size_t k = 0; k < tables.size(); ++k) {
         const Cell& c = cells[ci + k];
         m[k] = median(c.ns);
@@ -354,8 +360,9 @@ int main(int argc, char** argv) {
               << *std::max_element(c.ns.begin(), c.ns.end()) << "," << c.ns.size() << "\n";
         }
       }
-      std::printf("  %-8s %-9s %10.0f %10.0f %10.0f   %12.2f %12.2f\n", cells[ci].op.c_str(),
-                  cells[ci].dist.c_str(), m[0], m[1], m[2], m[2] / m[0], m[2] / m[1]);
+      std::printf("  %-8s %-9s %8.0f %8.0f %8.0f %8.0f   %10.2f %10.2f %10.2f %12.2f\n", cells[ci].op.c_str(),
+                  cells[ci].dist.c_str(), m[0], m[1], m[2], m[3], m[2] / m[0], m[2] / m[1], m[3] / m[0],
+                  m[2] / m[3]);
     }
     std::printf("(ratio < 1: forein faster)\nforein after: %s\n",
                 scalar(db, "SELECT forein_stats('fr')").c_str());
