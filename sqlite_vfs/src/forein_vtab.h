@@ -42,8 +42,16 @@ class OffloadManager;
 namespace forein::sqlite {
 
 // <name>_meta format. 2: <name>_pages(id, gen, page), gen = the committed
-// <name>_meta.gen that last wrote the page (format 1 had no gen column).
-constexpr int kFormat = 2;
+// <name>_meta.gen that last wrote the page (format 1 had no gen column);
+// a free page is stored as an image with magic 0 (or not at all), so
+// finding the free pages reads every page. 3: also <name>_free(id), the
+// free pages below max(id) + 1, kept in the same transactions as the page
+// writes; a free page's row holds an empty BLOB (its gen still says when
+// it was freed). New tables are format 3; a format-2 table is read and
+// written as such and converted by the first commit that needed its free
+// list (storage.cc, Table::prepare_write_back).
+constexpr int kFormat = 3;
+constexpr int kFormatNoFreeTable = 2;
 
 // ---------------------------------------------------------------- helpers
 
@@ -222,6 +230,10 @@ struct TxnState {
   bool checked = false;  // foreign changes checked since xBegin
   bool poisoned = false; // a change failed midway: only a rollback helps
   bool wrote = false;    // xSync wrote pages (commit may still fail and retry)
+  // Format 2 only: the free pages stored in <name>_pages below its
+  // max(id) + 1, found by the scan this transaction made before any
+  // write-back (storage.cc); its commit turns them into <name>_free.
+  std::optional<std::vector<PageId>> scanned_free;
   std::set<PageId> touched;        // changed in this transaction
   std::set<PageId> unflushed;      // changed since the last write-back
   std::set<PageId> since_capture;  // changed since the last savepoint capture
@@ -242,6 +254,10 @@ struct Table final : PageSource {
   KeyType key_type = KeyType::kInteger;
   std::vector<std::string> columns;  // names; [0] is the key
   std::uint32_t page_size = kDefaultPageSize;
+  int format = kFormat;  // <name>_meta.format as last read (read_meta)
+  // <name>_free lists no id at or above this (max(id) + 1 of <name>_pages
+  // before the current write-back), so writing such a page needs no delete.
+  PageId free_bound = 0;
 
   HintSource hints;            // declared before `tree`: the tree's observer
   std::shared_ptr<Tree> tree;  // null until loaded, or after a failure
@@ -254,6 +270,9 @@ struct Table final : PageSource {
   std::map<PageId, std::optional<PageImage>> pending;
 
   Stmt st_gen, st_set_gen, st_write, st_changed_ids, st_page, st_max_id;
+  // On <name>_free (format 3), prepared on first use: a format-2 table
+  // has none until its conversion.
+  Stmt st_free_ids, st_free_add, st_free_del;
   std::vector<void*> spare_cursors;  // closed cursors kept for reuse (cursor.cc)
   // Open cursors scanning the tree in place (cursor.cc): their current
   // row views a leaf frame, so detach_scans() copies it before anything
@@ -280,6 +299,7 @@ struct Table final : PageSource {
 
   std::string pages_table() const { return quote_ident(schema) + "." + quote_ident(name + "_pages"); }
   std::string meta_table() const { return quote_ident(schema) + "." + quote_ident(name + "_meta"); }
+  std::string free_table() const { return quote_ident(schema) + "." + quote_ident(name + "_free"); }
 
   std::size_t max_key() const { return page_size / 16; }
   std::size_t max_value() const { return page_size / 8; }
@@ -287,15 +307,30 @@ struct Table final : PageSource {
 
   // storage.cc
   void prepare();
-  std::int64_t read_gen();
+  // Reads <name>_meta's gen, and its format into `format` (another
+  // connection's commit or a rollback of ours may have changed it).
+  std::int64_t read_meta();
+  std::int64_t read_gen() { return read_meta(); }
   void fold_stats();
   void mark_stale();
   // Opens the tree on <name>_pages, reading the meta and root pages only;
   // other pages are read when a descent needs them (checksums verified).
   void load_all();
-  // PageSource: one page from <name>_pages; the free pages stored.
+  // PageSource: one page from <name>_pages; the free pages stored
+  // (format 3: <name>_free, no page read; format 2: a scan of every page).
   void read_page(PageId id, std::byte* frame) override;
   std::vector<PageId> stored_free_pages(PageId count) override;
+  // The free pages stored below `stored` (= stored_page_count()).
+  std::vector<PageId> stored_free_below(PageId stored);
+  // Called by xSync before it writes pages: re-reads the format and, for
+  // a format-2 table whose free pages this transaction scanned, creates
+  // <name>_free from the scan and moves the table to format 3.
+  void prepare_write_back();
+  // forein_check: every page below page_count() is either reachable from
+  // the tree or free (stored free, or in memory during a transaction that
+  // changed the table), never both; <name>_free agrees with <name>_pages.
+  // Throws CorruptionError naming the first bad page. After tree->check().
+  void check_free_list(bool in_memory);
   // Evicts pages beyond cache_pages (between operations only).
   void trim_cache() {
     if (tree && store().resident_pages() > trim_at) trim_cache_now();

@@ -293,8 +293,10 @@ void fn_check(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
     // Reload from the shadow table (verifying every page checksum), then
     // check the tree's invariants and its key count against a full scan.
     // Inside a transaction that changed the table the unwritten pages exist
-    // only in memory: check that tree as it is.
-    if (t->has_unwritten()) {
+    // only in memory: check that tree as it is. Then the free list: each
+    // page is reachable or free, never both or neither.
+    const bool in_memory = t->has_unwritten();
+    if (in_memory) {
       t->ensure_fresh();
     } else {
       t->load_all();
@@ -320,6 +322,7 @@ void fn_check(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
       throw CorruptionError("scan found " + std::to_string(n) + " keys, meta page says " +
                             std::to_string(t->tree->size()));
     }
+    t->check_free_list(in_memory);  // every page reachable or free, not both
     sqlite3_result_text(ctx, "ok", -1, SQLITE_STATIC);
   } catch (const SqlError& e) {
     sqlite3_result_error(ctx, e.msg.c_str(), -1);

@@ -31,11 +31,14 @@ std::shared_ptr<Table> connect_state(sqlite3* db, Registry* reg, const Spec& s, 
   t->columns = s.names;
   Stmt q(db, "SELECT format, page_size, key_type FROM " + t->meta_table() + " WHERE id = 0");
   if (!q.step()) throw SqlError{SQLITE_CORRUPT, "forein: " + t->name + "_meta has no row"};
-  if (sqlite3_column_int(q.get(), 0) != kFormat) {
+  // Format 2 (no <name>_free) is read and written, and converted by the
+  // first commit that needs its free list (storage.cc).
+  t->format = sqlite3_column_int(q.get(), 0);
+  if (t->format != kFormat && t->format != kFormatNoFreeTable) {
     throw SqlError{SQLITE_ERROR, "forein: " + t->name + ": unsupported format " +
-                                     std::to_string(sqlite3_column_int(q.get(), 0)) +
-                                     " (this build reads format " + std::to_string(kFormat) +
-                                     "; recreate the table)"};
+                                     std::to_string(t->format) + " (this build reads formats " +
+                                     std::to_string(kFormatNoFreeTable) + " and " +
+                                     std::to_string(kFormat) + "; recreate the table)"};
   }
   t->page_size = static_cast<std::uint32_t>(sqlite3_column_int(q.get(), 1));
   q.reset();
@@ -63,6 +66,7 @@ std::shared_ptr<Table> create_state(sqlite3* db, Registry* reg, const Spec& s, c
   exec(db, "CREATE TABLE " + t->meta_table() +
                "(id INTEGER PRIMARY KEY CHECK (id = 0), format INTEGER NOT NULL, "
                "page_size INTEGER NOT NULL, key_type TEXT NOT NULL, gen INTEGER NOT NULL)");
+  exec(db, "CREATE TABLE " + t->free_table() + "(id INTEGER PRIMARY KEY)");
   exec(db, "INSERT INTO " + t->meta_table() + " VALUES (0, " + std::to_string(kFormat) + ", " +
                std::to_string(s.page_size) + ", '" +
                (s.key_type == KeyType::kInteger ? "integer" : "text") + "', 0)");
@@ -142,6 +146,16 @@ int x_destroy(sqlite3_vtab* vt) {
     return SQLITE_LOCKED;
   }
   try {
+    // <name>_free is ours only in format 3 (a format-2 table may sit
+    // beside someone else's table of that name).
+    bool has_free_table = false;
+    try {
+      t->read_meta();
+      has_free_table = t->format == kFormat;
+    } catch (const SqlError&) {
+      // No readable meta row: leave a table of that name alone.
+    }
+    if (has_free_table) exec(t->db, "DROP TABLE IF EXISTS " + t->free_table());
     exec(t->db, "DROP TABLE IF EXISTS " + t->pages_table());
     exec(t->db, "DROP TABLE IF EXISTS " + t->meta_table());
   } catch (const SqlError& e) {
@@ -159,6 +173,11 @@ int x_rename(sqlite3_vtab* vt, const char* new_name) {
   Table* t = v->t.get();
   try {
     const std::string s = quote_ident(t->schema) + ".";
+    t->read_meta();  // <name>_free exists in format 3 only
+    if (t->format == kFormat) {
+      exec(t->db, "ALTER TABLE " + s + quote_ident(t->name + "_free") + " RENAME TO " +
+                      quote_ident(std::string(new_name) + "_free"));
+    }
     exec(t->db, "ALTER TABLE " + s + quote_ident(t->name + "_pages") + " RENAME TO " +
                     quote_ident(std::string(new_name) + "_pages"));
     exec(t->db, "ALTER TABLE " + s + quote_ident(t->name + "_meta") + " RENAME TO " +
@@ -175,7 +194,8 @@ int x_rename(sqlite3_vtab* vt, const char* new_name) {
 }
 
 int x_shadow_name(const char* suffix) {
-  return std::strcmp(suffix, "pages") == 0 || std::strcmp(suffix, "meta") == 0;
+  return std::strcmp(suffix, "pages") == 0 || std::strcmp(suffix, "meta") == 0 ||
+         std::strcmp(suffix, "free") == 0;
 }
 
 }  // namespace forein::sqlite

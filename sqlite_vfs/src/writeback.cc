@@ -130,6 +130,7 @@ int Table::sync() {
   ensure_fresh();
   collect();
   if (txn.unflushed.empty()) return SQLITE_OK;
+  prepare_write_back();  // format and free list (storage.cc)
   const std::int64_t tx_gen = gen + 1;
   for (PageId id : txn.unflushed) write_page(id, tx_gen);
   sqlite3_bind_int64(st_set_gen.get(), 1, tx_gen);
