@@ -149,16 +149,18 @@ constexpr std::size_t kDefaultCachePages = 8192;
 // ------------------------------------------------------------ hint source
 // (hints.cc)
 
-// Start hints from the offload path: the project's OffloadManager fed by
-// the tree's node-interval events and sampled lookups, installing the
-// planned records into the table's offload backend (offload=NAME; default
-// switch_lpm: FOREIN's layered entries in a 73,000-entry LPM table).
-// A whole-tree load or a rollback gets a fresh manager and backend (restored
-// pages may carry older node versions than the manager has seen, and it
-// ignores events that are not newer); a refresh with other connections'
-// commits keeps them, since a refresh of the manager scans every key, and
-// re-attaches them to the new tree. Hints are advice; the tree validates
-// every one.
+// Start hints from the offload path: the project's OffloadManager planning
+// from what this connection's page cache holds (ResidentIndex, hints.cc),
+// installing the planned records into the table's offload backend
+// (offload=NAME; default switch_lpm: FOREIN's layered entries in a
+// 73,000-entry LPM table). It learns nodes from the pages descents read
+// (note_fetched), the pages the tree's node events name, and the pages a
+// commit or rollback replaced (note_replaced), never by reading pages
+// itself; a refresh costs what the cache holds, not the table. A whole-tree
+// load gets a fresh manager and backend. Hints are advice; the tree
+// validates every one.
+class ResidentIndex;
+
 class HintSource final : public NodeObserver {
  public:
   HintSource();
@@ -167,19 +169,20 @@ class HintSource final : public NodeObserver {
   HintSource& operator=(const HintSource&) = delete;
 
   void on_node_event(const NodeEvent& ev) override;
+  // Page `id` was read into the cache (Table::read_page).
+  void note_fetched(PageId id);
+  // Page `id`'s frame was replaced or dropped underneath (another
+  // connection's commit, a rollback's restores).
+  void note_replaced(PageId id);
   // The backend the next attach() uses (a registered one).
   void set_backend(const offload::BackendInfo& info) { info_ = &info; }
   const char* backend_name() const;
-  // `tree` (created with this observer) replaces the previous tree.
+  // Starts hinting for `tree` (created with this observer; the pages read
+  // while opening it are already noted).
   void attach(Tree& tree);
+  // Forgets the tree and everything learned (its replacement starts over).
   void detach();
   bool attached() const { return tree_ != nullptr; }
-  // Tree counters that the refreshes since attach added (see own_stats).
-  const TreeStats& refresh_stats() const { return refresh_stats_; }
-  // Lets go of the tree but keeps the manager and backend, then resumes on
-  // its replacement, given extra node events and how many pages changed.
-  void suspend();
-  void resume(Tree& tree, const std::vector<NodeEvent>& events, std::size_t changed_pages);
 
   // mode 0: the offload path; 1: random garbage hints; 2: none.
   StartHints hint(std::string_view key);
@@ -188,25 +191,32 @@ class HintSource final : public NodeObserver {
 
   // Runs the first refresh now if it is still due (for forein_stats).
   void ensure_refreshed();
-  // The tree's counters without the refreshes' own key scans (which count
-  // as hinted operations inside the engine).
-  TreeStats own_stats() const;
   std::uint64_t installed_entries() const;
   std::uint64_t capacity_entries() const;
   std::uint64_t refreshes() const { return refreshes_; }
 
  private:
   void refresh();
+  bool refresh_due() const;
 
   const offload::BackendInfo* info_ = nullptr;  // null: switch_lpm
+  std::unique_ptr<ResidentIndex> index_;
   std::unique_ptr<offload::Backend> backend_;
   std::unique_ptr<offload::OffloadManager> manager_;
   Tree* tree_ = nullptr;
-  bool refreshed_ = false;              // since attach
+  bool refreshed_ = false;  // since attach
+  bool usable_ = false;     // the last refresh knew a level whole
   std::uint64_t ops_since_refresh_ = 0;
-  std::uint64_t events_since_refresh_ = 0;
+  std::uint64_t changes_ = 0;  // pages noted since the last refresh
+  // At the last refresh: cached keys and nodes planned from, cached pages,
+  // and the tree's fallbacks plus secondary hits (refresh_due).
+  std::uint64_t planned_size_ = 0;
+  std::size_t planned_resident_ = 0;
+  std::uint64_t missed_at_refresh_ = 0;
+  std::uint64_t size_at_refresh_ = 0;    // the tree's keys
+  std::optional<Word> beyond_;           // the plan's right edge (hint())
+  std::uint64_t beyond_ops_ = 0;         // operations right of it since
   std::uint64_t refreshes_ = 0;
-  TreeStats refresh_stats_;  // counted by refreshes on the current tree
 };
 
 // ------------------------------------------------------------ the table
@@ -338,8 +348,8 @@ struct Table final : PageSource {
   void trim_cache_now();
   // max(id) + 1 in <name>_pages.
   PageId stored_page_count();
-  // The tree's counters without the hint refreshes' own key scans.
-  TreeStats own_stats() const;
+  // The current tree's counters (Table's base_* carry earlier trees').
+  TreeStats own_stats() const { return tree->stats(); }
   // Makes `tree` reflect the database: foreign commits, pending restores.
   void ensure_fresh();
   // Applies `pending` (and pages committed after `gen` when `foreign`).
@@ -359,8 +369,7 @@ struct Table final : PageSource {
   int sync();
   void commit();
 
-  // The hint path attaches on first use: attaching lists every node, so
-  // opening a table reads no more than its meta and root pages.
+  // The hint path attaches on first use; it reads no pages of its own.
   void attach_hints() {
     if (!hints.attached() && hints.mode != 2) hints.attach(*tree);
   }

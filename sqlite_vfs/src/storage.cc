@@ -94,16 +94,6 @@ std::int64_t Table::read_meta() {
   return g;
 }
 
-TreeStats Table::own_stats() const {
-  TreeStats s = tree->stats();
-  if (hints.attached()) {
-    s.hinted -= hints.refresh_stats().hinted;
-    s.hint_hits -= hints.refresh_stats().hint_hits;
-    s.fallbacks -= hints.refresh_stats().fallbacks;
-  }
-  return s;
-}
-
 // Called before the hint source lets go of the tree, or its counters reset.
 void Table::fold_stats() {
   if (!tree) return;
@@ -179,6 +169,7 @@ void check_page(const Table& t, sqlite3_int64 id, const void* blob, int n, std::
 }  // namespace
 
 void Table::read_page(PageId id, std::byte* frame) {
+  hints.note_fetched(id);  // the hint path learns the pages descents read
   const StmtReset reset(st_page);
   sqlite3_bind_int64(st_page.get(), 1, id);
   if (!st_page.step()) {
@@ -414,16 +405,11 @@ void Table::load_all() {
 // Makes the cache reflect the database: drops the pages another connection
 // committed after `gen` (when `foreign`) and applies the pending restores,
 // then re-reads the meta page. Pages read again later are checked again.
-// After a rollback the hint path starts over on its next use (restored
-// pages may carry older node versions than its manager has seen); after
-// only other connections' commits it keeps its manager (whose refresh
-// scans every key), told which changed pages are now free, and replays
-// the live nodes (versions only grow, the manager keeps the newer ones).
+// The hint path keeps what it knows of the other pages: it is told which
+// ones changed underneath (hints.cc).
 void Table::refresh(bool foreign, std::int64_t new_gen) {
   detach_scans();  // their rows may view frames about to change
   ShadowPageStore& s = store();
-  const bool keep_hints = foreign && pending.empty() && hints.attached();
-  std::vector<PageId> changed;
   if (foreign) {
     const StmtReset reset(st_changed_ids);
     sqlite3_bind_int64(st_changed_ids.get(), 1, gen);
@@ -435,11 +421,12 @@ void Table::refresh(bool foreign, std::int64_t new_gen) {
                               " changed by another connection inside our transaction");
       }
       s.evict(id);
-      changed.push_back(id);
+      hints.note_replaced(id);
     }
   }
   s.grow(stored_page_count());
   for (const auto& [id, image] : pending) {
+    hints.note_replaced(id);
     if (id >= s.page_count()) continue;
     if (image) {
       // Resident (pending pages are never evicted); a new latch version
@@ -453,27 +440,7 @@ void Table::refresh(bool foreign, std::int64_t new_gen) {
   s.forget_free_list();
   fold_stats();
   tree->reset_stats();
-  if (keep_hints) {
-    hints.suspend();
-  } else {
-    hints.detach();
-  }
   tree->reload();
-  if (keep_hints) {
-    // Freed pages are deleted nodes; their version is not visible here,
-    // so the deletion gets the highest one.
-    std::vector<NodeEvent> events;
-    for (PageId id : changed) {
-      std::uint32_t magic;
-      std::memcpy(&magic, s.page(id) + kPageMagicOffset, sizeof magic);
-      if (magic != 0) continue;
-      NodeInterval iv;
-      iv.node = id;
-      iv.version = ~std::uint64_t{0};
-      events.push_back({NodeEventKind::kDeleted, iv});
-    }
-    hints.resume(*tree, events, changed.size());
-  }
   if (foreign) gen = new_gen;
   ++refreshes;
 }

@@ -386,8 +386,9 @@ int main(int argc, char** argv) {
     std::printf("\nfresh connection, hints off: open + first lookup %.2f ms\n%s\n", open_ms, open_stats.c_str());
 
     // Another connection: its first query attaches the hint path, which
-    // lists every node (reading every page); after this connection commits
-    // a one-row UPDATE, its next query re-reads only the changed pages.
+    // plans from the pages that query reads (a root-to-leaf path); after
+    // this connection commits a one-row UPDATE, its next query re-reads
+    // only the changed pages.
     sqlite3* other = nullptr;
     if (sqlite3_open(path.c_str(), &other) != SQLITE_OK || forein_sqlite_register(other) != SQLITE_OK) {
       throw std::runtime_error("cannot open a second connection");

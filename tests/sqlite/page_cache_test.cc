@@ -1,8 +1,8 @@
 // Pages on demand: opening a table reads its meta and root pages, not the
 // tree; the page cache stays within forein_cache_pages during a scan of a
-// larger table; another connection's commit drops only the pages it changed.
-// Hints are off (forein_debug_hints mode 2) where a test counts pages:
-// the hint path lists every node when it attaches.
+// larger table; another connection's commit drops only the pages it changed;
+// the hint path (on by default) reads no page of its own: it plans from
+// the pages descents read.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -100,6 +100,114 @@ TEST_CASE("sqlite page cache: another connection's commit drops only its pages",
         std::to_string(kRows + 19000) + "|1000|" + std::to_string(kRows + 19999));
   CHECK(a.rows("SELECT forein_check('kv')") == "ok");
   CHECK(b.rows("SELECT forein_check('kv')") == "ok");
+}
+
+// The hint path learns only what the cache holds (hints.cc): a fresh
+// connection's first hinted queries, the ones after another connection's
+// commit and after a rollback read their root-to-leaf paths, not the tree,
+// and the cache stays within its bound, while the hints are used and the
+// answers are the native mirror's.
+TEST_CASE("sqlite page cache: hinted queries read only their paths", "[sqlite]") {
+  const std::uint64_t seed = forein::testing::test_seed("sqlite hinted queries read only their paths");
+  std::mt19937_64 rng(seed);
+  INFO("seed " << seed);
+  TempDir dir;
+  const std::string path = dir.file("hinted.db");
+  constexpr int kSpacing = 3;  // keys 0, 3, 6, ...: lookups of absent keys too
+  {
+    Db a(path);
+    a.exec("CREATE VIRTUAL TABLE kv USING forein(k INTEGER, v)");
+    a.exec("CREATE TABLE nat(k INTEGER PRIMARY KEY, v)");
+    for (const char* t : {"kv", "nat"}) {
+      a.exec(std::string("INSERT INTO ") + t + " WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c " +
+             "WHERE x < " + std::to_string(kRows - 1) + ") SELECT x * " + std::to_string(kSpacing) +
+             ", 'value-' || x FROM c");
+    }
+  }
+  Db a(path), b(path);
+  constexpr std::uint64_t kCache = 64;
+  CHECK(b.rows("SELECT forein_cache_pages('kv', " + std::to_string(kCache) + ")") == std::to_string(kCache));
+  // forein_stats opened the table (meta and root pages) and ran the hint
+  // path's first refresh, which reads nothing.
+  const std::uint64_t height = stat(b, "height");
+  const std::uint64_t pages = stat(b, "pages");
+  CHECK(pages > 1000);
+  CHECK(height >= 3);
+  CHECK(stat(b, "pages_read") <= 2);
+
+  const std::int64_t key_space = std::int64_t{kRows} * kSpacing;
+  auto key = [&] { return std::to_string(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(key_space + 10)) - 5); };
+  // One point query: the native answer, at most a root-to-leaf path (plus
+  // the meta page) read, the cache within its bound.
+  auto point = [&](const std::string& k) {
+    const std::uint64_t before = stat(b, "pages_read");
+    const std::string q = " WHERE k = " + k;
+    CHECK(b.rows("SELECT k, v FROM kv" + q) == b.rows("SELECT k, v FROM nat" + q));
+    CHECK(stat(b, "pages_read") - before <= height + 1);
+    CHECK(stat(b, "cached_pages") <= kCache + height);
+  };
+  for (int i = 0; i < 10; ++i) point(key());
+  CHECK(stat(b, "hinted") >= 10);
+  CHECK(stat(b, "hint_hits") > 0);
+
+  // A range: its path and the leaves it spans (keys per leaf: at least a
+  // third of the average, as ascending inserts leave them), the cache
+  // sampled while the scan runs.
+  {
+    const std::string lo = std::to_string(key_space / 3), hi = std::to_string(key_space / 3 + 3000);
+    const std::string range = " WHERE k >= " + lo + " AND k < " + hi + " ORDER BY k";
+    const std::uint64_t before = stat(b, "pages_read"), hinted = stat(b, "hinted");
+    CHECK(b.rows("SELECT k, v FROM kv" + range) == b.rows("SELECT k, v FROM nat" + range));
+    const std::uint64_t leaves = 1000 * 3 * pages / kRows + 1;
+    CHECK(stat(b, "pages_read") - before <= height + 1 + leaves);
+    CHECK(stat(b, "hinted") == hinted + 1);
+    const std::string samples =
+        b.rows("SELECT max(json_extract(s, '$.cached_pages')), count(*) FROM (SELECT forein_stats('kv') AS s FROM kv" +
+               range + ")");
+    const auto bar = samples.find('|');
+    CHECK(samples.substr(bar + 1) == "1000");
+    CHECK(std::stoull(samples.substr(0, bar)) <= kCache + height);
+  }
+
+  // Many hinted lookups (the hint path refreshes as the cache fills and
+  // churns): never more than a path each, hints mostly accepted.
+  {
+    const std::uint64_t before = stat(b, "pages_read"), hinted = stat(b, "hinted"), hits = stat(b, "hint_hits");
+    const std::uint64_t refreshes = stat(b, "hint_refreshes");
+    constexpr int kLookups = 6000;
+    std::string ks;
+    for (int i = 0; i < kLookups; ++i) ks += (i ? "," : "") + key();
+    // One statement, one IN list: a hinted lookup per key.
+    const std::string in = " WHERE k IN (" + ks + ")";
+    CHECK(b.rows("SELECT count(*), sum(k), sum(length(v)) FROM kv" + in) ==
+          b.rows("SELECT count(*), sum(k), sum(length(v)) FROM nat" + in));
+    CHECK(stat(b, "pages_read") - before <= kLookups * (height + 1));
+    CHECK(stat(b, "hinted") - hinted >= kLookups * 9 / 10);
+    CHECK((stat(b, "hint_hits") - hits) * 10 >= (stat(b, "hinted") - hinted) * 9);
+    CHECK(stat(b, "hint_refreshes") > refreshes);
+    CHECK(stat(b, "cached_pages") <= kCache + height);
+  }
+
+  // Another connection's commit (leaf splits), then a rollback here: the
+  // next queries read their paths again, the hint path does not start over.
+  a.exec("INSERT INTO kv WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c WHERE x < 999) "
+         "SELECT x * 3000 + 1, 'new' FROM c");
+  a.exec("INSERT INTO nat SELECT k, v FROM kv WHERE v = 'new'");
+  for (int i = 0; i < 5; ++i) point(key());
+  b.exec("BEGIN");
+  b.exec("INSERT INTO kv WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM c WHERE x < 999) "
+         "SELECT x * 3000 + 2, 'gone' FROM c");
+  b.exec("ROLLBACK");
+  for (int i = 0; i < 5; ++i) point(key());
+  point("3001");
+  point(std::to_string(key_space / 2 * 1));
+
+  // Invariants of the counters.
+  INFO(b.rows("SELECT forein_stats('kv')"));
+  CHECK(stat(b, "hint_hits") + stat(b, "fallbacks") <= stat(b, "hinted"));
+  CHECK(stat(b, "hinted") <= stat(b, "lookups"));
+  CHECK(stat(b, "loads") == 1);
+  CHECK(b.rows("SELECT count(*), sum(k) FROM kv") == b.rows("SELECT count(*), sum(k) FROM nat"));
 }
 
 // Scans hand out rows straight from leaf frames (cursor.cc): with a

@@ -97,6 +97,12 @@ class PageStore {
   // ---- on-demand stores (set_source); no-ops or trivial otherwise ----
   bool on_demand() const { return source_ != nullptr; }
   bool resident(PageId id) const;
+  // The frame of page `id` if it is in memory, else nullptr; unlike
+  // page(), it reads nothing from the source and does not mark the page
+  // recently used (for a host that inspects its cache between operations).
+  const std::byte* peek(PageId id) const {
+    return resident(id) ? frame_of(id) : nullptr;
+  }
   std::size_t resident_pages() const { return resident_count_; }
   // Pages read from the source so far.
   std::uint64_t pages_fetched() const { return fetched_; }
