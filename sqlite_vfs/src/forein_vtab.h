@@ -254,6 +254,7 @@ struct Table final : PageSource {
   std::map<PageId, std::optional<PageImage>> pending;
 
   Stmt st_gen, st_set_gen, st_write, st_changed_ids, st_page, st_max_id;
+  std::string row_buf;  // xUpdate's encoded row, reused
   std::vector<void*> spare_cursors;  // closed cursors kept for reuse (cursor.cc)
   // Open cursors scanning the tree in place (cursor.cc): their current
   // row views a leaf frame, so detach_scans() copies it before anything

@@ -98,8 +98,9 @@ void Table::mark_stale() {
 // A page image as stored: latch word 0, CRC32C in bytes 8..12.
 void Table::write_page(PageId id, std::int64_t page_gen) {
   thread_local PageImage img;
-  img.assign(page_size, std::byte{0});
+  img.resize(page_size);
   const std::byte* p = tree->store().page(id);
+  std::memset(img.data(), 0, kPageMagicOffset);
   std::memcpy(img.data() + kPageMagicOffset, p + kPageMagicOffset, page_size - kPageMagicOffset);
   put_le32(img.data() + kPageChecksumOffset, page_crc(img.data(), page_size));
   sqlite3_bind_int64(st_write.get(), 1, id);
@@ -185,6 +186,7 @@ void Table::load_all() {
   if (count == 0) throw CorruptionError("forein: " + name + "_pages is empty");
   TreeOptions opts;
   opts.observer = &hints;
+  opts.append_fast_path = true;  // ascending INSERTs skip the root descent
   tree = std::shared_ptr<Tree>(Tree::open(std::make_unique<ShadowPageStore>(page_size, this, count), opts));
   gen = g;
   ++loads;
