@@ -1,7 +1,9 @@
-// Software CRC32C (Castagnoli), slicing-by-8: eight 256-entry tables let the
-// loop fold 8 bytes per step, which matters because open() checksums every
-// page of the file.
+// CRC32C (Castagnoli): SSE4.2's CRC32 instruction where the CPU has it,
+// else slicing-by-8 in software (eight 256-entry tables let the loop fold 8
+// bytes per step), which matters because open() checksums every page of
+// the file.
 #include <array>
+#include <cstring>
 
 #include "forein/page_store.h"
 
@@ -33,9 +35,7 @@ std::uint32_t load_le32(const unsigned char* p) {
          std::uint32_t{p[3]} << 24;
 }
 
-}  // namespace
-
-std::uint32_t crc32c(const void* data, std::size_t len, std::uint32_t crc) {
+std::uint32_t crc32c_table(const void* data, std::size_t len, std::uint32_t crc) {
   const auto* p = static_cast<const unsigned char*>(data);
   crc = ~crc;
   for (; len >= 8; p += 8, len -= 8) {
@@ -47,6 +47,39 @@ std::uint32_t crc32c(const void* data, std::size_t len, std::uint32_t crc) {
   }
   for (; len > 0; ++p, --len) crc = (crc >> 8) ^ kTables[0][(crc ^ *p) & 0xFF];
   return ~crc;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// SSE4.2's CRC32 instruction computes CRC32C (same polynomial, same
+// reflection): 8 bytes per instruction, several times the tables' speed
+// (the SQLite module checksums every page it writes back or reads).
+[[gnu::target("sse4.2")]] std::uint32_t crc32c_sse42(const void* data, std::size_t len,
+                                                       std::uint32_t crc) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint64_t c = ~crc;
+  for (; len >= 8; p += 8, len -= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);  // little-endian, as the instruction expects
+    c = __builtin_ia32_crc32di(c, w);
+  }
+  auto c32 = static_cast<std::uint32_t>(c);
+  for (; len > 0; ++p, --len) c32 = __builtin_ia32_crc32qi(c32, *p);
+  return ~c32;
+}
+
+bool have_sse42() {
+  static const bool yes = __builtin_cpu_supports("sse4.2");
+  return yes;
+}
+#endif
+
+}  // namespace
+
+std::uint32_t crc32c(const void* data, std::size_t len, std::uint32_t crc) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (have_sse42()) return crc32c_sse42(data, len, crc);
+#endif
+  return crc32c_table(data, len, crc);
 }
 
 }  // namespace forein

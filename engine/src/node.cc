@@ -181,6 +181,17 @@ bool Node::replace_value(std::size_t i, std::string_view value) {
   return true;
 }
 
+void Node::set_hi(std::string_view hi) {
+  if (heap_start() < slot(count()) + hi.size()) compact();
+  const std::size_t at = heap_start() - hi.size();
+  write_bytes(p_ + at, hi.data(), hi.size());
+  store(p_, off::kHeapStart, static_cast<std::uint16_t>(at));
+  store(p_, off::kHiOff, static_cast<std::uint16_t>(at));
+  store(p_, off::kHiLen, static_cast<std::uint16_t>(hi.size()));
+  store(p_, off::kHiWord, word_of(hi));
+  store(p_, off::kFlags, static_cast<std::uint16_t>(flags() & ~kFlagHiInf));
+}
+
 void Node::init(std::uint16_t level, std::uint64_t version, std::string_view lo,
                 std::optional<std::string_view> hi, PageId left, PageId right) {
   zero_bytes(p_ + off::kMagic, kHeaderSize - off::kMagic);

@@ -235,6 +235,11 @@ class Node {
   // Replaces entry i's value in place if it fits, else returns false.
   bool replace_value(std::size_t i, std::string_view value);
 
+  // Gives a node whose hi is +inf the finite hi `hi` (a split that keeps
+  // every entry in the left node). Needs used_bytes() + hi.size() <=
+  // capacity(); compacts the heap if the bytes do not fit its free gap.
+  void set_hi(std::string_view hi);
+
   // Whole-node (re)initialisation, as done on a scratch page by builders.
   void init(std::uint16_t level, std::uint64_t version, std::string_view lo,
             std::optional<std::string_view> hi, PageId left, PageId right);

@@ -37,6 +37,7 @@ void Tree::Impl::create_empty() {
   leaf.release();
   root_ = root;
   height_ = 1;
+  append_leaf_ = kNoPage;
   write_meta();
   emit(NodeEventKind::kCreated, interval);
 }
@@ -70,6 +71,7 @@ void Tree::Impl::open_existing() {
   }
   root_ = root;
   height_ = height;
+  append_leaf_ = kNoPage;  // pages may have changed under a reload
   size_ = detail::load<std::uint64_t>(m, mf::kKeyCount);
   // Writes create nodes in the current layout, which older builds cannot
   // read: the first write marks the tree with the current format.

@@ -195,6 +195,15 @@ class Tree::Impl {
   // read of locate()'s result): leaf_for() and start_leaf().
   Hint leaf_hint(const detail::SearchKey& k, const StartHints* hints, detail::OpCounters& c) const;
 
+  // The remembered rightmost leaf latched, if it is still the rightmost
+  // leaf and k >= its lo (TreeOptions::append_fast_path); else empty.
+  detail::LatchedPage latch_append_leaf(const detail::SearchKey& k, detail::OpCounters& c);
+  void remember_append_leaf(PageId leaf) {
+    if (options_.append_fast_path && append_leaf_.load(std::memory_order_relaxed) != leaf) {
+      append_leaf_.store(leaf, std::memory_order_relaxed);
+    }
+  }
+
   // Writers: the node at `level` covering k, latched exclusively.
   detail::LatchedPage lock_covering(const detail::SearchKey& k, const StartHints* hints,
                                     std::uint16_t level, detail::Path* path,
@@ -216,8 +225,10 @@ class Tree::Impl {
   bool erase(std::string_view key, const StartHints* hints);
   void split_and_insert(detail::LatchedPage leaf, const detail::SearchKey& k, std::size_t pos,
                         std::string_view value, detail::Path& path);
+  bool split_append(detail::LatchedPage& leaf, const detail::SearchKey& k, std::size_t pos,
+                    std::string_view value, detail::Path& path);
   std::pair<std::string, PageId> split_node(detail::LatchedPage node, const detail::Node& old,
-                                            const detail::EntryList& e);
+                                            const detail::EntryList& e, std::size_t inserted);
   void post_separator(std::uint16_t level, PageId left, std::string sep, PageId right,
                       detail::Path& path);
   void grow_root(std::uint16_t level, PageId left, const std::string& sep, PageId right);
@@ -257,6 +268,9 @@ class Tree::Impl {
   std::atomic<bool> old_format_{false};
   detail::RetiredPages retired_;
   std::atomic<std::uint32_t> retired_since_reclaim_{0};
+  // The rightmost leaf as last seen by a write (append_fast_path); a hint
+  // only: latch_append_leaf checks it under the latch.
+  std::atomic<PageId> append_leaf_{kNoPage};
 
   // One counter block per epoch thread slot: each has a single writer at a
   // time, so updates are plain loads and stores, no locked instructions.

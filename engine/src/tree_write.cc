@@ -37,6 +37,14 @@ EntryList entries_with(const Node& old, std::size_t pos, std::string_view key,
   return e;
 }
 
+// A separator whose word ceiling lies past the end of word space (word
+// 2^64-1, not owned: forein/word.h) would leave the left node's word
+// interval running to the end and the right node's empty, as if nothing
+// had split. The append rule skips such split points.
+bool past_word_end(std::string_view sep) {
+  return word_of(sep) == FOREIN_WORD_MAX && !forein_word_bytes_own_word(sep.data(), sep.size());
+}
+
 void append_entries(Node& n, const EntryList& e, std::size_t from, std::size_t to, bool leaf) {
   for (std::size_t i = from; i < to; ++i) {
     if (leaf) {
@@ -103,10 +111,23 @@ bool Tree::Impl::put(std::string_view key, std::string_view value, const StartHi
   detail::EpochManager::Guard guard;
   OpCounters c;
   detail::Path path;
-  LatchedPage leaf = lock_covering(k, hints, 0, &path, c);
+  LatchedPage leaf;
+  if (options_.append_fast_path &&
+      (hints == nullptr || (!hints->primary.present() && !hints->secondary.present()))) {
+    leaf = latch_append_leaf(k, c);
+  }
+  if (!leaf) leaf = lock_covering(k, hints, 0, &path, c);
   publish(c);
   Node n = leaf.node();
-  const std::size_t i = n.lower_bound(k);
+  std::size_t i;
+  if (n.hi_inf()) {
+    remember_append_leaf(leaf.id());
+    // Past the rightmost leaf's last key (an append): no search needed.
+    const std::size_t count = n.count();
+    i = count > 0 && detail::compare(k, n.key_at(count - 1)) > 0 ? count : n.lower_bound(k);
+  } else {
+    i = n.lower_bound(k);
+  }
   const bool exists = n.key_equals(i, k);
   if (exists && !replace) {
     leaf.release_unchanged();  // readers need not restart
@@ -129,28 +150,111 @@ bool Tree::Impl::put(std::string_view key, std::string_view value, const StartHi
 
 void Tree::Impl::split_and_insert(LatchedPage leaf, const SearchKey& k, std::size_t pos,
                                   std::string_view value, detail::Path& path) {
+  if (split_append(leaf, k, pos, value, path)) return;
   std::byte* copy = scratch_copy_page(page_size_);
   copy_node(copy, store_->page(leaf.id()), page_size_);
   const Node old(copy, page_size_);
   const EntryList e = entries_with(old, pos, k.bytes, value, kNoPage);
   const PageId left = leaf.id();
-  auto [sep, right] = split_node(std::move(leaf), old, e);
+  auto [sep, right] = split_node(std::move(leaf), old, e, pos);
+  if (old.hi_inf()) remember_append_leaf(right);  // the new rightmost leaf
   post_separator(1, left, std::move(sep), right, path);
 }
 
+// split_node's choice for an append to the rightmost leaf when every old
+// entry stays left (the usual case), done in place: the leaf only gets a
+// finite hi, a right link and a new version, and a new right leaf holds the
+// new entry; nothing is copied or rebuilt. False (nothing changed) when the
+// general split must run: not an append, a leaf in the older layout (a
+// split rewrites it), or no room for the separator as the leaf's hi.
+bool Tree::Impl::split_append(LatchedPage& leaf, const SearchKey& k, std::size_t pos,
+                              std::string_view value, detail::Path& path) {
+  Node n = leaf.node();
+  const std::size_t count = n.count();
+  if (!n.hi_inf() || n.right() != kNoPage || pos != count || count == 0 ||
+      n.slot_size() != detail::kLeafSlotSize) {
+    return false;
+  }
+  std::string last;
+  n.key_at(count - 1).append_to(last);
+  std::string sep = shortest_separator(last, k.bytes);
+  if (n.used_bytes() + sep.size() > n.capacity() || past_word_end(sep)) return false;
+
+  LatchedPage right;
+  const PageId right_id = allocate_node(&right);
+  Node r = right.node();
+  r.init(0, r.version() + 1, sep, std::nullopt, leaf.id(), kNoPage);
+  r.append_leaf(k.bytes, value);
+  // The rightmost leaf: no right neighbour to relink.
+  n.set_hi(sep);
+  n.set_right(right_id);
+  n.bump_version();
+  const NodeInterval left_iv = interval_of(n, leaf.id());
+  const NodeInterval right_iv = interval_of(r, right_id);
+  const PageId left_id = leaf.id();
+  right.release();
+  leaf.release();
+  emit(NodeEventKind::kSplit, left_iv);
+  emit(NodeEventKind::kCreated, right_iv);
+  remember_append_leaf(right_id);
+  post_separator(1, left_id, std::move(sep), right_id, path);
+  return true;
+}
+
+LatchedPage Tree::Impl::latch_append_leaf(const SearchKey& k, OpCounters& c) {
+  const PageId id = append_leaf_.load(std::memory_order_relaxed);
+  if (id == kNoPage) return {};
+  auto covers = [&k](const Node& v) {
+    return v.is_node() && v.is_leaf() && !v.dead() && v.hi_inf() && v.above_lo(k);
+  };
+  // An optimistic look first: a key below the rightmost leaf (most keys of
+  // a random workload) latches nothing.
+  detail::OptNode n;
+  if (!read_begin(id, n)) return {};
+  const bool looks_right = covers(n.node);
+  if (!valid(n)) return {};  // a writer in between: take the usual way
+  if (!looks_right) {
+    // No longer (or not for this key) the place: later writes descend
+    // until one reaches the rightmost leaf again.
+    PageId expected = id;
+    append_leaf_.compare_exchange_strong(expected, kNoPage, std::memory_order_relaxed);
+    return {};
+  }
+  LatchedPage p = latch(id);
+  if (p.locked_version() != n.version && !covers(p.node())) {
+    p.release_unchanged();
+    return {};
+  }
+  ++c.nodes_visited;
+  return p;
+}
+
 // Splits the latched node into itself and a new right sibling holding the
-// upper part of `e`. Returns the separator (the right node's lo) and id.
+// upper part of `e` (whose entry `inserted` is the new one). Returns the
+// separator (the right node's lo) and id.
+//
+// Usually the split point minimises the larger half. When the new entry
+// goes past the last key of the level's rightmost node (hi = +inf), as
+// every insert of an ascending load does, the left node keeps as much as
+// fits and the new right node starts with little more than the new entry
+// (like SQLite's balance_quick and nbtree's rightmost split): an ascending
+// load then leaves full nodes behind instead of half-full ones, so half
+// the pages. Only the choice of the point differs; the split itself (and
+// what concurrent readers and writers see) is the same. (Points whose
+// separator lies past the end of word space keep the usual choice.)
 std::pair<std::string, PageId> Tree::Impl::split_node(LatchedPage node, const Node& old,
-                                                      const EntryList& e) {
+                                                      const EntryList& e, std::size_t inserted) {
   const bool leaf = old.is_leaf();
   const std::size_t n = e.keys.size();
   const std::size_t cap = old.capacity();
+  const bool append = old.hi_inf() && inserted + 1 == n;
 
-  // Pick the split minimising the larger half, both halves fitting.
   std::size_t total = 0;
   for (std::size_t i = 0; i < n; ++i) total += entry_size(e, i, leaf);
   std::size_t best = 0, best_cost = SIZE_MAX, left_bytes = 0;
   std::string best_sep;
+  std::size_t fullest = 0;  // appending: the last fitting point
+  std::string fullest_sep;
   for (std::size_t s = 1; s < n; ++s) {
     left_bytes += entry_size(e, s - 1, leaf);
     std::string sep = leaf ? shortest_separator(e.keys[s - 1], e.keys[s]) : e.keys[s];
@@ -158,12 +262,20 @@ std::pair<std::string, PageId> Tree::Impl::split_node(LatchedPage node, const No
     const std::size_t l = left_bytes + old.lo().size() + sep.size();
     const std::size_t r = total - left_bytes + sep.size() + hi_len;
     if (l > cap || r > cap) continue;
+    if (append && !past_word_end(sep)) {
+      fullest = s;
+      fullest_sep = sep;
+    }
     const std::size_t cost = std::max(l, r);
     if (cost < best_cost) {
       best_cost = cost;
       best = s;
       best_sep = std::move(sep);
     }
+  }
+  if (fullest != 0) {
+    best = fullest;
+    best_sep = std::move(fullest_sep);
   }
   if (best == 0) throw Error("forein: internal error: no valid split point");
 
@@ -227,7 +339,7 @@ void Tree::Impl::post_separator(std::uint16_t level, PageId left, std::string se
   const Node old(copy, page_size_);
   const EntryList e = entries_with(old, i, sep, {}, right);
   const PageId parent_id = parent.id();
-  auto [up_sep, up_right] = split_node(std::move(parent), old, e);
+  auto [up_sep, up_right] = split_node(std::move(parent), old, e, i);
   post_separator(level + 1, parent_id, std::move(up_sep), up_right, path);
 }
 

@@ -283,6 +283,7 @@ struct Table final : PageSource {
   // On <name>_free (format 3), prepared on first use: a format-2 table
   // has none until its conversion.
   Stmt st_free_ids, st_free_add, st_free_del;
+  std::string row_buf;  // xUpdate's encoded row, reused
   std::vector<void*> spare_cursors;  // closed cursors kept for reuse (cursor.cc)
   // Open cursors scanning the tree in place (cursor.cc): their current
   // row views a leaf frame, so detach_scans() copies it before anything

@@ -73,6 +73,7 @@ std::shared_ptr<Table> create_state(sqlite3* db, Registry* reg, const Spec& s, c
   t->prepare();
   TreeOptions opts;
   opts.observer = &t->hints;
+  opts.append_fast_path = true;  // ascending INSERTs skip the root descent
   t->tree = std::shared_ptr<Tree>(Tree::create(std::make_unique<ShadowPageStore>(t->page_size, t.get(), 0), opts));
   t->tree->sync();
   t->store().take_dirty([&t](PageId id) { t->write_page(id, 0); });

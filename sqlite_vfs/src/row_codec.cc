@@ -22,30 +22,37 @@ namespace forein::sqlite {
 //   0 NULL; 1 integer (8 bytes LE); 2 real (8 bytes); 3 text, 4 blob
 //   (4-byte LE length, bytes).
 void encode_value(std::string& out, sqlite3_value* v) {
+  char buf[9];
   switch (sqlite3_value_type(v)) {
     case SQLITE_NULL:
       out += '\0';
       break;
     case SQLITE_INTEGER: {
-      out += '\1';
+      buf[0] = '\1';
       const auto i = static_cast<std::uint64_t>(sqlite3_value_int64(v));
-      for (int b = 0; b < 8; ++b) out += static_cast<char>(i >> (8 * b));
+      for (int b = 0; b < 8; ++b) buf[1 + b] = static_cast<char>(i >> (8 * b));
+      out.append(buf, 9);
       break;
     }
     case SQLITE_FLOAT: {
-      out += '\2';
+      buf[0] = '\2';
       const double d = sqlite3_value_double(v);
-      char buf[8];
-      std::memcpy(buf, &d, 8);
-      out.append(buf, 8);
+      std::memcpy(buf + 1, &d, 8);
+      out.append(buf, 9);
       break;
     }
     default: {
       const bool text = sqlite3_value_type(v) == SQLITE_TEXT;
-      const void* p = text ? static_cast<const void*>(sqlite3_value_text(v)) : sqlite3_value_blob(v);
+      // Text: sqlite3_value_bytes() first, which leaves the value in UTF-8
+      // (converting a UTF-16 one), then its bytes through
+      // sqlite3_value_blob() (TEXT to BLOB is "no change" in SQLite's
+      // conversion table): sqlite3_value_text() would copy a value bound
+      // with an explicit length just to add a terminator we do not need.
       const auto n = static_cast<std::uint32_t>(sqlite3_value_bytes(v));
-      out += text ? '\3' : '\4';
-      for (int b = 0; b < 4; ++b) out += static_cast<char>(n >> (8 * b));
+      const void* p = sqlite3_value_blob(v);
+      buf[0] = text ? '\3' : '\4';
+      for (int b = 0; b < 4; ++b) buf[1 + b] = static_cast<char>(n >> (8 * b));
+      out.append(buf, 5);
       if (n > 0) out.append(static_cast<const char*>(p), n);
       break;
     }

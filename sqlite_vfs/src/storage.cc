@@ -128,7 +128,9 @@ void Table::write_page(PageId id, std::int64_t page_gen) {
   if (free_page) {
     sqlite3_bind_zeroblob(st_write.get(), 3, 0);
   } else {
-    img.assign(page_size, std::byte{0});
+    // Only the latch word is zeroed; the rest is copied (no fill first).
+    img.resize(page_size);
+    std::memset(img.data(), 0, kPageMagicOffset);
     std::memcpy(img.data() + kPageMagicOffset, p + kPageMagicOffset, page_size - kPageMagicOffset);
     put_le32(img.data() + kPageChecksumOffset, page_crc(img.data(), page_size));
     sqlite3_bind_blob(st_write.get(), 3, img.data(), static_cast<int>(img.size()), SQLITE_STATIC);
@@ -397,6 +399,7 @@ void Table::load_all() {
   if (count == 0) throw CorruptionError("forein: " + name + "_pages is empty");
   TreeOptions opts;
   opts.observer = &hints;
+  opts.append_fast_path = true;  // ascending INSERTs skip the root descent
   tree = std::shared_ptr<Tree>(Tree::open(std::make_unique<ShadowPageStore>(page_size, this, count), opts));
   gen = g;
   ++loads;

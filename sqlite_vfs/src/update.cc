@@ -15,7 +15,11 @@ int x_update(sqlite3_vtab* vt, int argc, sqlite3_value** argv, sqlite3_int64*) {
     std::optional<std::string> old_key;
     if (sqlite3_value_type(argv[0]) != SQLITE_NULL) old_key = key_for_write(t, argv[0]);
     std::optional<std::string> new_key;
-    std::string row;
+    // The encoded row, in a buffer the table keeps (no allocation per row;
+    // one that an oversized row, refused below, grew is let go).
+    std::string& row = t->row_buf;
+    if (row.capacity() > 4 * t->max_value()) row = std::string();
+    row.clear();
     if (argc > 1) {
       const int ncols = argc - 2;
       if (ncols != static_cast<int>(t->columns.size())) {

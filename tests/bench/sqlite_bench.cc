@@ -22,7 +22,9 @@
 //
 //   sqlite_bench [--rows N] [--point-ops N] [--range-ops N] [--range N]
 //                [--reps N] [--theta X] [--dir D] [--csv FILE]
-//                [--only ipk|wr|forein]   (measure one table, for profiling)
+//                [--only ipk|wr|forein]   (load and measure one table, for profiling)
+//                [--hints on|off]         (off: forein without start hints, no offload
+//                                          manager, forein_debug_hints(t, 2))
 // FOREIN_SEED picks keys and probe sequences (tests/support/seed.h).
 #include <sqlite3.h>
 #include <unistd.h>
@@ -61,13 +63,14 @@ struct Options {
   double theta = 0.99;
   std::string dir;
   std::string csv;
-  std::string only;  // run only cells of this table (for profiling)
+  std::string only;  // load and run only this table (for profiling)
+  bool hints = true;  // --hints off: forein_debug_hints('fr', 2) before the load
 };
 
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: sqlite_bench [--rows N] [--point-ops N] [--range-ops N] [--range N] "
-               "[--reps N] [--theta X] [--dir D] [--csv FILE] [--only ipk|wr|forein]\n");
+               "[--reps N] [--theta X] [--dir D] [--csv FILE] [--only ipk|wr|forein] [--hints on|off]\n");
   std::exit(2);
 }
 
@@ -86,6 +89,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--dir") o.dir = v;
     else if (a == "--csv") o.csv = v;
     else if (a == "--only") o.only = v;
+    else if (a == "--hints" && (std::string(v) == "on" || std::string(v) == "off")) o.hints = std::string(v) == "on";
     else usage();
   }
   if (o.rows < 2 * o.range || o.reps < 1 || o.range == 0) usage();
@@ -246,6 +250,7 @@ int main(int argc, char** argv) {
     exec(db, "CREATE VIRTUAL TABLE fl USING floor_vtab");
     // forein's page cache as large as SQLite's above: the whole tree stays.
     scalar(db, "SELECT forein_cache_pages('fr', " + std::to_string(kForeinCachePages) + ")");
+    if (!o.hints) scalar(db, "SELECT forein_debug_hints('fr', 2)");
     const std::vector<Table> tables = {{"ipk", "ipk"}, {"wr", "wr"}, {"forein", "fr"}, {"floor", "fl"}};
 
     std::printf("sqlite_bench: %llu rows, SQLite %s, db %s\n",
@@ -253,6 +258,7 @@ int main(int argc, char** argv) {
     std::printf("load (one transaction of %llu prepared INSERTs, ascending keys):\n",
                 static_cast<unsigned long long>(o.rows));
     for (const Table& t : tables) {
+      if (!o.only.empty() && t.label != o.only) continue;
       const double s = load(db, t, keys, values);
       std::printf("  %-7s %7.2f s  %8.0f rows/s\n", t.label.c_str(), s, static_cast<double>(o.rows) / s);
     }
@@ -262,7 +268,9 @@ int main(int argc, char** argv) {
                 static_cast<double>(std::filesystem::file_size(path)) / (1 << 20),
                 scalar(db, "SELECT forein_stats('fr')").c_str());
     // Warm every table's pages into SQLite's cache.
-    for (const Table& t : tables) scalar(db, "SELECT sum(length(v)) FROM " + t.name);
+    for (const Table& t : tables) {
+      if (o.only.empty() || t.label == o.only) scalar(db, "SELECT sum(length(v)) FROM " + t.name);
+    }
 
     // Probe sequences, shared by all tables. Zipf ranks are scattered over
     // the key space by a fixed permutation (hot keys are not neighbours).

@@ -638,3 +638,127 @@ TEST_CASE("concurrency: readers during bulk-loaded tree shrink and regrow", "[tr
     REQUIRE(v == make_value(k, 1, 2, kMaxPad));
   }
 }
+
+TEST_CASE("concurrency: appenders with the append fast path, writers behind them, readers",
+          "[tree][concurrent][append]") {
+  // TreeOptions::append_fast_path: appenders on interleaved stripes keep
+  // writing just past the largest key (the remembered rightmost leaf, its
+  // splits, a new one remembered), now and then erasing their own tail
+  // (the rightmost leaf shrinks and merges) or rewriting and erasing older
+  // keys of their stripe (splits and merges behind them); some appends
+  // carry hints. Readers check every value they see and that the keys
+  // of a stable stripe below the appends are always there.
+  const auto seed = forein::testing::test_seed("concurrency append fast path");
+  const std::uint64_t ops = stress_ops();
+  constexpr unsigned kWriters = 4;
+  constexpr unsigned kReaders = 2;
+  constexpr std::int64_t kStable = 5000;  // keys [0, kStable): stable, never written again
+  constexpr std::size_t kMaxPad = 60;
+  INFO("seed " << seed << ", " << ops << " ops per writer");
+
+  CountingObserver observer;
+  forein::TreeOptions options;
+  options.index_id = kIndexId;
+  options.observer = &observer;
+  options.append_fast_path = true;
+  auto tree = Tree::create(std::make_unique<forein::MemoryPageStore>(4096), options);
+  auto stable_value = [](std::int64_t k) { return make_value(k, kWriters, 0, kMaxPad); };
+  for (std::int64_t k = 0; k < kStable; ++k) tree->put(forein::encode_int64(k), stable_value(k));
+
+  Failures failures;
+  std::vector<std::map<std::int64_t, std::string>> oracles(kWriters);
+  std::vector<std::atomic<std::int64_t>> frontier(kWriters);  // next append index per stripe
+  for (auto& f : frontier) f.store(0);
+  std::latch start(kWriters + kReaders);
+  std::vector<std::thread> threads;
+  auto key_of = [](std::int64_t i, unsigned w) { return kStable + i * kWriters + w; };
+
+  for (unsigned w = 0; w < kWriters; ++w) {
+    threads.push_back(spawn(failures, "appender " + std::to_string(w), [&, w] {
+      std::mt19937_64 rng(seed + w);
+      auto& oracle = oracles[w];
+      std::int64_t next = 0;
+      start.arrive_and_wait();
+      for (std::uint64_t i = 0; i < ops; ++i) {
+        const unsigned dice = static_cast<unsigned>(rng() % 100);
+        if (dice < 70 || next == 0) {
+          const std::int64_t k = key_of(next++, w);
+          const std::string key = forein::encode_int64(k);
+          const std::string v = make_value(k, w, i, kMaxPad);
+          forein::StartHints hints;
+          if (dice % 10 == 0) hints.primary = tree->leaf_for(key);  // possibly stale when used
+          const bool got = dice % 10 == 0 ? tree->put(key, v, &hints) : tree->insert(key, v);
+          if (!got) failures.add("append of key " + std::to_string(k) + " was not new");
+          oracle[k] = v;
+          frontier[w].store(next, std::memory_order_relaxed);
+        } else if (dice < 73) {
+          // Erase this stripe's tail, then go on appending above what is left.
+          const int n = static_cast<int>(rng() % 300);
+          for (int j = 0; j < n && !oracle.empty(); ++j) {
+            const auto last = std::prev(oracle.end());
+            if (!tree->erase(forein::encode_int64(last->first)))
+              failures.add("tail erase of key " + std::to_string(last->first) + " missed");
+            oracle.erase(last);
+          }
+        } else {
+          const std::int64_t k = key_of(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(next)), w);
+          const std::string key = forein::encode_int64(k);
+          if (dice < 88) {
+            const std::string v = make_value(k, w, i, kMaxPad);
+            const bool is_new = oracle.find(k) == oracle.end();
+            if (tree->put(key, v) != is_new) failures.add("put of key " + std::to_string(k) + " disagrees");
+            oracle[k] = v;
+          } else {
+            const bool present = oracle.erase(k) == 1;
+            if (tree->erase(key) != present) failures.add("erase of key " + std::to_string(k) + " disagrees");
+          }
+        }
+      }
+    }));
+  }
+  for (unsigned r = 0; r < kReaders; ++r) {
+    threads.push_back(spawn(failures, "reader " + std::to_string(r), [&, r] {
+      std::mt19937_64 rng(seed + 1000 + r);
+      const std::string who = "reader " + std::to_string(r);
+      start.arrive_and_wait();
+      for (std::uint64_t i = 0; i < std::max<std::uint64_t>(ops / 4, 100); ++i) {
+        const unsigned w = static_cast<unsigned>(rng() % kWriters);
+        const std::int64_t top = key_of(frontier[w].load(std::memory_order_relaxed) + 2, w);
+        const std::int64_t k = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(top));
+        std::string v;
+        const bool found = tree->get(forein::encode_int64(k), &v);
+        if (k < kStable) {
+          if (!found || v != stable_value(k)) failures.add(who + ": stable key " + std::to_string(k) + " lost");
+        } else if (found && !valid_value(k, v, kMaxPad)) {
+          failures.add(who + ": value does not belong to key " + std::to_string(k));
+        }
+        if (i % 64 == 0) {
+          // The last stable keys and whatever is being appended above them.
+          ScanSpec spec;
+          spec.lower = KeyBound{forein::encode_int64(kStable - 100), true};
+          spec.direction = i % 128 == 0 ? Direction::kForward : Direction::kBackward;
+          const auto out = run_scan(*tree, spec, i % 192 == 0, nullptr);
+          const auto keys = verify_scan(out, spec, kMaxPad, failures, who);
+          std::size_t stable_seen = 0;
+          for (std::int64_t key : keys) stable_seen += key < kStable ? 1 : 0;
+          if (stable_seen != 100) failures.add(who + ": scan saw " + std::to_string(stable_seen) + " of 100 stable keys");
+        }
+      }
+    }));
+  }
+  for (auto& t : threads) t.join();
+  failures.report();
+  REQUIRE(failures.count() == 0);
+  CHECK(observer.bad.load() == 0);
+
+  std::map<std::string, std::string> want;
+  for (std::int64_t k = 0; k < kStable; ++k) want[forein::encode_int64(k)] = stable_value(k);
+  for (const auto& o : oracles)
+    for (const auto& [k, v] : o) want[forein::encode_int64(k)] = v;
+  tree->check();
+  REQUIRE(tree->size() == want.size());
+  const auto all = run_scan(*tree, ScanSpec{}, false, nullptr);
+  const std::vector<std::pair<std::string, std::string>> expected(want.begin(), want.end());
+  REQUIRE(all.size() == expected.size());
+  CHECK(all == expected);
+}

@@ -221,7 +221,9 @@ struct Fixture {
 
 TEST_CASE("events: ascending inserts and splits", "[tree][events]") {
   Fixture f(4096);
-  for (std::int64_t i = 0; i < 30000; ++i) {
+  // Ascending splits leave full nodes (about 170 of these entries a leaf,
+  // 250 children an inner node): enough keys for three levels.
+  for (std::int64_t i = 0; i < 120000; ++i) {
     f.tree->put(forein::encode_int64(i), "value");
     if (i % 7919 == 0) f.sync_and_check();
   }
@@ -230,6 +232,27 @@ TEST_CASE("events: ascending inserts and splits", "[tree][events]") {
   CHECK(f.replica->count(NodeEventKind::kSplit) > 0);
   CHECK(f.replica->count(NodeEventKind::kCreated) > 0);
   f.tree->check();
+}
+
+TEST_CASE("events: ascending inserts up to the end of word space", "[tree][events]") {
+  // Appends split the rightmost leaf at its last key, except where that
+  // separator's word interval would run past the end of word space (word
+  // 2^64-1 and longer than a word, as between 0xff x 9 and 0xff x 10):
+  // there every split must still divide word space. Every fill of the
+  // leaf is tried, so one of the 0xff keys lands on a full leaf.
+  for (int n = 0; n < 200; ++n) {
+    INFO(n << " keys before the 0xff keys");
+    Fixture f(4096);
+    for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(n); ++i) {
+      // Eight bytes, last one non-zero: each key owns its word.
+      std::string k = "\xff\xff\xff\xff";
+      for (int b = 3; b >= 0; --b) k += static_cast<char>(((i + 1) * 257) >> (8 * b));
+      f.tree->put(k, "v");
+    }
+    for (std::size_t len = 9; len <= 11; ++len) f.tree->put(std::string(len, '\xff'), "ff");
+    f.sync_and_check();
+    f.tree->check();
+  }
 }
 
 TEST_CASE("events: random inserts of int and byte-string keys", "[tree][events]") {

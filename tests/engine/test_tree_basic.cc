@@ -673,3 +673,160 @@ TEST_CASE("empty values fill a leaf whose heap has holes", "[tree][basic][limits
   require_equal(*tree, oracle);
   tree->check();
 }
+
+namespace {
+
+// Nodes per level (0: leaves).
+std::map<std::uint16_t, std::size_t> nodes_per_level(Tree& tree) {
+  std::map<std::uint16_t, std::size_t> per_level;
+  tree.for_each_node([&](const forein::NodeInterval& n) { ++per_level[n.level]; });
+  return per_level;
+}
+
+}  // namespace
+
+TEST_CASE("ascending inserts leave full nodes; other orders still split in half",
+          "[tree][basic][split]") {
+  constexpr std::int64_t kKeys = 60000;
+  const std::string value(20, 'v');  // out of the slot: 24 + 20 bytes an entry
+  constexpr std::size_t kCapacity = 4096 - 64;
+  // Full leaves: as many entries as fit a page's capacity less lo and hi.
+  constexpr std::size_t kPerLeaf = (kCapacity - 16) / 44;
+  const std::size_t min_leaves = (kKeys + kPerLeaf - 1) / kPerLeaf;
+
+  auto asc = make_tree(4096);
+  Map oracle;
+  for (std::int64_t i = 0; i < kKeys; ++i) {
+    const std::string k = forein::encode_int64(i * 3);
+    REQUIRE(asc->put(k, value));
+    oracle[k] = value;
+  }
+  asc->check();
+  require_equal(*asc, oracle);
+  auto levels = nodes_per_level(*asc);
+  INFO("ascending: " << levels[0] << " leaves, " << levels[1] << " at level 1; minimum " << min_leaves);
+  CHECK(levels[0] <= min_leaves + 1);
+  // Inner nodes fill too (16-byte slots, separators of at most 8 bytes).
+  CHECK(levels[1] <= levels[0] / 240 + 1);
+
+  // Descending and random orders keep the half-and-half split: about
+  // twice the leaves (and room for later inserts between their keys).
+  auto desc = make_tree(4096);
+  for (std::int64_t i = kKeys - 1; i >= 0; --i) REQUIRE(desc->put(forein::encode_int64(i * 3), value));
+  desc->check();
+  require_equal(*desc, oracle);
+  CHECK(nodes_per_level(*desc)[0] > min_leaves * 3 / 2);
+
+  // Inserting between an ascending load's keys afterwards works as ever.
+  for (std::int64_t i = 0; i < kKeys; i += 7) {
+    const std::string k = forein::encode_int64(i * 3 + 1);
+    REQUIRE(asc->put(k, "between"));
+    oracle[k] = "between";
+  }
+  asc->check();
+  require_equal(*asc, oracle);
+
+  // Values near the size limit: the last entries still fit the left node.
+  auto big = make_tree(4096);
+  Map big_oracle;
+  for (std::int64_t i = 0; i < 3000; ++i) {
+    const std::string k = forein::encode_int64(i);
+    const std::string v(big->max_value_size() - static_cast<std::size_t>(i % 50), static_cast<char>('a' + i % 26));
+    REQUIRE(big->put(k, v));
+    big_oracle[k] = v;
+  }
+  big->check();
+  require_equal(*big, big_oracle);
+}
+
+TEST_CASE("append fast path: writes without a hint skip the descent, results unchanged",
+          "[tree][basic][append]") {
+  const auto seed = forein::testing::test_seed("append fast path");
+  std::mt19937_64 rng(seed);
+  forein::TreeOptions options;
+  options.append_fast_path = true;
+  auto tree = Tree::create(std::make_unique<forein::MemoryPageStore>(4096), options);
+  auto plain = make_tree(4096);
+  Map oracle;
+  std::int64_t next = 0;
+  auto append = [&](Tree& t, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i, ++next) {
+      const std::string k = forein::encode_int64(next * 2);
+      const std::string v = value_for(k, static_cast<std::uint64_t>(next));
+      REQUIRE(t.insert(k, v));
+      oracle[k] = v;
+    }
+  };
+  append(*tree, 50000);
+  REQUIRE(tree->height() >= 3);
+  require_equal(*tree, oracle);
+
+  // An append now visits one node; without the option, every level.
+  tree->reset_stats();
+  append(*tree, 1000);
+  CHECK(tree->stats().operations == 1000);
+  CHECK(tree->stats().nodes_visited <= 1000 + 20);
+  next = 0;
+  Map saved = std::move(oracle);
+  oracle.clear();
+  append(*plain, 51000);
+  plain->reset_stats();
+  append(*plain, 1000);
+  CHECK(plain->stats().nodes_visited >= 1000u * plain->height());
+  oracle = std::move(saved);
+
+  // Mixed rounds: random writes anywhere (merges included), erasing the
+  // tail (the rightmost leaf shrinks and absorbs its left neighbour),
+  // replacing and re-inserting near the end, appends, hinted appends,
+  // a reload. The tree stays the map.
+  for (int round = 0; round < 40; ++round) {
+    INFO("seed " << seed << ", round " << round);
+    for (int i = 0; i < 500; ++i) {
+      const std::string k = forein::encode_int64(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(next * 2)));
+      if (rng() % 3 == 0) {
+        REQUIRE(tree->erase(k) == (oracle.erase(k) == 1));
+      } else {
+        const std::string v = value_for(k, rng());
+        REQUIRE(tree->put(k, v) == (oracle.count(k) == 0));
+        oracle[k] = v;
+      }
+    }
+    const int tail = static_cast<int>(rng() % 3000);
+    for (int i = 0; i < tail && !oracle.empty(); ++i) {
+      const auto last = std::prev(oracle.end());
+      REQUIRE(tree->erase(last->first));
+      oracle.erase(last);
+    }
+    // Keys just above the remaining maximum: inside the rightmost leaf's
+    // range though below keys it held before.
+    if (!oracle.empty()) {
+      const std::int64_t top = forein::decode_int64(std::prev(oracle.end())->first);
+      for (std::int64_t k = top + 1; k < top + 40; k += 3) {
+        const std::string key = forein::encode_int64(k);
+        REQUIRE(tree->insert(key, "near-end"));
+        oracle[key] = "near-end";
+        REQUIRE_FALSE(tree->insert(key, "ignored"));  // present: left as it is
+        REQUIRE_FALSE(tree->put(key, "replaced"));
+        oracle[key] = "replaced";
+      }
+      next = std::max(next, top / 2 + 21);
+    }
+    append(*tree, static_cast<std::int64_t>(rng() % 4000));
+    if (round % 5 == 0) {
+      // A hinted append takes the hint, not the remembered leaf.
+      const forein::Hint h = tree->leaf_for(forein::encode_int64(next * 2));
+      const forein::StartHints hints{h, forein::Hint{}};
+      const auto before = tree->stats();
+      const std::string k = forein::encode_int64(next++ * 2);
+      REQUIRE(tree->put(k, "hinted", &hints));
+      oracle[k] = "hinted";
+      CHECK(tree->stats().hinted == before.hinted + 1);
+    }
+    if (round % 10 == 9) {
+      tree->sync();
+      tree->reload();
+    }
+    tree->check();
+  }
+  require_equal(*tree, oracle);
+}

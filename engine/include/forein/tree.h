@@ -32,6 +32,12 @@ struct TreeOptions {
   std::uint64_t index_id = 0;         // copied into every NodeInterval
   NodeObserver* observer = nullptr;   // not owned; may be null
   std::uint8_t bulk_fill_percent = 90;  // leaf fill for bulk_load, 10..100
+  // Writes without a hint first try the rightmost leaf that the last write
+  // reached (like nbtree's fastpath for ascending inserts): a key at or
+  // above that leaf's lo goes there without a root descent, checked under
+  // the leaf's latch. It counts as one node visited. Off by default, so
+  // root-descent baselines (nodes_visited) stay what they measure.
+  bool append_fast_path = false;
 };
 
 // Limits, for the tree's page size (see Tree::max_key_size()).
