@@ -100,7 +100,13 @@ void Tree::Impl::try_merge(PageId node, std::uint16_t level, const std::string& 
     const Node lv = left.node();
     linked = linked && lv.is_node() && !lv.dead() && lv.right() == a_id;
   }
-  if (!linked || av.current_layout_bytes() + bv.current_layout_bytes() > av.capacity() * 3 / 4) {
+  // A pair merges when it fills at most 3/4 of a page (no merge-split
+  // thrash), or, when one of the two is empty, whenever it fits at all:
+  // an empty node beside a full one (ascending loads leave full pages)
+  // would otherwise never go.
+  const std::size_t pair_bytes = av.current_layout_bytes() + bv.current_layout_bytes();
+  const bool one_empty = av.count() == 0 || bv.count() == 0;
+  if (!linked || pair_bytes > (one_empty ? av.capacity() : av.capacity() * 3 / 4)) {
     left.release_unchanged();
     a.release_unchanged();
     b.release_unchanged();
