@@ -48,13 +48,35 @@ struct Cursor::State {
   // key copied (a short key lives in the slot as a word) and value viewed.
   OptNode leaf;
   std::size_t from = 0, to = 0;
-  char short_key[kWordBytes];  // the current key when it is short
+  std::uint64_t short_key = 0;  // the current key's bytes when it is short
   std::string key_buf;                 // ... when it is long
   std::string_view key_view, value_view;
+  bool resume = false;  // resume_after(): continue after last_key
 
+  // next_rows()'s batch of row_count rows; short keys live in row_words,
+  // long ones in row_long (at offsets kept in row_long_at).
+  static constexpr std::size_t kFirstBatch = 8, kMaxBatch = 128;
+  std::array<RowView, kMaxBatch> rows;
+  std::array<std::uint64_t, kMaxBatch> row_words;
+  std::size_t row_count = 0;
+  std::string row_long;
+  std::vector<std::size_t> row_long_at;
+  // Rows for the next batch: spec.expected_rows, or few first (the caller
+  // may want few), doubling per call; rows handed out in batches so far.
+  std::size_t batch_rows = kFirstBatch;
+  std::size_t handed = 0;
+  void size_batch();  // after a batch
+  std::size_t first_batch_rows() const {
+    return spec.expected_rows > 0 ? std::min(spec.expected_rows, kMaxBatch) : kFirstBatch;
+  }
+
+  // Starts a new scan, keeping the buffers.
+  void restart(Tree::Impl* t, const ScanSpec& s, const StartHints* h);
   OptNode read_leaf(bool refind, OpCounters& c);
   bool load_batch();
+  bool position_leaf();
   bool step_in_place();
+  void fill_rows();
   bool load_leaf(bool refind);
   void take(const Node& n, std::size_t first, std::size_t end);
   OptNode first_leaf(OpCounters& c);
@@ -246,27 +268,42 @@ bool Cursor::State::load_leaf(bool refind) {
   return from != to;
 }
 
-bool Cursor::State::step_in_place() {
-  if (!positioned) {
-    if (!load_leaf(false)) return false;
-  } else if (!tree->valid(leaf)) {
+// In place: stands on a leaf with slots still to hand out; false at the
+// end.
+bool Cursor::State::position_leaf() {
+  if (resume) {
+    resume = false;
+    return load_leaf(true);
+  }
+  if (!positioned) return load_leaf(false);
+  if (!tree->valid(leaf)) {
     // A write, eviction or restore since the leaf was read: find it again.
     last_key = std::string(key_view);
-    if (!load_leaf(true)) return false;
-  } else if (from == to) {
+    return load_leaf(true);
+  }
+  if (from == to) {
     if (exhausted) return false;
     last_key = std::string(key_view);
-    if (!load_leaf(false)) return false;
+    return load_leaf(false);
   }
+  return true;
+}
+
+// A short key is its word's leading bytes: one store, no string.
+inline std::string_view short_key_view(const detail::StoredKey& k, std::uint64_t* out) {
+  std::uint64_t bytes = k.word;
+  if constexpr (std::endian::native == std::endian::little) bytes = __builtin_bswap64(bytes);
+  *out = bytes;
+  return std::string_view(reinterpret_cast<const char*>(out), k.len);
+}
+
+bool Cursor::State::step_in_place() {
+  if (!position_leaf()) return false;
   const std::size_t i = spec.direction == Direction::kForward ? from++ : --to;
   const Node& n = leaf.node;
   const detail::StoredKey k = n.key_at(i);
   if (k.len <= kWordBytes) {
-    // A short key is its word's leading bytes: one store, no string.
-    std::uint64_t bytes = k.word;
-    if constexpr (std::endian::native == std::endian::little) bytes = __builtin_bswap64(bytes);
-    std::memcpy(short_key, &bytes, sizeof bytes);
-    key_view = std::string_view(short_key, k.len);
+    key_view = short_key_view(k, &short_key);
   } else {
     key_buf.clear();
     k.append_to(key_buf);
@@ -276,12 +313,49 @@ bool Cursor::State::step_in_place() {
   return true;
 }
 
+// The next batch_rows of slots [from, to) into `rows`, in scan order.
+void Cursor::State::fill_rows() {
+  // Locals: the stores below could otherwise alias the members.
+  const Node n = leaf.node;
+  const std::size_t first = from, end = to;
+  const std::size_t count = std::min(end - first, batch_rows);
+  handed += count;
+  size_batch();
+  const bool forward = spec.direction == Direction::kForward;
+  row_long.clear();
+  row_long_at.clear();
+  const bool any_long =
+      n.rows_at(forward ? first : end - 1, count, !forward, rows.data(), row_words.data());
+  if (any_long) {
+    for (std::size_t r = 0; r < count; ++r) {
+      if (rows[r].key.data() != nullptr) continue;
+      row_long_at.push_back(r);
+      row_long_at.push_back(row_long.size());
+      n.key_at(forward ? first + r : end - 1 - r).append_to(row_long);
+    }
+  }
+  for (std::size_t j = 0; j < row_long_at.size(); j += 2) {
+    RowView& r = rows[row_long_at[j]];
+    r.key = std::string_view(row_long.data() + row_long_at[j + 1], r.key.size());
+  }
+  if (forward) {
+    from += count;
+  } else {
+    to -= count;
+  }
+  row_count = count;
+  key_view = rows[count - 1].key;
+  value_view = rows[count - 1].value;
+}
+
 Cursor::Cursor(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Cursor::Cursor() = default;
 Cursor::~Cursor() = default;
 Cursor::Cursor(Cursor&&) noexcept = default;
 Cursor& Cursor::operator=(Cursor&&) noexcept = default;
 
 bool Cursor::next() {
+  if (!state_) return false;
   State& s = *state_;
   if (s.spec.in_place) {
     s.positioned = s.step_in_place();
@@ -295,22 +369,82 @@ bool Cursor::next() {
   return s.positioned;
 }
 
+std::span<const RowView> Cursor::next_rows() {
+  if (!state_) return {};
+  State& s = *state_;
+  if (!s.spec.in_place) throw InvalidArgument("Cursor::next_rows needs ScanSpec::in_place");
+  s.positioned = s.position_leaf();
+  if (!s.positioned) return {};
+  s.fill_rows();
+  return {s.rows.data(), s.row_count};
+}
+
+void Cursor::resume_after(std::string_view key) {
+  if (!state_) return;
+  State& s = *state_;
+  s.last_key = std::string(key);
+  s.resume = true;
+  s.positioned = true;
+}
+
 std::string_view Cursor::key() const {
+  if (!state_) return {};
   if (state_->spec.in_place) return state_->key_view;
   const auto& e = state_->entries[state_->pos];
   return std::string_view(state_->arena).substr(e[0], e[1]);
 }
 
 std::string_view Cursor::value() const {
+  if (!state_) return {};
   if (state_->spec.in_place) return state_->value_view;
   const auto& e = state_->entries[state_->pos];
   return std::string_view(state_->arena).substr(e[2], e[3]);
+}
+
+void Cursor::State::size_batch() {
+  if (spec.expected_rows > handed) {
+    batch_rows = std::min(spec.expected_rows - handed, kMaxBatch);
+  } else {
+    batch_rows = std::min(std::max(batch_rows * 2, kFirstBatch), kMaxBatch);
+  }
+}
+
+void Cursor::State::restart(Tree::Impl* t, const ScanSpec& s, const StartHints* h) {
+  tree = t;
+  spec = s;
+  hints.reset();
+  if (h != nullptr) hints = *h;
+  arena.clear();
+  entries.clear();
+  pos = 0;
+  positioned = false;
+  first_batch = true;
+  exhausted = false;
+  last_key.reset();
+  next_boundary.clear();
+  next_sibling = kNoPage;
+  leaf = OptNode{};
+  from = to = 0;
+  key_view = value_view = {};
+  resume = false;
+  row_count = 0;
+  handed = 0;
+  batch_rows = first_batch_rows();
+}
+
+void Tree::rescan(Cursor& cursor, const ScanSpec& spec, const StartHints* hints) {
+  if (!cursor.state_) {
+    cursor = scan(spec, hints);
+    return;
+  }
+  cursor.state_->restart(impl_.get(), spec, hints);
 }
 
 Cursor Tree::scan(const ScanSpec& spec, const StartHints* hints) {
   auto state = std::make_unique<Cursor::State>();
   state->tree = impl_.get();
   state->spec = spec;
+  state->batch_rows = state->first_batch_rows();
   if (hints != nullptr) state->hints = *hints;
   return Cursor(std::move(state));
 }

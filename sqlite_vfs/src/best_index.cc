@@ -6,11 +6,14 @@ namespace forein::sqlite {
 
 int x_best_index(sqlite3_vtab* vt, sqlite3_index_info* info) {
   const bool int_key = table_of(vt)->key_type == KeyType::kInteger;
-  int eq = -1, lo = -1, hi = -1;
+  int eq = -1, lo = -1, hi = -1, limit = -1, offset = -1;
   bool eq_is_in = false;
   for (int i = 0; i < info->nConstraint; ++i) {
     const auto& c = info->aConstraint[i];
-    if (!c.usable || c.iColumn != 0) continue;
+    if (!c.usable) continue;
+    if (c.op == SQLITE_INDEX_CONSTRAINT_LIMIT) limit = i;
+    if (c.op == SQLITE_INDEX_CONSTRAINT_OFFSET) offset = i;
+    if (c.iColumn != 0) continue;
     // TEXT keys are in BINARY order: under another collation (k >= 'b'
     // COLLATE NOCASE also matches 'B') the matches are no key range.
     // INTEGER keys hold numbers only, which no collation affects.
@@ -86,6 +89,18 @@ int x_best_index(sqlite3_vtab* vt, sqlite3_index_info* info) {
   if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == 0) {
     if (info->aOrderBy[0].desc) idx |= kDesc;
     info->orderByConsumed = 1;
+  }
+  // A scan's LIMIT (plus OFFSET) sizes its first batch of rows
+  // (ScanSpec::expected_rows), so a short scan decodes no rows it will not
+  // return. Only a hint: SQLite still applies LIMIT and OFFSET itself (no
+  // omit), and the scan goes on past it if SQLite asks for more rows.
+  if (eq < 0 && limit >= 0) {
+    info->aConstraintUsage[limit].argvIndex = ++argv_i;
+    idx |= kLimit;
+    if (offset >= 0) {
+      info->aConstraintUsage[offset].argvIndex = ++argv_i;
+      idx |= kOffset;
+    }
   }
   info->idxNum = idx;
   info->estimatedCost = cost;

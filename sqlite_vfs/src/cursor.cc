@@ -9,19 +9,21 @@
 // all, and a row's column offsets are decoded once, on the first xColumn
 // that needs them.
 //
-// Scans run in place (ScanSpec::in_place): the tree cursor hands out each
-// row as a view of its leaf frame, copying no leaf. SQLite may read a
-// cursor's columns after the table changed under it (an outer cursor's
-// columns after an inner cursor's xNext, which trims the cache, or after
-// a write through xUpdate), so the table lists its open scans, and before
-// a write, a trim or a refresh (Table::detach_scans) each copies its
-// current value; the tree cursor notices the changed leaf version on its
-// next step and continues after the last key it returned.
+// Scans run in place (ScanSpec::in_place): the tree cursor hands out a
+// leaf's rows at once as views of its frame (Cursor::next_rows), copying
+// no leaf, and xNext steps through them with no call into the engine.
+// SQLite may read a cursor's columns after the table changed under it (an
+// outer cursor's columns after an inner cursor's xNext, which trims the
+// cache, or after a write through xUpdate), so the table lists its open
+// scans, and before a write, a trim or a refresh (Table::detach_scans)
+// each copies its current value and drops the rest of its batch; its next
+// step resumes the tree cursor after the last key it returned.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,8 +42,13 @@ struct Cur {
   std::vector<std::string> keys;
   std::size_t ki = 0;
   // Scan mode.
-  std::optional<Cursor> scan;
+  Cursor scan;            // kept between scans for its buffers
+  bool scanning = false;  // `scan` belongs to this filter
+  std::span<const RowView> rows;  // the scan's batch; rows[ri] is current
+  std::size_t ri = 0;
+  bool resume = false;  // the batch is stale (detach_scans): resume after `key`
   bool eof = true;
+  bool int_keys = false;  // the table's key type is INTEGER
   std::string_view key, value;  // the current row
   std::string value_buf;        // the looked-up value (point), a detached row's (scan)
   bool listed = false;          // in the table's open_scans
@@ -74,17 +81,29 @@ void advance(Table* t, Cur* c) {
     c->eof = true;
     return;
   }
-  if (c->scan && c->scan->next()) {
-    c->key = c->scan->key();
-    c->value = c->scan->value();
-    c->eof = false;
+  if (!c->scanning) {
+    c->eof = true;
     return;
   }
-  c->eof = true;
+  if (c->resume) {
+    c->resume = false;
+    c->scan.resume_after(c->key);
+  }
+  c->rows = c->scan.next_rows();
+  c->ri = 0;
+  if (c->rows.empty()) {
+    c->eof = true;
+    return;
+  }
+  c->key = c->rows[0].key;
+  c->value = c->rows[0].value;
+  c->eof = false;
 }
 
 void start_scan(Table* t, Cur* c, const ScanSpec& spec, const StartHints* h) {
-  c->scan.emplace(c->tree->scan(spec, h));
+  // Reuses the tree cursor's buffers from the previous scan.
+  c->tree->rescan(c->scan, spec, h);
+  c->scanning = true;
   t->open_scans.push_back(c);
   c->listed = true;
 }
@@ -96,7 +115,10 @@ void clear(Table* t, Cur* c) {
     v.erase(std::find(v.begin(), v.end(), static_cast<void*>(c)));
     c->listed = false;
   }
-  c->scan.reset();
+  c->scanning = false;
+  c->rows = {};
+  c->ri = 0;
+  c->resume = false;
   c->tree.reset();
   c->keys.clear();
   c->ki = 0;
@@ -110,7 +132,9 @@ void clear(Table* t, Cur* c) {
 void Table::detach_scans_now() {
   for (void* p : open_scans) {
     auto* c = static_cast<Cur*>(p);
-    if (c->eof || c->value.data() == c->value_buf.data()) continue;
+    if (c->eof) continue;
+    c->resume = true;
+    if (c->value.data() == c->value_buf.data()) continue;
     c->value_buf.assign(c->value);
     c->value = c->value_buf;
   }
@@ -155,6 +179,7 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
     t->ensure_fresh();
     clear(t, c);
     c->tree = t->tree;
+    c->int_keys = t->key_type == KeyType::kInteger;
     const bool desc = (idx & kDesc) != 0;
     int ai = 0;
     if (idx & (kEq | kIn)) {
@@ -228,6 +253,13 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
     };
     if (idx & kLower) bound(argv[ai++], true, (idx & kLowerIncl) != 0, &spec.lower);
     if (idx & kUpper) bound(argv[ai++], false, (idx & kUpperIncl) != 0, &spec.upper);
+    if (idx & kLimit) {
+      // LIMIT n [OFFSET m]: the rows SQLite will take (a negative LIMIT
+      // means none; a non-integer one is an error SQLite reports itself).
+      std::int64_t want = ai < argc ? sqlite3_value_int64(argv[ai++]) : 0;
+      if ((idx & kOffset) && ai < argc) want += std::max<std::int64_t>(0, sqlite3_value_int64(argv[ai++]));
+      if (want > 0) spec.expected_rows = static_cast<std::size_t>(want);
+    }
     if (empty) return SQLITE_OK;
     if (spec.lower && spec.upper) {
       const int cmp = compare_keys(spec.lower->key, spec.upper->key);
@@ -258,7 +290,9 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
   }
 }
 
-int x_next(sqlite3_vtab_cursor* cur) {
+namespace {
+
+[[gnu::noinline]] int next_slow(sqlite3_vtab_cursor* cur) {
   try {
     Table* t = table_of(cur->pVtab);
     t->trim_cache();  // between steps no frame is in use
@@ -270,13 +304,9 @@ int x_next(sqlite3_vtab_cursor* cur) {
   return SQLITE_OK;
 }
 
-int x_eof(sqlite3_vtab_cursor* cur) { return reinterpret_cast<Cur*>(cur)->eof ? 1 : 0; }
-
-int x_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
-  auto* c = reinterpret_cast<Cur*>(cur);
-  Table* t = table_of(cur->pVtab);
+[[gnu::noinline]] int column_slow(Cur* c, sqlite3_context* ctx, int col) {
   if (col == 0) {
-    if (t->key_type == KeyType::kInteger && c->key.size() == 8) {
+    if (c->int_keys && c->key.size() == 8) {
       sqlite3_result_int64(ctx, int_key(c->key));
     } else {
       sqlite3_result_text(ctx, c->key.data(), static_cast<int>(c->key.size()), SQLITE_TRANSIENT);
@@ -304,6 +334,33 @@ int x_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
     sqlite3_result_null(ctx);
   }
   return SQLITE_OK;
+}
+
+}  // namespace
+
+// xNext and xColumn run once per row and column: their common cases are
+// kept small (no frame to set up), the rest is in the functions above.
+int x_next(sqlite3_vtab_cursor* cur) {
+  auto* c = reinterpret_cast<Cur*>(cur);
+  // The next row of the batch: no page is read, so nothing to trim.
+  if (c->resume || c->ri + 1 >= c->rows.size()) return next_slow(cur);
+  const RowView& r = c->rows[++c->ri];
+  c->key = r.key;
+  c->value = r.value;
+  c->offs_valid = false;
+  return SQLITE_OK;
+}
+
+int x_eof(sqlite3_vtab_cursor* cur) { return reinterpret_cast<Cur*>(cur)->eof ? 1 : 0; }
+
+int x_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
+  auto* c = reinterpret_cast<Cur*>(cur);
+  if (col == 0 && c->int_keys && c->key.size() == 8) {
+    sqlite3_result_int64(ctx, int_key(c->key));
+    return SQLITE_OK;
+  }
+  if (col == 1 && result_leading_text(ctx, c->value)) return SQLITE_OK;
+  return column_slow(c, ctx, col);
 }
 
 int x_rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* rowid) {

@@ -16,7 +16,9 @@
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT3
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -417,6 +419,18 @@ void encode_value(std::string& out, sqlite3_value* v);
 // Offsets of each column's tag inside an encoded row (reuses *offs).
 void column_offsets(std::string_view row, std::vector<std::size_t>* offs);
 void result_value(sqlite3_context* ctx, std::string_view row, std::size_t off);
+// result_value(ctx, row, 0) when the first column is text (the common
+// case, inline for xColumn); false for any other first column.
+inline bool result_leading_text(sqlite3_context* ctx, std::string_view row) {
+  constexpr std::size_t kHeader = 5;  // tag 3, then the length (4 bytes LE)
+  if (row.size() < kHeader || row[0] != '\3') return false;
+  std::uint32_t n;
+  std::memcpy(&n, row.data() + 1, sizeof n);
+  if constexpr (std::endian::native == std::endian::big) n = __builtin_bswap32(n);
+  if (n > row.size() - kHeader) return false;
+  sqlite3_result_text(ctx, row.data() + kHeader, static_cast<int>(n), SQLITE_TRANSIENT);
+  return true;
+}
 
 // The encoded key for a value written to the table, or an error.
 std::string key_for_write(Table* t, sqlite3_value* v);
@@ -438,7 +452,7 @@ std::optional<std::string> key_for_search(Table* t, sqlite3_value* v, bool lower
 
 // idxNum bits.
 constexpr int kEq = 1, kIn = 2, kLower = 4, kLowerIncl = 8, kUpper = 16, kUpperIncl = 32,
-              kDesc = 64;
+              kDesc = 64, kLimit = 128, kOffset = 256;
 
 // ------------------------------------------------------------ module methods
 

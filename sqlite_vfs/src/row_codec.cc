@@ -2,6 +2,7 @@
 // and the key encoding with SQLite-like affinity for writes, the exact
 // bounds of INTEGER keys and the conservative bounds of TEXT keys used for
 // searches.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -93,8 +94,15 @@ void column_offsets(std::string_view row, std::vector<std::size_t>* offs) {
 }
 
 void result_value(sqlite3_context* ctx, std::string_view row, std::size_t off) {
-  const char tag = row[off];
+  // A cut row (only a damaged page has one) gives NULL, or the bytes it
+  // holds, never bytes past its end.
+  const char tag = off < row.size() ? row[off] : 0;
+  const std::size_t rest = off < row.size() ? row.size() - off - 1 : 0;
   const char* p = row.data() + off + 1;
+  if (rest < ((tag == 1 || tag == 2) ? 8 : 4)) {
+    sqlite3_result_null(ctx);
+    return;
+  }
   switch (tag) {
     case 1: {
       sqlite3_result_int64(ctx, static_cast<sqlite3_int64>(load_le<std::uint64_t>(p)));
@@ -108,7 +116,7 @@ void result_value(sqlite3_context* ctx, std::string_view row, std::size_t off) {
     }
     case 3:
     case 4: {
-      const auto n = load_le<std::uint32_t>(p);
+      const auto n = std::min<std::size_t>(load_le<std::uint32_t>(p), rest - 4);
       if (tag == 3) {
         sqlite3_result_text(ctx, p + 4, static_cast<int>(n), SQLITE_TRANSIENT);
       } else {

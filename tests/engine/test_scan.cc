@@ -69,6 +69,19 @@ Entries via_cursor(Tree& tree, const ScanSpec& spec) {
   return out;
 }
 
+// In-place batches (Cursor::next_rows), on `cursor` restarted by rescan.
+Entries via_batches(Tree& tree, const ScanSpec& spec, forein::Cursor& cursor) {
+  Entries out;
+  tree.rescan(cursor, spec);
+  for (auto rows = cursor.next_rows(); !rows.empty(); rows = cursor.next_rows()) {
+    for (const forein::RowView& r : rows) out.emplace_back(std::string(r.key), std::string(r.value));
+    // The cursor stands on the batch's last row.
+    CHECK(cursor.key() == rows.back().key);
+  }
+  CHECK(cursor.next_rows().empty());
+  return out;
+}
+
 std::string describe(const ScanSpec& spec) {
   auto bound = [](const std::optional<KeyBound>& b) -> std::string {
     if (!b) return "none";
@@ -96,6 +109,9 @@ void check_scan(Tree& tree, const Map& oracle, const ScanSpec& spec) {
   ScanSpec in_place = spec;
   in_place.in_place = true;
   REQUIRE(via_cursor(tree, in_place) == want);
+  // One cursor reused for every scan, as the SQLite module reuses its own.
+  static forein::Cursor reused;
+  REQUIRE(via_batches(tree, in_place, reused) == want);
 }
 
 // Bound candidates: absent, and each of `keys` inclusive and exclusive.
@@ -404,6 +420,106 @@ TEST_CASE("scan: mutations between cursor steps", "[tree][scan][cursor]") {
     CHECK(tree->size() == present.size());
     tree->check();
   }
+}
+
+TEST_CASE("scan: batches cut short by changes resume after the last row used",
+          "[tree][scan][cursor]") {
+  // A host that steps through next_rows()' batch row by row (SQLite's
+  // xNext) and sees the tree change part-way drops the rest of the batch
+  // and calls resume_after() with the last key it used. Every key present
+  // throughout must appear once, in order, and every key returned must be
+  // present with its value when its batch is handed out.
+  const auto seed = forein::testing::test_seed("batches with mutations");
+  std::mt19937_64 rng(seed);
+  for (auto dir : {Direction::kForward, Direction::kBackward}) {
+    INFO((dir == Direction::kForward ? "forward" : "backward"));
+    auto tree = make_tree(4096);
+    std::set<std::int64_t> present;
+    for (std::int64_t i = 0; i < 6000; ++i) {
+      tree->put(forein::encode_int64(i * 4), value_for(forein::encode_int64(i * 4)));
+      present.insert(i * 4);
+    }
+    std::set<std::int64_t> touched;
+    ScanSpec spec;
+    spec.direction = dir;
+    spec.in_place = true;
+    forein::Cursor cursor;
+    CHECK(cursor.next_rows().empty());  // no scan yet
+    tree->rescan(cursor, spec);
+    std::vector<std::int64_t> got;
+    std::size_t bad = 0, batches = 0, cut = 0;
+    for (auto rows = cursor.next_rows(); !rows.empty(); rows = cursor.next_rows()) {
+      ++batches;
+      // Use a random prefix of the batch, or all of it.
+      const std::size_t use = rng() % 3 == 0 ? 1 + rng() % rows.size() : rows.size();
+      for (std::size_t r = 0; r < use; ++r) {
+        const auto k = forein::decode_int64(rows[r].key);
+        if (present.count(k) == 0 || rows[r].value != value_for(std::string(rows[r].key))) ++bad;
+        got.push_back(k);
+      }
+      if (use == rows.size() && rng() % 2 == 0) continue;
+      // Changes: the rest of the batch is stale.
+      ++cut;
+      const std::string last(rows[use - 1].key);
+      for (int j = 0; j < 8; ++j) {
+        const std::int64_t victim = static_cast<std::int64_t>(rng() % 24000);
+        const std::string vk = forein::encode_int64(victim);
+        if (j % 2 == 0) {
+          if (present.erase(victim)) REQUIRE(tree->erase(vk));
+        } else if (present.insert(victim).second) {
+          REQUIRE(tree->put(vk, value_for(vk)));
+        }
+        touched.insert(victim);
+      }
+      cursor.resume_after(last);
+    }
+    CHECK(bad == 0);
+    CHECK(batches > 100);
+    CHECK(cut > 10);
+    for (std::size_t i = 1; i < got.size(); ++i) {
+      if (dir == Direction::kForward)
+        REQUIRE(got[i - 1] < got[i]);
+      else
+        REQUIRE(got[i - 1] > got[i]);
+    }
+    const std::set<std::int64_t> got_set(got.begin(), got.end());
+    std::size_t missing = 0;
+    for (std::int64_t i = 0; i < 6000; ++i)
+      if (touched.count(i * 4) == 0 && got_set.count(i * 4) == 0) ++missing;
+    CHECK(missing == 0);
+    tree->check();
+  }
+}
+
+TEST_CASE("scan: expected_rows sizes the first batch and ends nothing", "[tree][scan][cursor]") {
+  auto tree = make_tree(8192);
+  for (std::int64_t i = 0; i < 5000; ++i) tree->put(forein::encode_int64(i), "v");
+  for (const std::size_t expected : {std::size_t{1}, std::size_t{5}, std::size_t{100}, std::size_t{100000}}) {
+    INFO("expected_rows " << expected);
+    ScanSpec spec;
+    spec.lower = KeyBound{forein::encode_int64(10), true};
+    spec.in_place = true;
+    spec.expected_rows = expected;
+    forein::Cursor cursor;
+    tree->rescan(cursor, spec);
+    const auto first = cursor.next_rows();
+    REQUIRE(!first.empty());
+    CHECK(first.size() <= expected);
+    CHECK(forein::decode_int64(first[0].key) == 10);
+    std::size_t total = first.size();
+    for (auto rows = cursor.next_rows(); !rows.empty(); rows = cursor.next_rows()) total += rows.size();
+    CHECK(total == 4990);
+  }
+}
+
+TEST_CASE("scan: batches need an in-place cursor", "[tree][scan][cursor]") {
+  auto tree = make_tree(4096);
+  tree->put(forein::encode_int64(1), "one");
+  forein::Cursor copying = tree->scan(ScanSpec{});
+  CHECK_THROWS_AS(copying.next_rows(), forein::InvalidArgument);
+  forein::Cursor none;  // no scan started
+  CHECK_FALSE(none.next());
+  CHECK(none.next_rows().empty());
 }
 
 TEST_CASE("scan: across many small leaves", "[tree][scan]") {

@@ -170,3 +170,63 @@ TEST_CASE("sqlite constraints: TEXT key under collations and numeric affinity", 
   std::cout << "sqlite constraints (text): " << p.ops << " queries compared, seed " << seed << "\n";
   CHECK(p.ops > 4000);
 }
+
+TEST_CASE("sqlite constraints: LIMIT and OFFSET only size the scan's batches", "[sqlite]") {
+  // best_index.cc passes a scan's LIMIT (and OFFSET) to xFilter, which
+  // sizes the first batch of rows with it; SQLite still applies both. A
+  // WHERE term SQLite checks itself (on v) makes it ask for rows past the
+  // LIMIT; a LIMIT larger than a leaf, or than the table, ends nothing.
+  const std::uint64_t seed = forein::testing::test_seed("sqlite limit offset");
+  std::mt19937_64 rng(seed);
+  TempDir dir;
+  Db db(dir.file("l.db"));
+  db.exec("CREATE VIRTUAL TABLE fr USING forein(k INTEGER, v, page_size=4096)");
+  db.exec("CREATE TABLE nat(k INTEGER PRIMARY KEY, v)");
+  for (const char* t : {"fr", "nat"}) {
+    db.exec(std::string("INSERT INTO ") + t +
+            " WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000)"
+            " SELECT x * 2, 'v' || (x % 13) FROM c");
+  }
+  Pair p(db, "fr", "nat");
+  const char* const limits[] = {"0", "1", "7", "100", "130", "1000", "5000", "-1", "'3'", "2 + 3", "(SELECT 4)"};
+  for (const char* lim : limits) {
+    for (int i = 0; i < 4; ++i) {
+      const std::string k = std::to_string(static_cast<std::int64_t>(rng() % 6100) - 50);
+      const std::string off = std::to_string(rng() % 300);
+      for (const char* dir_ : {"", " DESC"}) {
+        const std::string order = std::string(" ORDER BY k") + dir_;
+        p.run("SELECT k, v FROM %T WHERE k >= " + k + order + " LIMIT " + lim);
+        p.run("SELECT k, v FROM %T WHERE k < " + k + order + " LIMIT " + lim + " OFFSET " + off);
+        p.run("SELECT k FROM %T WHERE k > " + k + " AND v = 'v3'" + order + " LIMIT " + lim);
+        p.run("SELECT k FROM %T" + order + " LIMIT " + lim + ", 5");
+        p.run("SELECT count(*) FROM (SELECT k FROM %T WHERE k BETWEEN " + k + " AND " + k + " + 900" + order +
+              " LIMIT " + lim + ")");
+      }
+    }
+  }
+  // A LIMIT that is not an integer is SQLite's error on both tables.
+  p.run("SELECT k FROM %T ORDER BY k LIMIT 2.5");
+  p.run("SELECT k FROM %T ORDER BY k LIMIT 'x'");
+  // A bound LIMIT, changed between executions of one statement.
+  for (const char* t : {"fr", "nat"}) {
+    sqlite3_stmt* st = nullptr;
+    const std::string sql = std::string("SELECT k FROM ") + t + " WHERE k >= ?1 ORDER BY k LIMIT ?2";
+    REQUIRE(sqlite3_prepare_v2(db.get(), sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
+    std::vector<std::int64_t> got;
+    for (const int lim : {3, 200, 1, 0, 64, 129}) {
+      sqlite3_bind_int64(st, 1, 1001);
+      sqlite3_bind_int(st, 2, lim);
+      int n = 0;
+      while (sqlite3_step(st) == SQLITE_ROW) {
+        got.push_back(sqlite3_column_int64(st, 0));
+        ++n;
+      }
+      CHECK(n == lim);
+      sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    CHECK(got.size() == 3 + 200 + 1 + 0 + 64 + 129);
+    CHECK(got.front() == 1002);
+  }
+  std::cout << "limit/offset: " << p.ops << " statements compared\n";
+}

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -67,15 +68,27 @@ struct ScanSpec {
   // leaf's version and, if the leaf changed in between, continues after
   // the last key returned, as a batch cursor does.
   bool in_place = false;
+  // In-place batches (Cursor::next_rows): the rows the caller expects to
+  // use (a LIMIT), 0 if unknown. Batches then hold that many rows (up to a
+  // cap) instead of starting small and growing; the scan still goes on
+  // past it if asked.
+  std::size_t expected_rows = 0;
 };
 
 class Tree;
+
+// One row of an in-place scan's batch (Cursor::next_rows).
+struct RowView {
+  std::string_view key, value;
+};
 
 // Pull-style ordered iteration. Not a snapshot: every key returned was
 // present at some moment during the scan, keys come in strict order, and
 // none is returned twice. Holds no latch between calls.
 class Cursor {
  public:
+  // No scan: next() is false at once (Tree::rescan() starts one).
+  Cursor();
   ~Cursor();
   Cursor(Cursor&&) noexcept;
   Cursor& operator=(Cursor&&) noexcept;
@@ -84,6 +97,19 @@ class Cursor {
   bool next();
   std::string_view key() const;
   std::string_view value() const;
+
+  // In-place scans only: the next rows of the current leaf at once (of
+  // the next leaf once the current one is used up; a few at first, more
+  // with each call), in scan order; empty at the end. The cursor then stands on the batch's last row. Keys stay
+  // valid until the next call on this cursor; values view the page, as
+  // value() does, until the tree or its pages change. A caller that could
+  // not use the whole batch because the tree changed calls resume_after()
+  // with the last key it used before asking for more. Hosts with per-row
+  // callbacks (SQLite's xNext) step through the batch with no call per row.
+  std::span<const RowView> next_rows();
+  // The next next() or next_rows() continues after `key`, finding its
+  // leaf again from the root.
+  void resume_after(std::string_view key);
 
  private:
   friend class Tree;
@@ -117,6 +143,9 @@ class Tree {
 
   // Ordered iteration; the hint applies to the scan's starting key.
   Cursor scan(const ScanSpec& spec, const StartHints* hints = nullptr);
+  // scan(), reusing `cursor` (of any tree, or moved-from) and its buffers:
+  // for hosts that run many short scans, such as SQLite's xFilter.
+  void rescan(Cursor& cursor, const ScanSpec& spec, const StartHints* hints = nullptr);
   // Callback form: fn returns false to stop.
   void scan(const ScanSpec& spec,
             const std::function<bool(std::string_view key, std::string_view value)>& fn,
