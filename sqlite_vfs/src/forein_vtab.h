@@ -313,6 +313,13 @@ struct Table final : PageSource {
   std::string pages_table() const { return quote_ident(schema) + "." + quote_ident(name + "_pages"); }
   std::string meta_table() const { return quote_ident(schema) + "." + quote_ident(name + "_meta"); }
   std::string free_table() const { return quote_ident(schema) + "." + quote_ident(name + "_free"); }
+  // The index on <name>_pages(gen), named <name>_pages_gen (or with a
+  // number after it if that name is taken; a RENAME keeps its old name):
+  // the pages another connection's commit changed are found without
+  // reading every row. Made with the table, or for a table from before it
+  // at its first write-back (storage.cc). Once per connection.
+  bool gen_index_checked = false;
+  void ensure_gen_index();
 
   std::size_t max_key() const { return page_size / 16; }
   std::size_t max_value() const { return page_size / 8; }

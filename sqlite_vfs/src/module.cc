@@ -63,6 +63,7 @@ std::shared_ptr<Table> create_state(sqlite3* db, Registry* reg, const Spec& s, c
   t->hints.set_backend(offload::backend_by_name(s.offload));
   exec(db, "CREATE TABLE " + t->pages_table() +
                "(id INTEGER PRIMARY KEY, gen INTEGER NOT NULL, page BLOB NOT NULL)");
+  t->ensure_gen_index();
   exec(db, "CREATE TABLE " + t->meta_table() +
                "(id INTEGER PRIMARY KEY CHECK (id = 0), format INTEGER NOT NULL, "
                "page_size INTEGER NOT NULL, key_type TEXT NOT NULL, gen INTEGER NOT NULL)");
@@ -179,6 +180,8 @@ int x_rename(sqlite3_vtab* vt, const char* new_name) {
       exec(t->db, "ALTER TABLE " + s + quote_ident(t->name + "_free") + " RENAME TO " +
                       quote_ident(std::string(new_name) + "_free"));
     }
+    // The gen index moves with <name>_pages under its old name (SQLite
+    // has no index rename, and no DROP INDEX inside xRename).
     exec(t->db, "ALTER TABLE " + s + quote_ident(t->name + "_pages") + " RENAME TO " +
                     quote_ident(std::string(new_name) + "_pages"));
     exec(t->db, "ALTER TABLE " + s + quote_ident(t->name + "_meta") + " RENAME TO " +

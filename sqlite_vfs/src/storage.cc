@@ -54,8 +54,8 @@ void Table::prepare() {
   st_gen = Stmt(db, "SELECT gen, format FROM " + meta_table() + " WHERE id = 0");
   st_set_gen = Stmt(db, "UPDATE " + meta_table() + " SET gen = ?1 WHERE id = 0");
   st_write = Stmt(db, "INSERT OR REPLACE INTO " + pages_table() + "(id, gen, page) VALUES (?1, ?2, ?3)");
-  // gen precedes the page, so the scan reads it without the BLOB's
-  // overflow pages.
+  // Through <name>_pages_gen (a covering index) where it exists; else a
+  // scan, where gen precedes the page, so it skips the BLOBs' overflow pages.
   st_changed_ids = Stmt(db, "SELECT id FROM " + pages_table() + " WHERE gen > ?1");
   st_page = Stmt(db, "SELECT page FROM " + pages_table() + " WHERE id = ?1");
   st_max_id = Stmt(db, "SELECT max(id) FROM " + pages_table());
@@ -238,7 +238,31 @@ std::vector<PageId> Table::stored_free_below(PageId stored) {
 // before any write-back, so the conversion reads nothing more. The pages
 // written next then keep <name>_free up to date (write_page). A table
 // named <name>_free that is not ours keeps the table in format 2.
+void Table::ensure_gen_index() {
+  if (gen_index_checked) return;
+  gen_index_checked = true;
+  const std::string pages = name + "_pages";
+  Stmt has(db, "SELECT 1 FROM " + quote_ident(schema) + ".sqlite_schema AS s, pragma_index_info(s.name, ?2) AS i " +
+                   "WHERE s.type = 'index' AND s.tbl_name = ?1 AND i.seqno = 0 AND i.name = 'gen'");
+  sqlite3_bind_text(has.get(), 1, pages.data(), static_cast<int>(pages.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(has.get(), 2, schema.data(), static_cast<int>(schema.size()), SQLITE_TRANSIENT);
+  if (has.step()) return;
+  Stmt taken(db, "SELECT 1 FROM " + quote_ident(schema) + ".sqlite_schema WHERE name = ?1 COLLATE NOCASE");
+  for (int n = 1; n <= 100; ++n) {
+    const std::string index = pages + "_gen" + (n > 1 ? std::to_string(n) : "");
+    sqlite3_bind_text(taken.get(), 1, index.data(), static_cast<int>(index.size()), SQLITE_TRANSIENT);
+    const bool used = taken.step();
+    sqlite3_reset(taken.get());
+    if (used) continue;
+    exec(db, "CREATE INDEX " + quote_ident(schema) + "." + quote_ident(index) + " ON " + quote_ident(pages) +
+                 "(gen)");
+    st_changed_ids = Stmt(db, "SELECT id FROM " + pages_table() + " WHERE gen > ?1");  // planned again
+    return;
+  }
+}
+
 void Table::prepare_write_back() {
+  ensure_gen_index();
   read_meta();
   // Every id listed in <name>_free has a row (written together), so none
   // is at or above max(id) + 1: new pages written need no delete.

@@ -102,6 +102,61 @@ TEST_CASE("sqlite page cache: another connection's commit drops only its pages",
   CHECK(b.rows("SELECT forein_check('kv')") == "ok");
 }
 
+// Another connection's changed pages are found through an index on
+// kv_pages(gen), not by reading every row: made with the table (as
+// kv_pages_gen, or with a number after it if that name is taken), kept
+// through RENAME, made at the first write-back of a table from before it,
+// dropped with the table.
+TEST_CASE("sqlite page cache: changed pages are found through the gen index", "[sqlite]") {
+  const FilledFile file("gen_index.db");
+  Db a(file.path), b(file.path);
+  const auto index_of = [](Db& db, const std::string& table) {
+    return db.rows("SELECT count(*), group_concat(name) FROM sqlite_schema WHERE type = 'index' AND tbl_name = '" +
+                   table + "_pages'");
+  };
+  const auto plan = [](Db& db, const std::string& table) {
+    return db.rows("EXPLAIN QUERY PLAN SELECT id FROM " + table + "_pages WHERE gen > 3");
+  };
+  CHECK(index_of(a, "kv") == "1|kv_pages_gen");
+  CHECK(plan(a, "kv").find("COVERING INDEX kv_pages_gen") != std::string::npos);
+  CHECK(b.rows("SELECT count(*) FROM kv") == std::to_string(kRows));
+  a.exec("UPDATE kv SET v = 'x' WHERE k = 5");
+  CHECK(b.rows("SELECT v FROM kv WHERE k = 5") == "x");
+
+  // A table from before the index: reads go on without it, the next
+  // write-back makes it; b's refresh after that commit is still exact.
+  a.exec("DROP INDEX kv_pages_gen");
+  Db c(file.path);
+  CHECK(c.rows("SELECT v FROM kv WHERE k = 5") == "x");
+  CHECK(index_of(c, "kv") == "0|NULL");
+  c.exec("UPDATE kv SET v = 'y' WHERE k = 6");
+  CHECK(index_of(c, "kv") == "1|kv_pages_gen");
+  CHECK(b.rows("SELECT v FROM kv WHERE k IN (5, 6) ORDER BY k") == "x\ny");
+  CHECK(b.rows("SELECT forein_check('kv')") == "ok");
+
+  // RENAME keeps it (under its old name); a new table of the old name
+  // gets the next free name.
+  c.exec("ALTER TABLE kv RENAME TO kv2");
+  CHECK(index_of(c, "kv2") == "1|kv_pages_gen");
+  CHECK(plan(c, "kv2").find("COVERING INDEX kv_pages_gen") != std::string::npos);
+  c.exec("CREATE VIRTUAL TABLE kv USING forein(k INTEGER, v)");
+  CHECK(index_of(c, "kv") == "1|kv_pages_gen2");
+  c.exec("INSERT INTO kv2 VALUES (-1, 'new')");
+  CHECK(a.rows("SELECT v FROM kv2 WHERE k = -1") == "new");
+  CHECK(index_of(a, "kv2") == "1|kv_pages_gen");  // the connection that had it
+
+  // Someone else's object under the name: left alone.
+  c.exec("DROP TABLE kv");
+  c.exec("DROP INDEX kv_pages_gen");
+  c.exec("CREATE TABLE kv2_pages_gen(mine)");
+  Db d(file.path);
+  d.exec("UPDATE kv2 SET v = 'z' WHERE k = 7");
+  CHECK(index_of(d, "kv2") == "1|kv2_pages_gen2");
+  CHECK(a.rows("SELECT v FROM kv2 WHERE k = 7") == "z");
+  d.exec("DROP TABLE kv2");
+  CHECK(d.rows("SELECT group_concat(name) FROM sqlite_schema") == "kv2_pages_gen");
+}
+
 // The hint path learns only what the cache holds (hints.cc): a fresh
 // connection's first hinted queries, the ones after another connection's
 // commit and after a rollback read their root-to-leaf paths, not the tree,
