@@ -256,9 +256,12 @@ int x_filter(sqlite3_vtab_cursor* cur, int idx, const char*, int argc, sqlite3_v
     if (idx & kLimit) {
       // LIMIT n [OFFSET m]: the rows SQLite will take (a negative LIMIT
       // means none; a non-integer one is an error SQLite reports itself).
-      std::int64_t want = ai < argc ? sqlite3_value_int64(argv[ai++]) : 0;
-      if ((idx & kOffset) && ai < argc) want += std::max<std::int64_t>(0, sqlite3_value_int64(argv[ai++]));
-      if (want > 0) spec.expected_rows = static_cast<std::size_t>(want);
+      const std::int64_t limit = ai < argc ? sqlite3_value_int64(argv[ai++]) : 0;
+      const std::int64_t offset = (idx & kOffset) && ai < argc ? sqlite3_value_int64(argv[ai++]) : 0;
+      if (limit > 0) {
+        constexpr std::int64_t kMax = std::int64_t{1} << 40;  // a hint: saturate, never overflow
+        spec.expected_rows = static_cast<std::size_t>(std::min(limit, kMax) + std::clamp<std::int64_t>(offset, 0, kMax));
+      }
     }
     if (empty) return SQLITE_OK;
     if (spec.lower && spec.upper) {

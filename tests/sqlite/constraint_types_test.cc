@@ -204,6 +204,11 @@ TEST_CASE("sqlite constraints: LIMIT and OFFSET only size the scan's batches", "
       }
     }
   }
+  // Limits and offsets at the ends of the int64 range.
+  p.run("SELECT k FROM %T WHERE k > 5900 ORDER BY k LIMIT 9223372036854775807 OFFSET 9223372036854775807");
+  p.run("SELECT k FROM %T WHERE k > 5900 ORDER BY k LIMIT 9223372036854775807 OFFSET 3");
+  p.run("SELECT k FROM %T WHERE k > 5900 ORDER BY k LIMIT 5 OFFSET -9223372036854775808");
+  p.run("SELECT k FROM %T WHERE k > 5900 ORDER BY k LIMIT -9223372036854775808");
   // A LIMIT that is not an integer is SQLite's error on both tables.
   p.run("SELECT k FROM %T ORDER BY k LIMIT 2.5");
   p.run("SELECT k FROM %T ORDER BY k LIMIT 'x'");
