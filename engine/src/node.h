@@ -17,6 +17,9 @@
 // `aux` is the child page id and slot i's key is the lowest key of child i
 // (slot 0's key equals the node's lo).
 //
+// forein/leaf_run.h reads leaf slots with these offsets too (in-place
+// scans of single-threaded hosts).
+//
 // Leaves written before format 2 have 16-byte slots and every value in the
 // heap; their header lacks kFlagInlineValues, and they keep working (a
 // split or merge rewrites them in the current layout).
@@ -40,7 +43,6 @@
 #include <string_view>
 
 #include "forein/key.h"
-#include "forein/tree.h"
 #include "forein/page_store.h"
 #include "page_bytes.h"
 
@@ -183,50 +185,6 @@ class Node {
   std::string_view value_at(std::size_t i) const {
     const Span v = value_span(i);
     return {reinterpret_cast<const char*>(p_) + v.at, v.len};
-  }
-  // Leaves, for in-place scans (no writer runs meanwhile): `count` slots
-  // from slot `first` on (downwards if `backward`) as rows: values as views
-  // of the page, short keys' bytes stored to words[r] and viewed there. A
-  // long key (len > 8) is left to the caller as a view with no data and
-  // the key's length; returns whether there was one.
-  bool rows_at(std::size_t first, std::size_t count, bool backward, RowView* out,
-               std::uint64_t* words) const {
-    const auto* page = reinterpret_cast<const char*>(p_);
-    const std::size_t stride = stride_;
-    const bool inline_values = stride == kLeafSlotSize;
-    std::size_t s = slot(first);
-    bool any_long = false;
-    for (std::size_t r = 0; r < count; ++r, s = backward ? s - stride : s + stride) {
-      // [word 8][heap offset 2][key length 2][value length 4]
-      std::uint16_t heap_at, key_len;
-      std::uint32_t value_len;
-      if constexpr (std::endian::native == std::endian::little) {
-        const auto m = load<std::uint64_t>(p_, s + 8);
-        heap_at = static_cast<std::uint16_t>(m);
-        key_len = static_cast<std::uint16_t>(m >> 16);
-        value_len = static_cast<std::uint32_t>(m >> 32);
-      } else {
-        heap_at = load<std::uint16_t>(p_, s + 8);
-        key_len = load<std::uint16_t>(p_, s + 10);
-        value_len = load<std::uint32_t>(p_, s + 12);
-      }
-      if (key_len <= kWordBytes) [[likely]] {
-        std::uint64_t bytes = load<Word>(p_, s);
-        if constexpr (std::endian::native == std::endian::little) bytes = __builtin_bswap64(bytes);
-        words[r] = bytes;
-        out[r].key = std::string_view(reinterpret_cast<const char*>(&words[r]), key_len);
-      } else {
-        out[r].key = std::string_view(nullptr, key_len);
-        any_long = true;
-      }
-      if (inline_values && value_len <= kInlineValueMax) {
-        out[r].value = std::string_view(page + s + 16, value_len);
-      } else {
-        const Span v = clamp(key_len > kWordBytes ? std::size_t{heap_at} + key_len : heap_at, value_len);
-        out[r].value = std::string_view(page + v.at, v.len);
-      }
-    }
-    return any_long;
   }
   // Leaves; reader-safe. An inline value is one aligned 8-byte load.
   void copy_value(std::size_t i, std::string* out) const {

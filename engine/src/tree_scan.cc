@@ -9,7 +9,8 @@
 // range of slots to hand out, and before each step checks that the leaf's
 // version is unchanged (a write, an eviction or a host's page restore
 // gives it a new one); if it changed, it finds the leaf again from the
-// last key returned.
+// last key returned. next_run() hands out several slots of the leaf at
+// once as a LeafRun (forein/leaf_run.h) that the host reads inline.
 #include <algorithm>
 #include <bit>
 #include <climits>
@@ -53,21 +54,15 @@ struct Cursor::State {
   std::string_view key_view, value_view;
   bool resume = false;  // resume_after(): continue after last_key
 
-  // next_rows()'s batch of row_count rows; short keys live in row_words,
-  // long ones in row_long (at offsets kept in row_long_at).
-  static constexpr std::size_t kFirstBatch = 8, kMaxBatch = 128;
-  std::array<RowView, kMaxBatch> rows;
-  std::array<std::uint64_t, kMaxBatch> row_words;
-  std::size_t row_count = 0;
-  std::string row_long;
-  std::vector<std::size_t> row_long_at;
-  // Rows for the next batch: spec.expected_rows, or few first (the caller
-  // may want few), doubling per call; rows handed out in batches so far.
-  std::size_t batch_rows = kFirstBatch;
+  // Slots for the next run (next_run): spec.expected_rows, or few first
+  // (the caller may want few), doubling per call up to kMaxRun; rows
+  // handed out in runs so far.
+  static constexpr std::size_t kFirstRun = 8, kMaxRun = 128;
+  std::size_t batch_rows = kFirstRun;
   std::size_t handed = 0;
   void size_batch();  // after a batch
   std::size_t first_batch_rows() const {
-    return spec.expected_rows > 0 ? std::min(spec.expected_rows, kMaxBatch) : kFirstBatch;
+    return spec.expected_rows > 0 ? std::min(spec.expected_rows, kMaxRun) : kFirstRun;
   }
 
   // Starts a new scan, keeping the buffers.
@@ -76,7 +71,8 @@ struct Cursor::State {
   bool load_batch();
   bool position_leaf();
   bool step_in_place();
-  void fill_rows();
+  void stand_on(std::size_t i);
+  LeafRun take_run();
   bool load_leaf(bool refind);
   void take(const Node& n, std::size_t first, std::size_t end);
   OptNode first_leaf(OpCounters& c);
@@ -297,9 +293,9 @@ inline std::string_view short_key_view(const detail::StoredKey& k, std::uint64_t
   return std::string_view(reinterpret_cast<const char*>(out), k.len);
 }
 
-bool Cursor::State::step_in_place() {
-  if (!position_leaf()) return false;
-  const std::size_t i = spec.direction == Direction::kForward ? from++ : --to;
+// The cursor stands on slot i of the current leaf: its key copied (the
+// next leaf is found from it), its value viewed.
+void Cursor::State::stand_on(std::size_t i) {
   const Node& n = leaf.node;
   const detail::StoredKey k = n.key_at(i);
   if (k.len <= kWordBytes) {
@@ -310,42 +306,37 @@ bool Cursor::State::step_in_place() {
     key_view = key_buf;
   }
   value_view = n.value_at(i);
+}
+
+bool Cursor::State::step_in_place() {
+  if (!position_leaf()) return false;
+  stand_on(spec.direction == Direction::kForward ? from++ : --to);
   return true;
 }
 
-// The next batch_rows of slots [from, to) into `rows`, in scan order.
-void Cursor::State::fill_rows() {
-  // Locals: the stores below could otherwise alias the members.
-  const Node n = leaf.node;
-  const std::size_t first = from, end = to;
-  const std::size_t count = std::min(end - first, batch_rows);
+// The next batch_rows slots of [from, to), in scan order, as a run; the
+// cursor stands on its last row.
+LeafRun Cursor::State::take_run() {
+  const Node& n = leaf.node;
+  const std::size_t count = std::min(to - from, batch_rows);
   handed += count;
   size_batch();
   const bool forward = spec.direction == Direction::kForward;
-  row_long.clear();
-  row_long_at.clear();
-  const bool any_long =
-      n.rows_at(forward ? first : end - 1, count, !forward, rows.data(), row_words.data());
-  if (any_long) {
-    for (std::size_t r = 0; r < count; ++r) {
-      if (rows[r].key.data() != nullptr) continue;
-      row_long_at.push_back(r);
-      row_long_at.push_back(row_long.size());
-      n.key_at(forward ? first + r : end - 1 - r).append_to(row_long);
-    }
-  }
-  for (std::size_t j = 0; j < row_long_at.size(); j += 2) {
-    RowView& r = rows[row_long_at[j]];
-    r.key = std::string_view(row_long.data() + row_long_at[j + 1], r.key.size());
-  }
+  const std::size_t first = forward ? from : to - 1, last = forward ? from + count - 1 : to - count;
   if (forward) {
     from += count;
   } else {
     to -= count;
   }
-  row_count = count;
-  key_view = rows[count - 1].key;
-  value_view = rows[count - 1].value;
+  LeafRun run;
+  run.page_ = n.page();
+  run.page_size_ = tree->page_size_;
+  run.slot_ = n.page() + detail::kHeaderSize + first * n.slot_size();
+  run.step_ = forward ? static_cast<std::ptrdiff_t>(n.slot_size()) : -static_cast<std::ptrdiff_t>(n.slot_size());
+  run.left_ = count;
+  run.inline_values_ = n.slot_size() == detail::kLeafSlotSize;
+  stand_on(last);
+  return run;
 }
 
 Cursor::Cursor(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -369,14 +360,13 @@ bool Cursor::next() {
   return s.positioned;
 }
 
-std::span<const RowView> Cursor::next_rows() {
+LeafRun Cursor::next_run() {
   if (!state_) return {};
   State& s = *state_;
-  if (!s.spec.in_place) throw InvalidArgument("Cursor::next_rows needs ScanSpec::in_place");
+  if (!s.spec.in_place) throw InvalidArgument("Cursor::next_run needs ScanSpec::in_place");
   s.positioned = s.position_leaf();
   if (!s.positioned) return {};
-  s.fill_rows();
-  return {s.rows.data(), s.row_count};
+  return s.take_run();
 }
 
 void Cursor::resume_after(std::string_view key) {
@@ -403,9 +393,9 @@ std::string_view Cursor::value() const {
 
 void Cursor::State::size_batch() {
   if (spec.expected_rows > handed) {
-    batch_rows = std::min(spec.expected_rows - handed, kMaxBatch);
+    batch_rows = std::min(spec.expected_rows - handed, kMaxRun);
   } else {
-    batch_rows = std::min(std::max(batch_rows * 2, kFirstBatch), kMaxBatch);
+    batch_rows = std::min(std::max(batch_rows * 2, kFirstRun), kMaxRun);
   }
 }
 
@@ -427,7 +417,6 @@ void Cursor::State::restart(Tree::Impl* t, const ScanSpec& s, const StartHints* 
   from = to = 0;
   key_view = value_view = {};
   resume = false;
-  row_count = 0;
   handed = 0;
   batch_rows = first_batch_rows();
 }

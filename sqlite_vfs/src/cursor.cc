@@ -10,20 +10,20 @@
 // that needs them.
 //
 // Scans run in place (ScanSpec::in_place): the tree cursor hands out a
-// leaf's rows at once as views of its frame (Cursor::next_rows), copying
-// no leaf, and xNext steps through them with no call into the engine.
-// SQLite may read a cursor's columns after the table changed under it (an
-// outer cursor's columns after an inner cursor's xNext, which trims the
-// cache, or after a write through xUpdate), so the table lists its open
-// scans, and before a write, a trim or a refresh (Table::detach_scans)
-// each copies its current value and drops the rest of its batch; its next
-// step resumes the tree cursor after the last key it returned.
+// run of a leaf's slots at once (Cursor::next_run), copying nothing, and
+// xNext only moves to the next slot while xColumn reads the key and value
+// straight from it (an INTEGER key from its word); neither calls into the
+// engine. SQLite may read a cursor's columns after the table changed under
+// it (an outer cursor's columns after an inner cursor's xNext, which trims
+// the cache, or after a write through xUpdate), so the table lists its
+// open scans, and before a write, a trim or a refresh
+// (Table::detach_scans) each copies its current row and drops the rest of
+// its run; its next step resumes the tree cursor after that row's key.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,17 +44,23 @@ struct Cur {
   // Scan mode.
   Cursor scan;            // kept between scans for its buffers
   bool scanning = false;  // `scan` belongs to this filter
-  std::span<const RowView> rows;  // the scan's batch; rows[ri] is current
-  std::size_t ri = 0;
-  bool resume = false;  // the batch is stale (detach_scans): resume after `key`
+  LeafRun run;            // while in_run, its current row is the cursor's
+  bool in_run = false;
+  bool resume = false;  // detached (detach_scans): resume the scan after `key`
   bool eof = true;
   bool int_keys = false;  // the table's key type is INTEGER
-  std::string_view key, value;  // the current row
-  std::string value_buf;        // the looked-up value (point), a detached row's (scan)
+  // The current row when not in a run: a looked-up row (point mode) or a
+  // detached one, in key_buf / value_buf.
+  std::string_view key, value;
+  std::string key_buf, value_buf;
+  std::uint64_t key_bytes = 0;  // a run row's short key, for row_key()
   bool listed = false;          // in the table's open_scans
   std::vector<std::size_t> offs;
   bool offs_valid = false;
 };
+
+std::string_view row_key(Cur* c) { return c->in_run ? c->run.key(&c->key_bytes) : c->key; }
+std::string_view row_value(const Cur* c) { return c->in_run ? c->run.value() : c->value; }
 
 // encode_int64's inverse for a key known to be 8 bytes (xColumn is hot:
 // SQLite reads the key once more per row to re-check the constraints).
@@ -89,15 +95,9 @@ void advance(Table* t, Cur* c) {
     c->resume = false;
     c->scan.resume_after(c->key);
   }
-  c->rows = c->scan.next_rows();
-  c->ri = 0;
-  if (c->rows.empty()) {
-    c->eof = true;
-    return;
-  }
-  c->key = c->rows[0].key;
-  c->value = c->rows[0].value;
-  c->eof = false;
+  c->run = c->scan.next_run();
+  c->in_run = !c->run.empty();
+  c->eof = !c->in_run;
 }
 
 void start_scan(Table* t, Cur* c, const ScanSpec& spec, const StartHints* h) {
@@ -116,8 +116,8 @@ void clear(Table* t, Cur* c) {
     c->listed = false;
   }
   c->scanning = false;
-  c->rows = {};
-  c->ri = 0;
+  c->run = {};
+  c->in_run = false;
   c->resume = false;
   c->tree.reset();
   c->keys.clear();
@@ -132,11 +132,13 @@ void clear(Table* t, Cur* c) {
 void Table::detach_scans_now() {
   for (void* p : open_scans) {
     auto* c = static_cast<Cur*>(p);
-    if (c->eof) continue;
-    c->resume = true;
-    if (c->value.data() == c->value_buf.data()) continue;
-    c->value_buf.assign(c->value);
+    if (c->eof || !c->in_run) continue;
+    c->key_buf.assign(row_key(c));
+    c->value_buf.assign(row_value(c));
+    c->key = c->key_buf;
     c->value = c->value_buf;
+    c->in_run = false;
+    c->resume = true;
   }
 }
 
@@ -309,30 +311,32 @@ namespace {
 
 [[gnu::noinline]] int column_slow(Cur* c, sqlite3_context* ctx, int col) {
   if (col == 0) {
-    if (c->int_keys && c->key.size() == 8) {
-      sqlite3_result_int64(ctx, int_key(c->key));
+    const std::string_view key = row_key(c);
+    if (c->int_keys && key.size() == 8) {
+      sqlite3_result_int64(ctx, int_key(key));
     } else {
-      sqlite3_result_text(ctx, c->key.data(), static_cast<int>(c->key.size()), SQLITE_TRANSIENT);
+      sqlite3_result_text(ctx, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
     }
     return SQLITE_OK;
   }
+  const std::string_view value = row_value(c);
   // The first value column starts the row: no offsets needed (the common
   // two-column table reads only it).
   if (col == 1) {
-    if (c->value.empty()) {
+    if (value.empty()) {
       sqlite3_result_null(ctx);
     } else {
-      result_value(ctx, c->value, 0);
+      result_value(ctx, value, 0);
     }
     return SQLITE_OK;
   }
   if (!c->offs_valid) {
-    column_offsets(c->value, &c->offs);
+    column_offsets(value, &c->offs);
     c->offs_valid = true;
   }
   const auto i = static_cast<std::size_t>(col - 1);
   if (i < c->offs.size()) {
-    result_value(ctx, c->value, c->offs[i]);
+    result_value(ctx, value, c->offs[i]);
   } else {
     sqlite3_result_null(ctx);
   }
@@ -345,11 +349,8 @@ namespace {
 // kept small (no frame to set up), the rest is in the functions above.
 int x_next(sqlite3_vtab_cursor* cur) {
   auto* c = reinterpret_cast<Cur*>(cur);
-  // The next row of the batch: no page is read, so nothing to trim.
-  if (c->resume || c->ri + 1 >= c->rows.size()) return next_slow(cur);
-  const RowView& r = c->rows[++c->ri];
-  c->key = r.key;
-  c->value = r.value;
+  // The next slot of the run: no page is read, so nothing to trim.
+  if (!c->in_run || !c->run.advance()) return next_slow(cur);
   c->offs_valid = false;
   return SQLITE_OK;
 }
@@ -358,18 +359,29 @@ int x_eof(sqlite3_vtab_cursor* cur) { return reinterpret_cast<Cur*>(cur)->eof ? 
 
 int x_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
   auto* c = reinterpret_cast<Cur*>(cur);
-  if (col == 0 && c->int_keys && c->key.size() == 8) {
-    sqlite3_result_int64(ctx, int_key(c->key));
-    return SQLITE_OK;
+  if (c->in_run) {
+    // An INTEGER key is encode_int64's 8 bytes: its word is the integer
+    // with its sign bit flipped.
+    if (col == 0 && c->int_keys) {
+      sqlite3_result_int64(ctx, static_cast<sqlite3_int64>(c->run.key_word() ^ (std::uint64_t{1} << 63)));
+      return SQLITE_OK;
+    }
+    if (col == 1 && result_leading_text(ctx, c->run.value())) return SQLITE_OK;
+  } else {
+    if (col == 0 && c->int_keys && c->key.size() == 8) {
+      sqlite3_result_int64(ctx, int_key(c->key));
+      return SQLITE_OK;
+    }
+    if (col == 1 && result_leading_text(ctx, c->value)) return SQLITE_OK;
   }
-  if (col == 1 && result_leading_text(ctx, c->value)) return SQLITE_OK;
   return column_slow(c, ctx, col);
 }
 
 int x_rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* rowid) {
   // WITHOUT ROWID: SQLite does not call this; answer something sane.
   auto* c = reinterpret_cast<Cur*>(cur);
-  *rowid = c->key.size() == 8 ? int_key(c->key) : 0;
+  const std::string_view key = row_key(c);
+  *rowid = key.size() == 8 ? int_key(key) : 0;
   return SQLITE_OK;
 }
 

@@ -14,9 +14,12 @@
 //             a quarter of the probes
 //   range     SELECT k, v FROM t WHERE k >= ?1 ORDER BY k LIMIT <range>,
 //             inside one read transaction
-// Every repetition runs every (workload, distribution, table) cell once, in
-// an order rotated per repetition; the report gives per-cell medians and
-// the forein / native ratios. SQLite gets a page cache larger than the
+// Every repetition runs every (workload, distribution) group once, in an
+// order rotated per repetition; inside a group the probe sequence is cut
+// into kBlocks blocks and the tables take turns block by block (in an order
+// rotated per block), so a swing in machine load hits every table alike. A
+// cell's time in a repetition is the sum of its blocks; the report gives
+// per-cell medians and the forein / native ratios. SQLite gets a page cache larger than the
 // database and all tables are scanned before measuring, so the native
 // tables are memory-resident like forein's tree.
 //
@@ -161,7 +164,7 @@ double load(sqlite3* db, const Table& t, const std::vector<std::int64_t>& keys,
 }
 
 struct Result {
-  double ns_per_op;
+  double seconds;
   std::uint64_t checksum;  // rows and value bytes seen: equal across tables
 };
 
@@ -169,28 +172,26 @@ struct Result {
 // application batching its reads would do; with `autocommit` every
 // statement opens and closes its own transaction (file locks, a header
 // read), which costs every table the same microseconds.
-Result run_point(Stmt& st, const std::vector<std::int64_t>& probes, bool autocommit = false) {
+Result run_point(Stmt& st, const std::int64_t* probes, std::size_t n, bool autocommit = false) {
   std::uint64_t sum = 0;
   if (!autocommit) exec(st.db(), "BEGIN");
-  const std::size_t n = autocommit ? probes.size() / 4 : probes.size();
   const auto start = Clock::now();
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t k = probes[i];
-    sqlite3_bind_int64(st.get(), 1, k);
+    sqlite3_bind_int64(st.get(), 1, probes[i]);
     while (sqlite3_step(st.get()) == SQLITE_ROW) sum += 1 + static_cast<std::uint64_t>(sqlite3_column_bytes(st.get(), 0));
     sqlite3_reset(st.get());
   }
   const double s = std::chrono::duration<double>(Clock::now() - start).count();
   if (!autocommit) exec(st.db(), "COMMIT");
-  return {s * 1e9 / static_cast<double>(n), sum};
+  return {s, sum};
 }
 
-Result run_range(Stmt& st, const std::vector<std::int64_t>& starts) {
+Result run_range(Stmt& st, const std::int64_t* starts, std::size_t n) {
   std::uint64_t sum = 0;
   exec(st.db(), "BEGIN");
   const auto start = Clock::now();
-  for (std::int64_t k : starts) {
-    sqlite3_bind_int64(st.get(), 1, k);
+  for (std::size_t i = 0; i < n; ++i) {
+    sqlite3_bind_int64(st.get(), 1, starts[i]);
     while (sqlite3_step(st.get()) == SQLITE_ROW) {
       sum += 1 + static_cast<std::uint64_t>(sqlite3_column_int64(st.get(), 0) & 0xff) +
              static_cast<std::uint64_t>(sqlite3_column_bytes(st.get(), 1));
@@ -199,7 +200,7 @@ Result run_range(Stmt& st, const std::vector<std::int64_t>& starts) {
   }
   const double s = std::chrono::duration<double>(Clock::now() - start).count();
   exec(st.db(), "COMMIT");
-  return {s * 1e9 / static_cast<double>(starts.size()), sum};
+  return {s, sum};
 }
 
 double median(std::vector<double> v) {
@@ -313,23 +314,47 @@ int main(int argc, char** argv) {
       }
     }
     auto skip = [&](std::size_t ci) { return !o.only.empty() && cells[ci].table != o.only; };
-    auto run_cell = [&](std::size_t ci) {
-      const std::size_t ti = ci % tables.size(), di = (ci / tables.size()) % dists.size();
-      const std::size_t op = ci / (tables.size() * dists.size());
-      if (op == 2) return run_range(*range_st[ti], dists[di].range);
-      return run_point(*point_st[ti], dists[di].point, op == 1);
+    const std::size_t nt = tables.size(), groups = cells.size() / nt;
+    // Probes of group g (workload, distribution): a point_ac run takes a
+    // quarter of them (each statement its own transaction is slow).
+    auto probes_of = [&](std::size_t g) -> std::pair<const std::int64_t*, std::size_t> {
+      const std::size_t di = g % dists.size(), op = g / dists.size();
+      const std::vector<std::int64_t>& v = op == 2 ? dists[di].range : dists[di].point;
+      return {v.data(), op == 1 ? v.size() / 4 : v.size()};
+    };
+    auto run_block = [&](std::size_t g, std::size_t ti, std::size_t from, std::size_t to) {
+      const auto [probes, n] = probes_of(g);
+      (void)n;
+      const std::size_t op = g / dists.size();
+      if (op == 2) return run_range(*range_st[ti], probes + from, to - from);
+      return run_point(*point_st[ti], probes + from, to - from, op == 1);
     };
     // Warm-up: one pass of every cell (forein installs its switch entries).
     for (std::size_t ci = 0; ci < cells.size(); ++ci) {
-      if (!skip(ci)) cells[ci].checksum = run_cell(ci).checksum;
+      if (!skip(ci)) cells[ci].checksum = run_block(ci / nt, ci % nt, 0, probes_of(ci / nt).second).checksum;
     }
+    constexpr std::size_t kBlocks = 20;
     for (int rep = 0; rep < o.reps; ++rep) {
-      for (std::size_t j = 0; j < cells.size(); ++j) {
-        const std::size_t ci = (j + static_cast<std::size_t>(rep) * 5) % cells.size();
-        if (skip(ci)) continue;
-        const Result r = run_cell(ci);
-        if (r.checksum != cells[ci].checksum) throw std::runtime_error("checksum changed");
-        cells[ci].ns.push_back(r.ns_per_op);
+      for (std::size_t j = 0; j < groups; ++j) {
+        const std::size_t g = (j + static_cast<std::size_t>(rep)) % groups;
+        const std::size_t n = probes_of(g).second;
+        std::vector<double> seconds(nt, 0);
+        std::vector<std::uint64_t> sums(nt, 0);
+        for (std::size_t b = 0; b < kBlocks; ++b) {
+          for (std::size_t k = 0; k < nt; ++k) {
+            const std::size_t ti = (k + b + static_cast<std::size_t>(rep)) % nt;
+            if (skip(g * nt + ti)) continue;
+            const Result r = run_block(g, ti, n * b / kBlocks, n * (b + 1) / kBlocks);
+            seconds[ti] += r.seconds;
+            sums[ti] += r.checksum;
+          }
+        }
+        for (std::size_t ti = 0; ti < nt; ++ti) {
+          Cell& c = cells[g * nt + ti];
+          if (skip(g * nt + ti)) continue;
+          if (sums[ti] != c.checksum) throw std::runtime_error("checksum changed");
+          c.ns.push_back(seconds[ti] * 1e9 / static_cast<double>(n));
+        }
       }
       std::fprintf(stderr, "  repetition %d of %d done\n", rep + 1, o.reps);
     }

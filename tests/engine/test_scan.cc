@@ -69,16 +69,36 @@ Entries via_cursor(Tree& tree, const ScanSpec& spec) {
   return out;
 }
 
-// In-place batches (Cursor::next_rows), on `cursor` restarted by rescan.
-Entries via_batches(Tree& tree, const ScanSpec& spec, forein::Cursor& cursor) {
+// The run's rows, decoded with LeafRun's accessors (the run is a copy).
+Entries rows_of(forein::LeafRun run) {
+  Entries out;
+  const std::size_t n = run.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) REQUIRE(run.advance());
+    CHECK(run.size() == n - i);
+    std::uint64_t buf;
+    const std::string_view key = run.key(&buf);
+    // The word and length agree with the key's bytes.
+    CHECK(run.key_size() == key.size());
+    CHECK(run.key_word() == forein::word_of(key));
+    out.emplace_back(std::string(key), std::string(run.value()));
+  }
+  CHECK_FALSE(run.advance());  // stays on the last row
+  return out;
+}
+
+// In-place runs (Cursor::next_run), on `cursor` restarted by rescan.
+Entries via_runs(Tree& tree, const ScanSpec& spec, forein::Cursor& cursor) {
   Entries out;
   tree.rescan(cursor, spec);
-  for (auto rows = cursor.next_rows(); !rows.empty(); rows = cursor.next_rows()) {
-    for (const forein::RowView& r : rows) out.emplace_back(std::string(r.key), std::string(r.value));
-    // The cursor stands on the batch's last row.
-    CHECK(cursor.key() == rows.back().key);
+  for (auto run = cursor.next_run(); !run.empty(); run = cursor.next_run()) {
+    const Entries rows = rows_of(run);
+    out.insert(out.end(), rows.begin(), rows.end());
+    // The cursor stands on the run's last row.
+    CHECK(cursor.key() == rows.back().first);
+    CHECK(cursor.value() == rows.back().second);
   }
-  CHECK(cursor.next_rows().empty());
+  CHECK(cursor.next_run().empty());
   return out;
 }
 
@@ -111,7 +131,7 @@ void check_scan(Tree& tree, const Map& oracle, const ScanSpec& spec) {
   REQUIRE(via_cursor(tree, in_place) == want);
   // One cursor reused for every scan, as the SQLite module reuses its own.
   static forein::Cursor reused;
-  REQUIRE(via_batches(tree, in_place, reused) == want);
+  REQUIRE(via_runs(tree, in_place, reused) == want);
 }
 
 // Bound candidates: absent, and each of `keys` inclusive and exclusive.
@@ -422,14 +442,14 @@ TEST_CASE("scan: mutations between cursor steps", "[tree][scan][cursor]") {
   }
 }
 
-TEST_CASE("scan: batches cut short by changes resume after the last row used",
+TEST_CASE("scan: runs cut short by changes resume after the last row used",
           "[tree][scan][cursor]") {
-  // A host that steps through next_rows()' batch row by row (SQLite's
-  // xNext) and sees the tree change part-way drops the rest of the batch
-  // and calls resume_after() with the last key it used. Every key present
+  // A host that steps through next_run()'s slots row by row (SQLite's
+  // xNext) and sees the tree change part-way drops the rest of the run and
+  // calls resume_after() with the last key it used. Every key present
   // throughout must appear once, in order, and every key returned must be
-  // present with its value when its batch is handed out.
-  const auto seed = forein::testing::test_seed("batches with mutations");
+  // present with its value when its run is handed out.
+  const auto seed = forein::testing::test_seed("runs with mutations");
   std::mt19937_64 rng(seed);
   for (auto dir : {Direction::kForward, Direction::kBackward}) {
     INFO((dir == Direction::kForward ? "forward" : "backward"));
@@ -444,23 +464,23 @@ TEST_CASE("scan: batches cut short by changes resume after the last row used",
     spec.direction = dir;
     spec.in_place = true;
     forein::Cursor cursor;
-    CHECK(cursor.next_rows().empty());  // no scan yet
+    CHECK(cursor.next_run().empty());  // no scan yet
     tree->rescan(cursor, spec);
     std::vector<std::int64_t> got;
-    std::size_t bad = 0, batches = 0, cut = 0;
-    for (auto rows = cursor.next_rows(); !rows.empty(); rows = cursor.next_rows()) {
-      ++batches;
-      // Use a random prefix of the batch, or all of it.
+    std::size_t bad = 0, runs = 0, cut = 0;
+    for (auto run = cursor.next_run(); !run.empty(); run = cursor.next_run()) {
+      ++runs;
+      const Entries rows = rows_of(run);
+      // Use a random prefix of the run, or all of it.
       const std::size_t use = rng() % 3 == 0 ? 1 + rng() % rows.size() : rows.size();
       for (std::size_t r = 0; r < use; ++r) {
-        const auto k = forein::decode_int64(rows[r].key);
-        if (present.count(k) == 0 || rows[r].value != value_for(std::string(rows[r].key))) ++bad;
+        const auto k = forein::decode_int64(rows[r].first);
+        if (present.count(k) == 0 || rows[r].second != value_for(rows[r].first)) ++bad;
         got.push_back(k);
       }
       if (use == rows.size() && rng() % 2 == 0) continue;
-      // Changes: the rest of the batch is stale.
+      // Changes: the rest of the run is stale.
       ++cut;
-      const std::string last(rows[use - 1].key);
       for (int j = 0; j < 8; ++j) {
         const std::int64_t victim = static_cast<std::int64_t>(rng() % 24000);
         const std::string vk = forein::encode_int64(victim);
@@ -471,10 +491,10 @@ TEST_CASE("scan: batches cut short by changes resume after the last row used",
         }
         touched.insert(victim);
       }
-      cursor.resume_after(last);
+      cursor.resume_after(rows[use - 1].first);
     }
     CHECK(bad == 0);
-    CHECK(batches > 100);
+    CHECK(runs > 100);
     CHECK(cut > 10);
     for (std::size_t i = 1; i < got.size(); ++i) {
       if (dir == Direction::kForward)
@@ -491,7 +511,31 @@ TEST_CASE("scan: batches cut short by changes resume after the last row used",
   }
 }
 
-TEST_CASE("scan: expected_rows sizes the first batch and ends nothing", "[tree][scan][cursor]") {
+TEST_CASE("scan: runs read long keys, inline and heap values", "[tree][scan][cursor]") {
+  // Keys of 1 to 40 bytes (long ones in the heap), values of 0 to 40 bytes
+  // (up to 8 inline in the slot), both directions, against the oracle.
+  const auto seed = forein::testing::test_seed("runs of mixed rows");
+  std::mt19937_64 rng(seed);
+  auto tree = make_tree(4096);
+  Map oracle;
+  for (int i = 0; i < 4000; ++i) {
+    std::string k(1 + rng() % 40, '\0');
+    for (char& c : k) c = static_cast<char>(rng() % 4);  // shared words, zero bytes
+    std::string v(rng() % 41, '\0');
+    for (char& c : v) c = static_cast<char>('a' + rng() % 26);
+    oracle[k] = v;
+    tree->put(k, v);
+  }
+  forein::Cursor cursor;
+  for (auto dir : {Direction::kForward, Direction::kBackward}) {
+    ScanSpec spec;
+    spec.direction = dir;
+    spec.in_place = true;
+    REQUIRE(via_runs(*tree, spec, cursor) == expected(oracle, spec));
+  }
+}
+
+TEST_CASE("scan: expected_rows sizes the first run and ends nothing", "[tree][scan][cursor]") {
   auto tree = make_tree(8192);
   for (std::int64_t i = 0; i < 5000; ++i) tree->put(forein::encode_int64(i), "v");
   for (const std::size_t expected : {std::size_t{1}, std::size_t{5}, std::size_t{100}, std::size_t{100000}}) {
@@ -502,24 +546,25 @@ TEST_CASE("scan: expected_rows sizes the first batch and ends nothing", "[tree][
     spec.expected_rows = expected;
     forein::Cursor cursor;
     tree->rescan(cursor, spec);
-    const auto first = cursor.next_rows();
+    const auto first = cursor.next_run();
     REQUIRE(!first.empty());
     CHECK(first.size() <= expected);
-    CHECK(forein::decode_int64(first[0].key) == 10);
+    std::uint64_t buf;
+    CHECK(forein::decode_int64(first.key(&buf)) == 10);
     std::size_t total = first.size();
-    for (auto rows = cursor.next_rows(); !rows.empty(); rows = cursor.next_rows()) total += rows.size();
+    for (auto run = cursor.next_run(); !run.empty(); run = cursor.next_run()) total += run.size();
     CHECK(total == 4990);
   }
 }
 
-TEST_CASE("scan: batches need an in-place cursor", "[tree][scan][cursor]") {
+TEST_CASE("scan: runs need an in-place cursor", "[tree][scan][cursor]") {
   auto tree = make_tree(4096);
   tree->put(forein::encode_int64(1), "one");
   forein::Cursor copying = tree->scan(ScanSpec{});
-  CHECK_THROWS_AS(copying.next_rows(), forein::InvalidArgument);
+  CHECK_THROWS_AS(copying.next_run(), forein::InvalidArgument);
   forein::Cursor none;  // no scan started
   CHECK_FALSE(none.next());
-  CHECK(none.next_rows().empty());
+  CHECK(none.next_run().empty());
 }
 
 TEST_CASE("scan: across many small leaves", "[tree][scan]") {

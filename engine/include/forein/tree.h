@@ -16,7 +16,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,6 +23,7 @@
 
 #include "forein/error.h"
 #include "forein/key.h"
+#include "forein/leaf_run.h"
 #include "forein/node_interval.h"
 #include "forein/page_store.h"
 
@@ -68,19 +68,14 @@ struct ScanSpec {
   // leaf's version and, if the leaf changed in between, continues after
   // the last key returned, as a batch cursor does.
   bool in_place = false;
-  // In-place batches (Cursor::next_rows): the rows the caller expects to
-  // use (a LIMIT), 0 if unknown. Batches then hold that many rows (up to a
+  // In-place runs (Cursor::next_run): the rows the caller expects to
+  // use (a LIMIT), 0 if unknown. Runs then hold that many rows (up to a
   // cap) instead of starting small and growing; the scan still goes on
   // past it if asked.
   std::size_t expected_rows = 0;
 };
 
 class Tree;
-
-// One row of an in-place scan's batch (Cursor::next_rows).
-struct RowView {
-  std::string_view key, value;
-};
 
 // Pull-style ordered iteration. Not a snapshot: every key returned was
 // present at some moment during the scan, keys come in strict order, and
@@ -98,16 +93,15 @@ class Cursor {
   std::string_view key() const;
   std::string_view value() const;
 
-  // In-place scans only: the next rows of the current leaf at once (of
-  // the next leaf once the current one is used up; a few at first, more
-  // with each call), in scan order; empty at the end. The cursor then stands on the batch's last row. Keys stay
-  // valid until the next call on this cursor; values view the page, as
-  // value() does, until the tree or its pages change. A caller that could
-  // not use the whole batch because the tree changed calls resume_after()
-  // with the last key it used before asking for more. Hosts with per-row
-  // callbacks (SQLite's xNext) step through the batch with no call per row.
-  std::span<const RowView> next_rows();
-  // The next next() or next_rows() continues after `key`, finding its
+  // In-place scans only: the next slots of the current leaf at once (of
+  // the next leaf once the current one is used up; ScanSpec::expected_rows
+  // of them, or a few at first and more with each call), in scan order, to
+  // be read with LeafRun's inline accessors; empty at the end. The cursor
+  // then stands on the run's last row (key(), value()). A caller that could
+  // not use the whole run because the tree changed calls resume_after()
+  // with the last key it used before asking for more.
+  LeafRun next_run();
+  // The next next() or next_run() continues after `key`, finding its
   // leaf again from the root.
   void resume_after(std::string_view key);
 
