@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# run_sysbench.sh: sysbench's OLTP read tests (Debian's sysbench 1.0.20,
+# pgsql driver) on forein against PostgreSQL's btree, in one private
+# cluster, measured in the same run, alternating, medians reported.
+#
+#   bash tests/bench/run_sysbench.sh [OUTDIR]     (default build/sysbench)
+#
+# Two databases hold the same sysbench tables (sbtest1..N, made once by
+# `sysbench ... prepare` and copied): in sb_btree they keep sysbench's
+# PRIMARY KEY (id), in sb_forein that key is replaced by
+#   CREATE UNIQUE INDEX sbtestN_id_forein ON sbtestN USING forein (id)
+# (the secondary btree index on k stays in both). Each repetition runs
+# every test on both databases, the order alternating per repetition.
+# sysbench's statements are prepared, and PostgreSQL switches a prepared
+# statement to a generic plan after five executions: the script checks
+# that the forein runs scanned the forein indexes and never a whole table
+# (pg_stat_user_tables / pg_stat_user_indexes), and fails otherwise.
+#
+# Needs the extension installed (make install), postgresql-15 and sysbench.
+# Writes OUTDIR/sysbench.csv (every run) and prints a summary table that
+# docs/BENCHMARKS.md quotes. Knobs (environment): TABLES (10), TABLE_SIZE
+# (1000000), RUN_SECONDS (60), REPS (3), THREADS (2), TESTS
+# ("oltp_point_select oltp_read_only oltp_read_write"). SMOKE=1 is a quick
+# check (1 table of 10,000 rows, 3-second runs, one repetition) for CI.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${1:-$ROOT/build/sysbench}
+if [ "${SMOKE:-0}" = 1 ]; then
+	: "${TABLES:=1}" "${TABLE_SIZE:=10000}" "${RUN_SECONDS:=3}" "${REPS:=1}"
+fi
+TABLES=${TABLES:-10}
+TABLE_SIZE=${TABLE_SIZE:-1000000}
+RUN_SECONDS=${RUN_SECONDS:-60}
+REPS=${REPS:-3}
+THREADS=${THREADS:-2}
+TESTS=${TESTS:-oltp_point_select oltp_read_only oltp_read_write}
+CLUSTER=$OUT/cluster
+CSV=$OUT/sysbench.csv
+
+command -v sysbench >/dev/null || {
+	echo "run_sysbench: sysbench not found (apt-get install sysbench)" >&2
+	exit 1
+}
+mkdir -p "$OUT"
+# shellcheck source=tests/bench/pg_bench_cluster.sh
+source "$ROOT/tests/bench/pg_bench_cluster.sh"
+pg_bench_cluster_start "$CLUSTER" \
+	--set shared_buffers=4GB --set max_parallel_maintenance_workers=0 \
+	--set max_parallel_workers_per_gather=0 --set forein.sample_rate=0.01 \
+	--set jit=off --set max_connections=50
+
+psqldb() {
+	local db=$1
+	shift
+	psql -X -q -v ON_ERROR_STOP=1 -At "$@" "$db"
+}
+sb() {
+	local db=$1 test=$2
+	shift 2
+	sysbench "$test" --db-driver=pgsql --pgsql-host="$PGHOST" --pgsql-port="$PGPORT" \
+		--pgsql-user="$PGUSER" --pgsql-db="$db" --tables="$TABLES" --table-size="$TABLE_SIZE" "$@"
+}
+
+echo "== setup: $TABLES tables x $TABLE_SIZE rows" >&2
+psqldb postgres -c "CREATE DATABASE sb_btree"
+sb sb_btree oltp_common prepare >"$OUT/prepare.log" 2>&1
+psqldb sb_btree -c "VACUUM ANALYZE"
+psqldb postgres -c "CREATE DATABASE sb_forein TEMPLATE sb_btree"
+psqldb sb_forein -c "CREATE EXTENSION forein"
+for i in $(seq 1 "$TABLES"); do
+	psqldb sb_forein -c "ALTER TABLE sbtest$i DROP CONSTRAINT sbtest${i}_pkey" \
+		-c "CREATE UNIQUE INDEX sbtest${i}_id_forein ON sbtest$i USING forein (id)"
+done
+psqldb sb_forein -c "VACUUM ANALYZE"
+# Warm both databases' tables and indexes into shared_buffers.
+for db in sb_btree sb_forein; do
+	for i in $(seq 1 "$TABLES"); do
+		psqldb "$db" -c "SET enable_seqscan = off" -c "SELECT count(c) FROM sbtest$i WHERE id > 0" >/dev/null
+	done
+done
+
+# scans DB: "seq_scan idx_scan_on_id" summed over the sbtest tables.
+scans() {
+	local idx_name
+	if [ "$1" = sb_forein ]; then idx_name="'sbtest' || n || '_id_forein'"; else idx_name="'sbtest' || n || '_pkey'"; fi
+	psqldb "$1" -F ' ' -c "SELECT coalesce(sum(t.seq_scan), 0), coalesce(sum(i.idx_scan), 0)
+		FROM generate_series(1, $TABLES) n
+		JOIN pg_stat_user_tables t ON t.relname = 'sbtest' || n
+		JOIN pg_stat_user_indexes i ON i.relname = t.relname AND i.indexrelname = $idx_name"
+}
+
+# settled DB: waits until sysbench's backends on DB have exited; a backend
+# flushes its statistics counters before it leaves pg_stat_activity.
+settled() {
+	local n
+	for _ in $(seq 1 600); do
+		n=$(psqldb postgres -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$1' AND pid <> pg_backend_pid()")
+		[ "$n" = 0 ] && return 0
+		psqldb postgres -c "SELECT pg_sleep(0.05)" >/dev/null
+	done
+	echo "run_sysbench: sysbench's connections to $1 did not close" >&2
+	return 1
+}
+
+echo "test,index,rep,tps,qps,seq_scans,id_index_scans" >"$CSV"
+status=0
+for rep in $(seq 1 "$REPS"); do
+	for test in $TESTS; do
+		order="sb_btree sb_forein"
+		[ $((rep % 2)) = 0 ] && order="sb_forein sb_btree"
+		for db in $order; do
+			before=$(scans "$db")
+			log="$OUT/${test}_${db}_$rep.log"
+			sb "$db" "$test" --threads="$THREADS" --time="$RUN_SECONDS" --report-interval=0 run >"$log" 2>&1 || {
+				echo "run_sysbench: $test on $db failed (see $log):" >&2
+				tail -5 "$log" >&2
+				status=1
+				continue
+			}
+			settled "$db"
+			after=$(scans "$db")
+			tps=$(sed -n 's/^ *transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$log")
+			qps=$(sed -n 's/^ *queries: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$log")
+			seq=$(($(cut -d' ' -f1 <<<"$after") - $(cut -d' ' -f1 <<<"$before")))
+			idx=$(($(cut -d' ' -f2 <<<"$after") - $(cut -d' ' -f2 <<<"$before")))
+			index=${db#sb_}
+			echo "$test,$index,$rep,$tps,$qps,$seq,$idx" >>"$CSV"
+			echo "   rep $rep $test $index: $tps tps, $qps qps, $seq seq scans, $idx id-index scans" >&2
+			if [ "$seq" != 0 ] || [ "$idx" = 0 ]; then
+				echo "run_sysbench: $test on $db did not keep to the id index ($seq sequential scans, $idx index scans)" >&2
+				status=1
+			fi
+		done
+	done
+done
+
+echo "== summary (medians of $REPS; $TABLES tables x $TABLE_SIZE rows, $THREADS threads, ${RUN_SECONDS}s runs)" >&2
+python3 - "$CSV" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+tests = list(dict.fromkeys(r["test"] for r in rows))
+print("| test | btree tps | forein tps | forein / btree |")
+print("| --- | ---: | ---: | ---: |")
+for t in tests:
+    med = {}
+    for index in ("btree", "forein"):
+        vals = [float(r["tps"]) for r in rows if r["test"] == t and r["index"] == index and r["tps"]]
+        med[index] = statistics.median(vals) if vals else float("nan")
+    print(f"| {t} | {med['btree']:.1f} | {med['forein']:.1f} | {med['forein'] / med['btree']:.3f} |")
+EOF
+exit $status
