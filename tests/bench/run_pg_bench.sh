@@ -39,9 +39,9 @@ ms() {
 echo "metric,index,rep,value" > "$CSV"
 record() { echo "$1,$2,$3,$4" >> "$CSV"; }
 
-echo "== setup: pgbench scale $SCALE, no keys" >&2
+echo "== setup: pgbench scale $SCALE (keys on branches and tellers; accounts copied without)" >&2
 psqlq -c "CREATE EXTENSION IF NOT EXISTS forein"
-pgbench -q -i -s "$SCALE" -I dtgv postgres >/dev/null 2>&1
+pgbench -q -i -s "$SCALE" -I dtgvp postgres >/dev/null 2>&1
 psqlq -c "DROP TABLE IF EXISTS acc_b, acc_f, probes, ins_b, ins_f" \
 	-c "CREATE TABLE acc_b AS SELECT * FROM pgbench_accounts" \
 	-c "CREATE TABLE acc_f AS SELECT * FROM pgbench_accounts" \
@@ -70,19 +70,29 @@ for rep in $(seq 1 "$REPS"); do
 done
 psql -X postgres -c "SELECT * FROM forein_stats('acc_f_aid')" >&2 || true
 
-echo "== pgbench -S -M prepared -c 2 -j 2 -T $PGBENCH_SECONDS on pgbench_accounts.aid" >&2
+echo "== pgbench -M prepared -c 2 -j 2 -T $PGBENCH_SECONDS on pgbench_accounts.aid: -S, TPC-B-like, -N" >&2
 # The two copies take turns being pgbench_accounts (a rename is instant), so
 # runs alternate without rebuilding an index between them; one untimed run
-# each warms caches first.
+# each warms caches first. The TPC-B-like runs update both copies'
+# balances alike (same mix, same duration); pgbench_history grows.
 psqlq -c "DROP TABLE pgbench_accounts"
-for rep in $(seq 0 "$REPS"); do
-	for kind in btree forein; do
-		t=acc_${kind:0:1}
-		psqlq -c "ALTER TABLE $t RENAME TO pgbench_accounts"
-		tps=$(pgbench -n -S -M prepared -c 2 -j 2 -T "$([ "$rep" = 0 ] && echo 3 || echo "$PGBENCH_SECONDS")" postgres 2>/dev/null |
-			sed -n 's/^tps = \([0-9.]*\).*/\1/p' | tail -1)
-		psqlq -c "ALTER TABLE pgbench_accounts RENAME TO $t"
-		[ "$rep" = 0 ] || record pgbench_S_tps "$kind" "$rep" "$tps"
+for mode in S tpcb N; do
+	case $mode in
+		S) flags=(-S) metric=pgbench_S_tps ;;
+		tpcb) flags=() metric=pgbench_tpcb_tps ;;
+		N) flags=(-N) metric=pgbench_N_tps ;;
+	esac
+	for rep in $(seq 0 "$REPS"); do
+		order="btree forein"
+		[ $((rep % 2)) = 1 ] && order="forein btree"
+		for kind in $order; do
+			t=acc_${kind:0:1}
+			psqlq -c "ALTER TABLE $t RENAME TO pgbench_accounts"
+			tps=$(pgbench -n "${flags[@]}" -M prepared -c 2 -j 2 -T "$([ "$rep" = 0 ] && echo 3 || echo "$PGBENCH_SECONDS")" postgres 2>/dev/null |
+				sed -n 's/^tps = \([0-9.]*\).*/\1/p' | tail -1)
+			psqlq -c "ALTER TABLE pgbench_accounts RENAME TO $t"
+			[ "$rep" = 0 ] || record "$metric" "$kind" "$rep" "$tps"
+		done
 	done
 done
 
@@ -106,10 +116,10 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 def med(metric, index):
     vals = [float(r["value"]) for r in rows if r["metric"] == metric and r["index"] == index and r["value"]]
     return statistics.median(vals) if vals else float("nan")
-higher_better = {"pgbench_S_tps"}
+higher_better = {"pgbench_S_tps", "pgbench_tpcb_tps", "pgbench_N_tps"}
 print("| metric | btree | forein | forein vs btree |")
 print("| --- | ---: | ---: | ---: |")
-for metric in ["build_ms", "size_pages", "probe_ios_ms", "probe_heap_ms", "pgbench_S_tps", "insert_ms", "insert_logged_ms"]:
+for metric in ["build_ms", "size_pages", "probe_ios_ms", "probe_heap_ms", "pgbench_S_tps", "pgbench_tpcb_tps", "pgbench_N_tps", "insert_ms", "insert_logged_ms"]:
     b, f = med(metric, "btree"), med(metric, "forein")
     ratio = f / b if metric in higher_better else b / f
     note = "speedup" if metric not in ("size_pages", "build_ms") else ("size ratio (forein/btree)" if metric == "size_pages" else "time ratio (forein/btree)")
