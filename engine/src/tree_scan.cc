@@ -54,15 +54,15 @@ struct Cursor::State {
   std::string_view key_view, value_view;
   bool resume = false;  // resume_after(): continue after last_key
 
-  // Slots for the next run (next_run): spec.expected_rows, or few first
-  // (the caller may want few), doubling per call up to kMaxRun; rows
-  // handed out in runs so far.
+  // Rows handed out in runs so far. The next run takes what is left of
+  // spec.expected_rows, or else kFirstRun more than that (8, 16, 32, ...:
+  // the caller may want few), up to kMaxRun.
   static constexpr std::size_t kFirstRun = 8, kMaxRun = 128;
-  std::size_t batch_rows = kFirstRun;
   std::size_t handed = 0;
-  void size_batch();  // after a batch
-  std::size_t first_batch_rows() const {
-    return spec.expected_rows > 0 ? std::min(spec.expected_rows, kMaxRun) : kFirstRun;
+  std::size_t next_run_rows() const {
+    const std::size_t want =
+        spec.expected_rows > handed ? spec.expected_rows - handed : handed + kFirstRun;
+    return std::min(want, kMaxRun);
   }
 
   // Starts a new scan, keeping the buffers.
@@ -314,13 +314,12 @@ bool Cursor::State::step_in_place() {
   return true;
 }
 
-// The next batch_rows slots of [from, to), in scan order, as a run; the
+// The next next_run_rows() slots of [from, to), in scan order, as a run; the
 // cursor stands on its last row.
 LeafRun Cursor::State::take_run() {
   const Node& n = leaf.node;
-  const std::size_t count = std::min(to - from, batch_rows);
+  const std::size_t count = std::min(to - from, next_run_rows());
   handed += count;
-  size_batch();
   const bool forward = spec.direction == Direction::kForward;
   const std::size_t first = forward ? from : to - 1, last = forward ? from + count - 1 : to - count;
   if (forward) {
@@ -391,14 +390,6 @@ std::string_view Cursor::value() const {
   return std::string_view(state_->arena).substr(e[2], e[3]);
 }
 
-void Cursor::State::size_batch() {
-  if (spec.expected_rows > handed) {
-    batch_rows = std::min(spec.expected_rows - handed, kMaxRun);
-  } else {
-    batch_rows = std::min(std::max(batch_rows * 2, kFirstRun), kMaxRun);
-  }
-}
-
 void Cursor::State::restart(Tree::Impl* t, const ScanSpec& s, const StartHints* h) {
   tree = t;
   spec = s;
@@ -418,7 +409,6 @@ void Cursor::State::restart(Tree::Impl* t, const ScanSpec& s, const StartHints* 
   key_view = value_view = {};
   resume = false;
   handed = 0;
-  batch_rows = first_batch_rows();
 }
 
 void Tree::rescan(Cursor& cursor, const ScanSpec& spec, const StartHints* hints) {
@@ -433,7 +423,6 @@ Cursor Tree::scan(const ScanSpec& spec, const StartHints* hints) {
   auto state = std::make_unique<Cursor::State>();
   state->tree = impl_.get();
   state->spec = spec;
-  state->batch_rows = state->first_batch_rows();
   if (hints != nullptr) state->hints = *hints;
   return Cursor(std::move(state));
 }

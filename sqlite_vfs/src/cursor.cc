@@ -62,8 +62,7 @@ struct Cur {
 std::string_view row_key(Cur* c) { return c->in_run ? c->run.key(&c->key_bytes) : c->key; }
 std::string_view row_value(const Cur* c) { return c->in_run ? c->run.value() : c->value; }
 
-// encode_int64's inverse for a key known to be 8 bytes (xColumn is hot:
-// SQLite reads the key once more per row to re-check the constraints).
+// encode_int64's inverse for a key known to be 8 bytes.
 std::int64_t int_key(std::string_view k) {
   std::uint64_t w;
   std::memcpy(&w, k.data(), sizeof w);

@@ -238,6 +238,17 @@ std::vector<PageId> Table::stored_free_below(PageId stored) {
 // before any write-back, so the conversion reads nothing more. The pages
 // written next then keep <name>_free up to date (write_page). A table
 // named <name>_free that is not ours keeps the table in format 2.
+namespace {
+
+// Whether an object of that name (any case) exists in the table's schema.
+bool name_taken(const Table& t, const std::string& object) {
+  Stmt q(t.db, "SELECT 1 FROM " + quote_ident(t.schema) + ".sqlite_schema WHERE name = ?1 COLLATE NOCASE");
+  sqlite3_bind_text(q.get(), 1, object.data(), static_cast<int>(object.size()), SQLITE_TRANSIENT);
+  return q.step();
+}
+
+}  // namespace
+
 void Table::ensure_gen_index() {
   if (gen_index_checked) return;
   gen_index_checked = true;
@@ -247,16 +258,13 @@ void Table::ensure_gen_index() {
   sqlite3_bind_text(has.get(), 1, pages.data(), static_cast<int>(pages.size()), SQLITE_TRANSIENT);
   sqlite3_bind_text(has.get(), 2, schema.data(), static_cast<int>(schema.size()), SQLITE_TRANSIENT);
   if (has.step()) return;
-  Stmt taken(db, "SELECT 1 FROM " + quote_ident(schema) + ".sqlite_schema WHERE name = ?1 COLLATE NOCASE");
   for (int n = 1; n <= 100; ++n) {
     const std::string index = pages + "_gen" + (n > 1 ? std::to_string(n) : "");
-    sqlite3_bind_text(taken.get(), 1, index.data(), static_cast<int>(index.size()), SQLITE_TRANSIENT);
-    const bool used = taken.step();
-    sqlite3_reset(taken.get());
-    if (used) continue;
+    if (name_taken(*this, index)) continue;
+    // Prepared statements see the schema change and are planned again, so
+    // st_changed_ids uses the index from its next step on.
     exec(db, "CREATE INDEX " + quote_ident(schema) + "." + quote_ident(index) + " ON " + quote_ident(pages) +
                  "(gen)");
-    st_changed_ids = Stmt(db, "SELECT id FROM " + pages_table() + " WHERE gen > ?1");  // planned again
     return;
   }
 }
@@ -270,14 +278,7 @@ void Table::prepare_write_back() {
   std::optional<std::vector<PageId>> scanned = std::move(txn.scanned_free);
   txn.scanned_free.reset();
   if (format == kFormat || !scanned || txn.wrote) return;
-  {
-    Stmt taken(db, "SELECT 1 FROM " + quote_ident(schema) +
-                       ".sqlite_schema WHERE name = ?1 COLLATE NOCASE");
-    const std::string free_name = name + "_free";
-    sqlite3_bind_text(taken.get(), 1, free_name.data(), static_cast<int>(free_name.size()),
-                      SQLITE_TRANSIENT);
-    if (taken.step()) return;
-  }
+  if (name_taken(*this, name + "_free")) return;
   exec(db, "CREATE TABLE " + free_table() + "(id INTEGER PRIMARY KEY)");
   {
     Stmt add(db, "INSERT INTO " + free_table() + "(id) VALUES (?1)");

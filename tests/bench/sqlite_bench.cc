@@ -323,8 +323,7 @@ int main(int argc, char** argv) {
       return {v.data(), op == 1 ? v.size() / 4 : v.size()};
     };
     auto run_block = [&](std::size_t g, std::size_t ti, std::size_t from, std::size_t to) {
-      const auto [probes, n] = probes_of(g);
-      (void)n;
+      const std::int64_t* probes = probes_of(g).first;
       const std::size_t op = g / dists.size();
       if (op == 2) return run_range(*range_st[ti], probes + from, to - from);
       return run_point(*point_st[ti], probes + from, to - from, op == 1);
