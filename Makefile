@@ -8,7 +8,7 @@ JOBS       ?= $(shell nproc)
 CMAKE_TYPE ?= RelWithDebInfo
 PREFIX     ?= /usr/local
 
-.PHONY: all deps configure check demo demo-stop bench testbed check-asan check-tsan clean install install-sqlite install-pg pg-bench
+.PHONY: all deps configure check demo demo-stop bench bench-all testbed check-asan check-tsan clean install install-sqlite install-pg pg-bench
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -61,6 +61,14 @@ pg-bench: install-pg
 
 bench: all
 	bash tests/bench/run_engine_bench.sh $(BUILD)
+
+# Every benchmark of docs/BENCHMARKS.md in one run (about 75 minutes on 2
+# cores; root for the testbed): the engine per backend, PostgreSQL per
+# backend, the testbed per backend, sysbench and pgbench against btree,
+# then the report (docs/BENCHMARKS.md's tables, docs/bench/all/ plots and
+# CSVs). Flags through BENCH_FLAGS, e.g. BENCH_FLAGS="--stages engine,report".
+bench-all: all install-pg
+	bash scripts/bench-all.sh --build $(abspath $(BUILD)) $(BENCH_FLAGS)
 
 # Sanitizer builds live in their own trees so they never mix objects.
 check-asan: deps

@@ -16,6 +16,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev  # the control plane (proto/, net/)
   libdpdk-dev  # forein-switch, the DPDK data plane (net/switch/)
   gnuplot-nox  # the benchmark plots (scripts/testbed.sh, tests/bench/run_*_experiments.sh)
+  sysbench     # tests/bench/run_sysbench.sh (make bench-all), pgsql driver
 )
 
 missing=()

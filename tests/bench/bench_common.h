@@ -72,6 +72,16 @@ inline std::string value_bytes(std::uint64_t v) {
   return s;
 }
 
+// The value of flag; fail(message) (which does not return) if s is not one.
+template <typename T, typename Fail>
+T parse_one(const std::string& s, const std::string& flag, Fail fail) {
+  std::istringstream is(s);
+  T x{};
+  is >> x;
+  if (!is || !is.eof()) fail("bad value '" + s + "' for " + flag);
+  return x;
+}
+
 // "a,b,c" -> {a, b, c}; fail(message) (which does not return) on a bad
 // item or an empty list.
 template <typename T, typename Fail>
@@ -80,12 +90,7 @@ std::vector<T> parse_list(const std::string& s, const std::string& flag, Fail fa
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    std::istringstream is(item);
-    T x{};
-    is >> x;
-    if (!is || !is.eof()) fail("bad value '" + item + "' for " + flag);
-    v.push_back(x);
+    if (!item.empty()) v.push_back(parse_one<T>(item, flag, fail));
   }
   if (v.empty()) fail(flag + " needs at least one value");
   return v;

@@ -83,6 +83,7 @@
 #include "support/zipf.h"
 #include "forein/offload/registry.h"
 #include "bench_common.h"
+#include "bench_tree.h"
 
 namespace {
 
@@ -94,6 +95,9 @@ using forein::bench::random_words;
 using forein::bench::seconds;
 using forein::bench::value_bytes;
 namespace bench = forein::bench;
+using forein::bench::KeyPicker;
+using forein::bench::node_counts;
+using forein::bench::Relay;
 namespace off = forein::offload;
 
 struct Options {
@@ -130,23 +134,12 @@ struct Options {
 
 template <typename T>
 T parse_one(const std::string& s, const std::string& flag) {
-  std::istringstream is(s);
-  T x{};
-  is >> x;
-  if (!is || !is.eof()) usage("bad value '" + s + "' for " + flag);
-  return x;
+  return bench::parse_one<T>(s, flag, [](const std::string& m) { usage(m); });
 }
 
 template <typename T>
 std::vector<T> parse_list(const std::string& s, const std::string& flag) {
-  std::vector<T> v;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) v.push_back(parse_one<T>(item, flag));
-  }
-  if (v.empty()) usage(flag + " needs at least one value");
-  return v;
+  return bench::parse_list<T>(s, flag, [](const std::string& m) { usage(m); });
 }
 
 Options parse(int argc, char** argv) {
@@ -198,56 +191,6 @@ Options parse(int argc, char** argv) {
 
 // ---------------------------------------------------------------------------
 // Shared pieces.
-
-// The tree's observer, re-pointed at each run's manager (null: nobody).
-class Relay final : public forein::NodeObserver {
- public:
-  void on_node_event(const forein::NodeEvent& event) override {
-    if (to != nullptr) to->on_node_event(event);
-  }
-  forein::NodeObserver* to = nullptr;
-};
-
-std::unique_ptr<forein::Tree> load_tree(const std::vector<std::pair<std::string, std::string>>& sorted,
-                                        const Options& opt, Relay* relay) {
-  forein::TreeOptions topt;
-  topt.bulk_fill_percent = static_cast<std::uint8_t>(opt.fill);
-  topt.observer = relay;
-  auto tree = forein::Tree::create(std::make_unique<forein::MemoryPageStore>(opt.page_size), topt);
-  tree->bulk_load(sorted);
-  return tree;
-}
-
-std::pair<std::size_t, std::size_t> node_counts(forein::Tree& tree) {
-  std::size_t nodes = 0, leaves = 0;
-  tree.for_each_node([&](const forein::NodeInterval& n) {
-    ++nodes;
-    if (n.level == 0) ++leaves;
-  });
-  return {nodes, leaves};
-}
-
-// Zipf (theta > 0) or uniform (theta == 0) indices in [0, n), rank r
-// mapped through perm.
-class KeyPicker {
- public:
-  KeyPicker(const std::vector<std::uint32_t>& perm, double theta)
-      : perm_(perm), theta_(theta),
-        zipf_(theta > 0 ? std::make_unique<forein::testing::ZipfGenerator>(perm.size(), theta)
-                        : nullptr) {}
-  template <typename Rng>
-  std::uint32_t operator()(Rng& rng) {
-    const std::uint64_t rank = zipf_ ? (*zipf_)(rng)
-                                     : std::uniform_int_distribution<std::uint64_t>(0, perm_.size() - 1)(rng);
-    return perm_[rank];
-  }
-  double theta() const { return theta_; }
-
- private:
-  const std::vector<std::uint32_t>& perm_;
-  double theta_;
-  std::unique_ptr<forein::testing::ZipfGenerator> zipf_;
-};
 
 std::vector<std::uint32_t> random_perm(std::uint64_t n, std::uint64_t seed) {
   return bench::shuffled_indices(n, seed);
@@ -313,7 +256,7 @@ int fig9(const Options& opt) {
   sorted.reserve(words.size());
   for (Word w : words) sorted.emplace_back(forein::encode_word(w), value_bytes(~w));
   Relay relay;
-  auto tree = load_tree(sorted, opt, &relay);
+  auto tree = bench::load_tree(sorted, opt.page_size, opt.fill, &relay);
   sorted.clear();
   sorted.shrink_to_fit();
   const auto [nodes, leaves] = node_counts(*tree);
@@ -495,7 +438,7 @@ double dynamic_run(const DynamicData& d, const Workload& w, const Options& opt, 
                    ModeResult& res) {
   constexpr std::size_t kSlice = 1024;
   Relay relay;
-  auto tree = load_tree(d.sorted, opt, &relay);
+  auto tree = bench::load_tree(d.sorted, opt.page_size, opt.fill, &relay);
   off::ManualClock clock;
   off::BackendConfig config;
   config.budget = opt.budget;
@@ -624,7 +567,7 @@ int fig10(const Options& opt) {
   const DynamicData d = dynamic_data(opt);
   {
     Relay relay;
-    auto tree = load_tree(d.sorted, opt, &relay);
+    auto tree = bench::load_tree(d.sorted, opt.page_size, opt.fill, &relay);
     const auto [nodes, leaves] = node_counts(*tree);
     std::cout << "fig10 keys=" << opt.size << " page=" << opt.page_size << " fill=" << opt.fill
               << " height=" << tree->height() << " nodes=" << nodes << " leaves=" << leaves
