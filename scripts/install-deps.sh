@@ -17,6 +17,7 @@ packages=(
   libdpdk-dev  # forein-switch, the DPDK data plane (net/switch/)
   gnuplot-nox  # the benchmark plots (scripts/testbed.sh, tests/bench/run_*_experiments.sh)
   sysbench     # tests/bench/run_sysbench.sh (make bench-all), pgsql driver
+  python3      # benchmark summaries and make bench-all's report (scripts/bench_report.py)
 )
 
 missing=()

@@ -23,6 +23,7 @@
 # (e.g. --keys 4000000 --memory-keys 50000000). Needs gnuplot
 # (apt-get install -y gnuplot-nox) for the PNGs; without it the CSVs are
 # still written and the script exits 1.
+# BENCH_OUT=<dir> writes the CSVs and PNGs there instead of docs/bench/dpa.
 set -euo pipefail
 
 usage() {
@@ -67,7 +68,7 @@ if ! command -v gnuplot >/dev/null 2>&1; then
 fi
 
 cd "$root"
-out=docs/bench/dpa
+out=${BENCH_OUT:-docs/bench/dpa}  # BENCH_OUT: elsewhere (the smoke test)
 mkdir -p "$out"
 
 if [ $plots_only = 0 ]; then

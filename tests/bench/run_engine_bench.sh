@@ -8,6 +8,7 @@
 #
 # FOREIN_SEED picks the keys and probe sequences (default 42, so runs are
 # comparable); extra arguments go to the benchmark after the defaults.
+# BENCH_OUT=<dir> writes the CSVs there instead of docs/bench.
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
@@ -29,9 +30,10 @@ if [ ! -x "$bench" ]; then
 fi
 
 cd "$root"
-mkdir -p docs/bench
-csv=docs/bench/engine_lookup.csv
-mixed_csv=docs/bench/engine_mixed.csv
+outdir=${BENCH_OUT:-docs/bench}  # BENCH_OUT: elsewhere (the smoke test)
+mkdir -p "$outdir"
+csv=$outdir/engine_lookup.csv
+mixed_csv=$outdir/engine_mixed.csv
 export FOREIN_SEED=${FOREIN_SEED:-42}
 
 compiler=unknown

@@ -17,6 +17,7 @@
 # FOREIN_SEED=<n> replaces the default seed 42.
 # Needs gnuplot (apt-get install -y gnuplot-nox) for the PNGs; without it
 # the CSVs are still written and the script exits 1.
+# BENCH_OUT=<dir> writes the CSVs and PNGs there instead of docs/bench/fattree.
 set -euo pipefail
 
 usage() {
@@ -57,7 +58,7 @@ if ! command -v gnuplot >/dev/null 2>&1; then
 fi
 
 cd "$root"
-out=docs/bench/fattree
+out=${BENCH_OUT:-docs/bench/fattree}  # BENCH_OUT: elsewhere (the smoke test)
 mkdir -p "$out"
 
 compiler=unknown

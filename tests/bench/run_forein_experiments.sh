@@ -6,7 +6,7 @@
 #   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 #   cmake --build build -j2 --target forein_experiments forein_throughput
 #
-#   bash tests/bench/run_forein_experiments.sh <build-dir> [--sizes N,N,...] [--no-variants]
+#   bash tests/bench/run_forein_experiments.sh <build-dir> [--sizes N,N,...] [--no-variants] [--quick]
 #
 # Three tree configurations:
 #   (main)    8 KiB pages, bulk_load at 90% fill: the project's default tree
@@ -16,13 +16,17 @@
 #             leaves, suffix-truncated leaf separators); fig7 and fig8a only
 # Fig 9/10 run on the main and _small trees (1M keys, 73,000 LPM entries).
 # --no-variants runs the main configuration only. --sizes replaces the
-# default dataset sizes 100000,1000000,10000000 (fig7, fig8a).
+# default dataset sizes 100000,1000000,10000000 (fig7, fig8a). --quick (a
+# smoke test, ~30 s): sizes 10000,100000, the figures' fixed data set
+# 100,000 keys, Fig 9/10 with 50,000 requests, one repetition, uniform and
+# Zipf 0.99, main configuration only. BENCH_OUT=<dir> writes there instead
+# of docs/bench/forein.
 # Needs gnuplot (apt-get install -y gnuplot-nox) for the PNGs; without it
 # the CSVs are still written and the script exits 1.
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 <build-dir> [--sizes N,N,...] [--no-variants]" >&2
+  echo "usage: $0 <build-dir> [--sizes N,N,...] [--no-variants] [--quick]" >&2
   exit 2
 }
 [ $# -ge 1 ] || usage
@@ -30,10 +34,14 @@ build=$1
 shift
 sizes=100000,1000000,10000000
 variants=1
+fixed=1000000  # the data set of the figures drawn at one size
+timed=()       # extra flags of the timed figures
 while [ $# -gt 0 ]; do
   case "$1" in
     --sizes) [ $# -ge 2 ] || usage; sizes=$2; shift 2 ;;
     --no-variants) variants=0; shift ;;
+    --quick) sizes=10000,100000; fixed=100000; variants=0
+             timed=(--ops 50000 --reps 1 --zipf 0,0.99 --ratios 0,0.1); shift ;;
     *) usage ;;
   esac
 done
@@ -61,7 +69,7 @@ if ! command -v gnuplot >/dev/null 2>&1; then
 fi
 
 cd "$root"
-out=docs/bench/forein
+out=${BENCH_OUT:-docs/bench/forein}  # BENCH_OUT: elsewhere (the smoke test)
 mkdir -p "$out"
 
 compiler=unknown
@@ -86,7 +94,7 @@ echo "load:     $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 echo "compiler: $compiler"
 echo "gnuplot:  $(gnuplot --version 2>/dev/null || echo missing)"
 echo "commit:   $commit"
-echo "command:  $0 $build --sizes $sizes$([ $variants = 0 ] && echo ' --no-variants')"
+echo "command:  $0 $build --sizes $sizes$([ $variants = 0 ] && echo ' --no-variants')$([ ${#timed[@]} = 0 ] || echo ' --quick')"
 echo
 
 run() {
@@ -100,9 +108,9 @@ run() {
 }
 
 # Main configuration: one subcommand per figure.
-run "$exp" fig7 --sizes "$sizes" --size 1000000 --out "$out"
+run "$exp" fig7 --sizes "$sizes" --size "$fixed" --out "$out"
 run "$exp" fig8a --sizes "$sizes" --nodes 3200 --budget 73000 --out "$out"
-run "$exp" fig8b --size 1000000 --out "$out"
+run "$exp" fig8b --size "$fixed" --out "$out"
 if [ $variants = 1 ]; then
   run "$exp" all --page-size 4096 --fill 10 --sizes "$sizes" --size 1000000 --out "$out" --tag small
   run "$exp" fig7 --load insert --sizes "$sizes" --out "$out" --tag insert
@@ -111,8 +119,8 @@ fi
 
 # Fig 9 / Fig 10: timed. Modes interleaved per rep; ratios from the same run.
 echo "load before the timed runs: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
-run "$thr" fig9 --size 1000000 --budget 73000 --out "$out"
-run "$thr" fig10 --size 1000000 --budget 73000 --out "$out"
+run "$thr" fig9 --size "$fixed" --budget 73000 "${timed[@]}" --out "$out"
+run "$thr" fig10 --size "$fixed" --budget 73000 "${timed[@]}" --out "$out"
 if [ $variants = 1 ]; then
   run "$thr" fig9 --size 1000000 --budget 73000 --page-size 4096 --fill 10 --out "$out" --tag small
   run "$thr" fig10 --size 1000000 --budget 73000 --page-size 4096 --fill 10 --out "$out" --tag small

@@ -18,6 +18,7 @@
 # docs/bench/fpga. Flags after -- go to fpga_experiments (e.g. --keys 4000000).
 # Needs gnuplot (apt-get install -y gnuplot-nox) for the PNGs; without it
 # the CSVs are still written and the script exits 1.
+# BENCH_OUT=<dir> writes the CSVs and PNGs there instead of docs/bench/fpga.
 set -euo pipefail
 
 usage() {
@@ -60,7 +61,7 @@ if ! command -v gnuplot >/dev/null 2>&1; then
 fi
 
 cd "$root"
-out=docs/bench/fpga
+out=${BENCH_OUT:-docs/bench/fpga}  # BENCH_OUT: elsewhere (the smoke test)
 mkdir -p "$out"
 btype=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo "none")
