@@ -18,7 +18,7 @@
 # the CSVs and plots to docs/bench/all/ and rewrites the generated blocks
 # of docs/BENCHMARKS.md. --smoke runs every stage at toy size (about two
 # minutes, CI's check that the scripts still run) and writes its report
-# under OUT only, never into docs/. The whole run takes about 75 minutes
+# under OUT only, never into docs/. The whole run took 56 minutes
 # on the 2-core machine of docs/BENCHMARKS.md.
 #
 # Needs the programs built (make) and the extension installed (make
@@ -32,7 +32,7 @@ OUT=""
 STAGES=engine,pg-backends,testbed,sysbench,pgbench,report
 SMOKE=0
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 bad() {
 	echo "bench-all: $*" >&2
 	echo "bench-all: see 'scripts/bench-all.sh --help'" >&2
@@ -55,15 +55,15 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-OUT=${OUT:-$BUILD/bench-all}
-mkdir -p "$OUT" || bad "--out: cannot create $OUT"
-OUT=$(cd "$OUT" && pwd)
 IFS=, read -r -a stage_list <<<"$STAGES"
 for s in "${stage_list[@]}"; do
 	case $s in engine | pg-backends | testbed | sysbench | pgbench | report) ;;
 		*) bad "--stages: unknown stage '$s' (engine, pg-backends, testbed, sysbench, pgbench, report)" ;;
 	esac
 done
+OUT=${OUT:-$BUILD/bench-all}
+mkdir -p "$OUT" || bad "--out: cannot create $OUT"
+OUT=$(cd "$OUT" && pwd)
 wants() { [[ ",$STAGES," == *",$1,"* ]]; }
 
 # The backends an index can use, from the registry (backend_compare
