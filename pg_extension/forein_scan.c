@@ -561,7 +561,7 @@ forein_beginscan(Relation r, int nkeys, int norderbys)
 	so->keycxt = AllocSetContextCreate(CurrentMemoryContext, "forein scan keys",
 									   ALLOCSET_SMALL_SIZES);
 	so->pos.items = palloc(sizeof(ForeinScanItem) * FOREIN_MAX_TIDS_PER_PAGE);
-	so->mark.items = palloc(sizeof(ForeinScanItem) * FOREIN_MAX_TIDS_PER_PAGE);
+	/* so->mark's arrays come with the first mark (merge joins only) */
 	scan->xs_itupdesc = RelationGetDescr(r);
 	scan->opaque = so;
 	return scan;
@@ -587,10 +587,7 @@ forein_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 	if (scankey && scan->numberOfKeys > 0)
 		memmove(scan->keyData, scankey, scan->numberOfKeys * sizeof(ScanKeyData));
 	if (scan->xs_want_itup && so->pos.tuples == NULL)
-	{
-		so->pos.tuples = palloc(BLCKSZ);
-		so->mark.tuples = palloc(BLCKSZ);
-	}
+		so->pos.tuples = MemoryContextAlloc(GetMemoryChunkContext(so), BLCKSZ);
 	preprocess_keys(scan);
 }
 
@@ -619,8 +616,6 @@ read_page(IndexScanDesc scan, Buffer buf, ScanDirection dir)
 	if (pos->lokey)
 		pfree(pos->lokey);
 	pos->lokey = NULL;
-	if (!pos->leftmost)
-		pos->lokey = forein_make_bound((IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_LOKEY)));
 	pos->nextTupleOffset = 0;
 
 	if (ForeinPageIsDeleted(page))
@@ -666,10 +661,17 @@ read_page(IndexScanDesc scan, Buffer buf, ScanDirection dir)
 	pos->moreLeft = start == FOREIN_FIRST_ITEM && !pos->leftmost &&
 		!ForeinPageIsDeleted(page);
 
+	/*
+	 * The bounds are kept only for the steps they serve (a point lookup
+	 * that ends on this leaf needs neither): the low key to step left, the
+	 * high key to check the right link.
+	 */
+	if (pos->moreLeft)
+		pos->lokey = forein_make_bound((IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_LOKEY)));
 	if (pos->hikey)
 		pfree(pos->hikey);
 	pos->hikey = NULL;
-	if (opaque->right != InvalidBlockNumber && !ForeinPageIsDeleted(page))
+	if (pos->moreRight && !ForeinPageIsDeleted(page))
 		pos->hikey = forein_make_bound((IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_HIKEY)));
 
 	/*
@@ -876,13 +878,13 @@ forein_endscan(IndexScanDesc scan)
 	if (so->mark.hikey)
 		pfree(so->mark.hikey);
 	pfree(so->pos.items);
-	pfree(so->mark.items);
+	if (so->mark.items)
+		pfree(so->mark.items);
 	MemoryContextDelete(so->keycxt);
 	if (so->pos.tuples)
-	{
 		pfree(so->pos.tuples);
+	if (so->mark.tuples)
 		pfree(so->mark.tuples);
-	}
 	pfree(so);
 }
 
@@ -920,6 +922,11 @@ forein_markpos(IndexScanDesc scan)
 		so->mark_valid = false;
 		return;
 	}
+	if (so->mark.items == NULL)
+		so->mark.items = MemoryContextAlloc(GetMemoryChunkContext(so),
+											sizeof(ForeinScanItem) * FOREIN_MAX_TIDS_PER_PAGE);
+	if (so->pos.tuples && so->mark.tuples == NULL)
+		so->mark.tuples = MemoryContextAlloc(GetMemoryChunkContext(so), BLCKSZ);
 	copy_pos(&so->mark, &so->pos);
 	for (i = 0; i < so->nprefix; i++)
 		so->prefix[i].mark = so->prefix[i].cur;
