@@ -72,9 +72,10 @@ backends=$("$BUILD/tests/bench/backend_compare" --help 2>&1 | sed -n 's/^ *--bac
 [ -n "$backends" ] || { echo "bench-all: $BUILD/tests/bench/backend_compare not built (make)" >&2; exit 1; }
 hinting=$(tr ' ' '\n' <<<"$backends" | grep -vx none | paste -sd, -)
 
+COMMIT="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)$([ -z "$(git -C "$ROOT" status --porcelain 2>/dev/null | head -1)" ] || echo '+modified')"
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo none)$([ -z "$(git -C "$ROOT" status --porcelain 2>/dev/null | head -1)" ] || echo ', working tree modified')"
+	echo "commit: $COMMIT"
 	echo "machine: $(uname -srm), $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1), $(free -g | awk '/^Mem:/ {print $2}') GiB"
 	echo "postgresql: $(pg_config --version 2>/dev/null || echo none)"
 	echo "sysbench: $(sysbench --version 2>/dev/null || echo none)"
@@ -97,7 +98,7 @@ stage() {
 		tail -n 20 "$OUT/$name.log" >&2
 		failed+=("$name")
 	fi
-	echo "$name,$((SECONDS - t0))" >>"$OUT/durations.csv"
+	echo "$name,$((SECONDS - t0)),$COMMIT,$(date -u '+%Y-%m-%d %H:%M UTC')" >>"$OUT/durations.csv"
 }
 # expect STAGE FILE: a stage that exits 0 must also have left its results.
 expect() {
@@ -106,7 +107,9 @@ expect() {
 		failed+=("$1")
 	fi
 }
-[ -f "$OUT/durations.csv" ] || echo "stage,seconds" >"$OUT/durations.csv"
+# One row per stage run: a later run of some stages adds rows, and the
+# report shows each stage's last run with the commit it measured.
+[ -f "$OUT/durations.csv" ] || echo "stage,seconds,commit,finished" >"$OUT/durations.csv"
 
 if [ "$SMOKE" = 1 ]; then
 	engine_args=(--keys 20000 --zipf 0,0.99 --ops 20000 --reps 1)

@@ -370,13 +370,15 @@ def machine_block(out):
     path = os.path.join(out, "machine.txt")
     if os.path.exists(path):
         lines += [l.rstrip("\n") for l in open(path)]
-    durations = {}
+    last = {}
     for r in read_csv(os.path.join(out, "durations.csv")):
-        durations[r["stage"]] = int(r["seconds"])  # the last run of each stage
+        last[r["stage"]] = r  # the last run of each stage
     text = "```\n" + "\n".join(lines) + "\n```\n"
-    if durations:
-        text += "\n" + table(["stage", "minutes"], [[s, f"{v / 60:.1f}"] for s, v in durations.items()])
-        text += f"\nIn all {sum(durations.values()) / 60:.0f} minutes.\n"
+    if last:
+        text += "\n" + table(["stage", "minutes", "commit", "finished"],
+                              [[s, f"{int(r['seconds']) / 60:.1f}", r.get("commit") or "-", r.get("finished") or "-"]
+                               for s, r in last.items()])
+        text += f"\nIn all {sum(int(r['seconds']) for r in last.values()) / 60:.0f} minutes.\n"
     return text
 
 

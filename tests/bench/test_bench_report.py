@@ -53,7 +53,7 @@ class BenchReportTest(unittest.TestCase):
               "oltp_point_select,btree,2,100,100,0,0\noltp_point_select,forein,2,110,110,0,5\n"
               "oltp_point_select,btree,3,100,100,0,0\noltp_point_select,forein,3,100,100,0,5\n")
         write(os.path.join(self.out, "machine.txt"), "machine: test box\n")
-        write(os.path.join(self.out, "durations.csv"), "stage,seconds\nengine,120\nengine,60\n")
+        write(os.path.join(self.out, "durations.csv"), "stage,seconds,commit,finished\nengine,120,aaa,t1\nengine,60,bbb,t2\n")
         names = ["machine", "engine", "engine-usage", "pg-backends", "testbed", "sysbench", "pgbench", "papers"]
         self.prose = "# Benchmarks\n\nHand-written words that must stay.\n"
         doc = self.prose
@@ -86,7 +86,7 @@ class BenchReportTest(unittest.TestCase):
         self.assertIn("2.000 (1.00-2.00)", doc)
         self.assertIn("| oltp_point_select | 100 | 100 | 1.000 (0.90-1.10) | 3 |", doc)
         # the last duration of a stage counts
-        self.assertIn("| engine | 1.0 |", doc)
+        self.assertIn("| engine | 1.0 | bbb | t2 |", doc)
         # stages that did not run say so
         self.assertIn("Stage `testbed` did not run", doc)
         self.assertIn("Stage `pgbench` did not run", doc)
