@@ -108,7 +108,9 @@ expect() {
 	fi
 }
 # One row per stage run: a later run of some stages adds rows, and the
-# report shows each stage's last run with the commit it measured.
+# report shows each stage's last run with the commit it measured. A smoke
+# run keeps nothing of earlier ones.
+[ "$SMOKE" = 0 ] || rm -f "$OUT/durations.csv"
 [ -f "$OUT/durations.csv" ] || echo "stage,seconds,commit,finished" >"$OUT/durations.csv"
 
 if [ "$SMOKE" = 1 ]; then
