@@ -180,18 +180,22 @@ def testbed_block(out):
 
 # --- sysbench and pgbench -------------------------------------------------------
 
-def sysbench_block(out):
-    rows = read_csv(os.path.join(out, "sysbench", "sysbench.csv"))
-    if not rows:
-        return not_run("sysbench"), rows
-    body = []
+def sysbench_tests(rows):
+    """Per test: btree's and forein's tps by repetition, and the
+    per-repetition ratios forein / btree."""
     for test in dict.fromkeys(r["test"] for r in rows):
         def tps(index):
             return {r["rep"]: float(r["tps"]) for r in rows if r["test"] == test and r["index"] == index}
         b, f = tps("btree"), tps("forein")
-        ratios = [f[k] / b[k] for k in f if k in b and b[k]]
-        body.append([test, fmt(med(list(b.values()))), fmt(med(list(f.values()))), ratio_cell(ratios),
-                     str(len(ratios))])
+        yield test, b, f, [f[k] / b[k] for k in f if k in b and b[k]]
+
+
+def sysbench_block(out):
+    rows = read_csv(os.path.join(out, "sysbench", "sysbench.csv"))
+    if not rows:
+        return not_run("sysbench"), rows
+    body = [[test, fmt(med(list(b.values()))), fmt(med(list(f.values()))), ratio_cell(ratios), str(len(ratios))]
+            for test, b, f, ratios in sysbench_tests(rows)]
     return table(["test", "btree tps", "forein tps", "forein / btree", "repetitions"], body), rows
 
 
@@ -323,10 +327,7 @@ set yrange [0:*]"""),
 
 def plot_sql(pg_rows, sysbench_rows, pgbench_rows, report):
     bars = []  # (label, median ratio, min, max)
-    for test in dict.fromkeys(r["test"] for r in sysbench_rows):
-        b = {r["rep"]: float(r["tps"]) for r in sysbench_rows if r["test"] == test and r["index"] == "btree"}
-        f = {r["rep"]: float(r["tps"]) for r in sysbench_rows if r["test"] == test and r["index"] == "forein"}
-        rs = [f[k] / b[k] for k in f if k in b and b[k]]
+    for test, _, _, rs in sysbench_tests(sysbench_rows):
         if rs:
             bars.append((f"sysbench {test}", med(rs), min(rs), max(rs)))
     for scale, rows in pgbench_rows.items():

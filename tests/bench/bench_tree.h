@@ -1,9 +1,11 @@
 // The tree-side pieces of the offload benchmarks (forein_throughput,
 // backend_compare): a node-event relay that can be re-pointed at each run's
-// manager, the bulk-loaded tree over a MemoryPageStore, node counts, and
-// the Zipf/uniform key picker with hot keys scattered over the key space.
+// manager, the bulk-loaded tree over a MemoryPageStore, node counts, the
+// Zipf/uniform key picker with hot keys scattered over the key space, and a
+// manager trained on a request sequence with its hints read off in advance.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -11,7 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "forein/key.h"
 #include "forein/node_interval.h"
+#include "forein/offload/manager.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
 #include "support/zipf.h"
@@ -70,5 +74,31 @@ class KeyPicker {
   double theta_;
   std::unique_ptr<forein::testing::ZipfGenerator> zipf_;
 };
+
+// Attaches manager to tree (its node events through relay), records every
+// request's key as an access, plans and applies the plan: the device then
+// holds what the workload's exact frequencies call for.
+inline void train_on_requests(forein::offload::OffloadManager& manager, Relay& relay,
+                              forein::Tree& tree, const std::vector<std::string>& keys) {
+  relay.to = &manager;
+  manager.attach(tree);
+  for (const auto& k : keys) manager.record_access(forein::word_of(k));
+  manager.refresh();
+  manager.flush();
+}
+
+// The manager's hint for every request, read before a timed loop as the
+// network computes them before the request reaches the host; *ns_per_hint
+// is the software lookup's cost per request.
+inline std::vector<forein::StartHints> hints_of(const forein::offload::OffloadManager& manager,
+                                                const std::vector<std::string>& keys,
+                                                double* ns_per_hint) {
+  std::vector<forein::StartHints> hints(keys.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < keys.size(); ++i) hints[i] = manager.hint(keys[i]);
+  const std::chrono::duration<double, std::nano> spent = std::chrono::steady_clock::now() - t0;
+  *ns_per_hint = keys.empty() ? 0 : spent.count() / static_cast<double>(keys.size());
+  return hints;
+}
 
 }  // namespace forein::bench

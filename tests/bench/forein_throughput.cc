@@ -296,17 +296,12 @@ int fig9(const Options& opt) {
     mo.sample_rate = 1;
     mo.clock = &clock;
     off::OffloadManager manager(backend, mo);
-    relay.to = &manager;
-    manager.attach(*tree);
-    for (const auto& k : keys) manager.record_access(forein::word_of(k));
-    manager.refresh();
-    manager.flush();
+    bench::train_on_requests(manager, relay, *tree, keys);
     const off::BackendUsage usage = backend.usage();
 
-    std::vector<StartHints> host(opt.ops), oracle(opt.ops);
-    const auto th = Clock::now();
-    for (std::size_t i = 0; i < keys.size(); ++i) host[i] = manager.hint(keys[i]);
-    const double hint_ns = seconds(Clock::now() - th) * 1e9 / static_cast<double>(opt.ops);
+    double hint_ns = 0;
+    const std::vector<StartHints> host = bench::hints_of(manager, keys, &hint_ns);
+    std::vector<StartHints> oracle(opt.ops);
     for (std::size_t i = 0; i < keys.size(); ++i) oracle[i].primary = tree->leaf_for(keys[i]);
     const double setup_s = seconds(Clock::now() - t0);
 
