@@ -301,6 +301,8 @@ typedef struct ForeinState
 	MemoryContext cache_cxt;	/* for cached cross-type procs (NULL: none) */
 	BlockNumber root;			/* cached from the metapage; see forein_get_root */
 	uint32		root_level;
+	bool		backend_known;	/* backend_id is set */
+	int			backend_id;		/* forein_index_backend, from the reloptions */
 	ForeinColumn cols[FLEXIBLE_ARRAY_MEMBER];	/* nkeys of them */
 } ForeinState;
 
@@ -393,6 +395,13 @@ typedef struct ForeinScanItem
 	uint16		tupleOffset;	/* into currTuples, for index-only scans */
 } ForeinScanItem;
 
+/*
+ * A scan's first room for entries: a point lookup returns one.  A page that
+ * yields more gets room for FOREIN_MAX_TIDS_PER_PAGE (13 kB, too big for a
+ * memory context's free lists: a malloc and free for every scan).
+ */
+#define FOREIN_SCAN_FIRST_ITEMS	32
+
 typedef struct ForeinScanPos
 {
 	Buffer		buf;			/* pinned leaf, or InvalidBuffer */
@@ -406,7 +415,8 @@ typedef struct ForeinScanPos
 	int			firstItem;
 	int			lastItem;
 	int			itemIndex;
-	ForeinScanItem *items;		/* FOREIN_MAX_TIDS_PER_PAGE */
+	ForeinScanItem *items;		/* room for maxItems */
+	int			maxItems;		/* FOREIN_SCAN_FIRST_ITEMS, or a page's worth */
 	char	   *tuples;			/* copies of tuples for index-only scans */
 	int			nextTupleOffset;
 } ForeinScanPos;
@@ -432,7 +442,7 @@ typedef struct ForeinScanCond
 /* A leading column with an equality: one value, or an array's elements */
 typedef struct ForeinPrefixColumn
 {
-	ForeinKeyValue *vals;		/* in index order, distinct */
+	const ForeinKeyValue *vals; /* in index order, distinct */
 	int			nvals;
 	int			cur;			/* the value of the current range */
 	int			mark;
@@ -443,39 +453,49 @@ typedef struct ForeinScanOpaqueData
 	bool		qual_ok;		/* false: the quals can never match */
 	bool		started;
 
-	/* the scan keys, and which of them filter entries (in keycxt) */
+	/*
+	 * The scan keys, and which of them filter entries.  conds lives as long
+	 * as the scan (the number of keys is fixed); keycxt, made at the first
+	 * rescan that needs it (array keys), holds what the keys need until the
+	 * next rescan.
+	 */
+	MemoryContext scancxt;
 	MemoryContext keycxt;
 	ForeinScanCond *conds;
 	int			nconds;
 	int			nfilters;
 
-	/*
-	 * The range: columns 0..nprefix-1 equal one value each (arrays: one
-	 * range per combination of their elements, in index order), column
-	 * nprefix between its bounds (index order; NULL values stand for "the
-	 * NULLs" when only NULLs are excluded).
-	 */
-	int			nprefix;
-	ForeinPrefixColumn prefix[INDEX_MAX_KEYS];
+	int			nprefix;		/* see prefix below */
 	bool		has_arrays;
 	bool		have_lo;
 	bool		lo_incl;
-	ForeinKeyValue lo;
 	bool		have_hi;
 	bool		hi_incl;
-	ForeinKeyValue hi;
-
-	/* the current range as (key, TID) positions: [lower, upper) */
 	bool		have_lower;
-	ForeinSearchKey lower;		/* first position to return */
 	bool		have_upper;
-	ForeinSearchKey upper;		/* first position past the range */
 
 	ForeinScanPos pos;
 	ForeinScanPos mark;
 	bool		mark_valid;
 
 	ForeinScanCounts counts;	/* this scan's descents, for EXPLAIN */
+
+	/*
+	 * The fields below are written before they are read (beginscan does not
+	 * clear them: they take kilobytes, and a point lookup uses one value).
+	 *
+	 * The range: columns 0..nprefix-1 equal one value each (arrays: one
+	 * range per combination of their elements, in index order), column
+	 * nprefix between its bounds lo and hi (index order; NULL values stand
+	 * for "the NULLs" when only NULLs are excluded).
+	 */
+	ForeinKeyValue lo;			/* with have_lo */
+	ForeinKeyValue hi;			/* with have_hi */
+	ForeinPrefixColumn prefix[INDEX_MAX_KEYS];
+
+	/* the current range as (key, TID) positions: [lower, upper) */
+	ForeinSearchKey lower;		/* first position to return (have_lower) */
+	ForeinSearchKey upper;		/* first position past the range (have_upper) */
 } ForeinScanOpaqueData;
 
 typedef ForeinScanOpaqueData *ForeinScanOpaque;

@@ -155,15 +155,23 @@ forein_index_dedup(Relation index)
 int
 forein_index_backend(Relation index)
 {
-	ForeinOptions *opts = (ForeinOptions *) index->rd_options;
-	const char *value = "switch_lpm";
-	int			id;
+	ForeinState *state = forein_get_state(index);
 
-	if (opts != NULL && opts->offload_offset != 0)
-		value = (const char *) opts + opts->offload_offset;
-	id = forein_offload_backend_id(value);
-	return id >= 0 && forein_offload_backend_serves_lookups(id) ? id
-		: forein_offload_backend_id("none");
+	/* once per relcache entry: the name lookup is too slow for every scan */
+	if (!state->backend_known)
+	{
+		ForeinOptions *opts = (ForeinOptions *) index->rd_options;
+		const char *value = "switch_lpm";
+		int			id;
+
+		if (opts != NULL && opts->offload_offset != 0)
+			value = (const char *) opts + opts->offload_offset;
+		id = forein_offload_backend_id(value);
+		state->backend_id = id >= 0 && forein_offload_backend_serves_lookups(id) ? id
+			: forein_offload_backend_id("none");
+		state->backend_known = true;
+	}
+	return state->backend_id;
 }
 
 /* Does the index's backend give hints at all? (on every scan start) */

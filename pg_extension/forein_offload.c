@@ -32,6 +32,11 @@
 #include "common/pg_prng.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
+#if PG_VERSION_NUM >= 170000
+#include "storage/procnumber.h"
+#else
+#include "storage/backendid.h"
+#endif
 #include "storage/shmem.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -282,8 +287,14 @@ forein_shmem_layout(ForeinOffShared *layout)
 	layout->slot_capacity = (uint32) forein_lpm_entries;
 	layout->max_indexes = forein_max_indexes;
 
-	return add_size(CACHELINEALIGN(offsetof(ForeinOffShared, slots)),
-					mul_size(forein_max_indexes, layout->slot_size));
+	/* per-backend statistics rows after the slots (0 rows before MaxBackends is known) */
+	off = add_size(CACHELINEALIGN(offsetof(ForeinOffShared, slots)),
+				   mul_size(forein_max_indexes, layout->slot_size));
+	layout->max_backends = MaxBackends;
+	layout->counters_offset = off;
+	layout->counters_row = CACHELINEALIGN(mul_size(forein_max_indexes,
+												   sizeof(ForeinOffCounters)));
+	return add_size(off, mul_size(layout->max_backends, layout->counters_row));
 }
 
 /*
@@ -354,6 +365,9 @@ forein_shmem_startup(void)
 		sh->table_offset[0] = layout.table_offset[0];
 		sh->table_offset[1] = layout.table_offset[1];
 		sh->ring_offset = layout.ring_offset;
+		sh->max_backends = layout.max_backends;
+		sh->counters_offset = layout.counters_offset;
+		sh->counters_row = layout.counters_row;
 		pg_atomic_init_u32(&sh->epoch, 1);
 		sh->leader_latch = NULL;
 		for (i = 0; i < sh->max_indexes; i++)
@@ -361,10 +375,7 @@ forein_shmem_startup(void)
 			ForeinOffSlot *slot = forein_off_slot(i);
 
 			memset(slot, 0, sizeof(ForeinOffSlot));
-			pg_atomic_init_u64(&slot->lookups, 0);
-			pg_atomic_init_u64(&slot->hint_hits, 0);
-			pg_atomic_init_u64(&slot->move_rights, 0);
-			pg_atomic_init_u64(&slot->fallbacks, 0);
+			pg_atomic_init_u64(&slot->stats_gen, 0);
 			pg_atomic_init_u64(&slot->events, 0);
 			pg_atomic_init_u64(&slot->samples, 0);
 			pg_atomic_init_u32(&slot->stale, 0);
@@ -373,6 +384,9 @@ forein_shmem_startup(void)
 			pg_atomic_init_u32(&forein_off_table(slot, 1)->seq, 0);
 			forein_off_clear_tables(slot);
 		}
+		/* gen 0 entries count for no owner (slots start at stats_gen 1) */
+		memset((char *) sh + sh->counters_offset, 0,
+			   sh->max_backends * sh->counters_row);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -466,10 +480,8 @@ init_slot(ForeinOffSlot *slot, Oid dboid, Oid relid, TimestampTz now)
 	slot->in_use = true;
 	slot->dboid = dboid;
 	slot->relid = relid;
-	pg_atomic_write_u64(&slot->lookups, 0);
-	pg_atomic_write_u64(&slot->hint_hits, 0);
-	pg_atomic_write_u64(&slot->move_rights, 0);
-	pg_atomic_write_u64(&slot->fallbacks, 0);
+	/* every backend's counts of the former owner stop counting */
+	pg_atomic_write_u64(&slot->stats_gen, pg_atomic_read_u64(&slot->stats_gen) + 1);
 	pg_atomic_write_u64(&slot->events, 0);
 	pg_atomic_write_u64(&slot->samples, 0);
 	pg_atomic_write_u32(&slot->stale, 0);
@@ -876,10 +888,70 @@ local_entry(Oid relid)
  * Statistics of one descent to a leaf, and with probability
  * forein.sample_rate a sample of the leaf for the selection's weights.
  */
+/* Backend row's counters of slot slotno */
+static inline ForeinOffCounters *
+counters_of(int row, int slotno)
+{
+	return (ForeinOffCounters *) ((char *) forein_off_shared +
+								  forein_off_shared->counters_offset +
+								  (Size) row * forein_off_shared->counters_row) + slotno;
+}
+
+/*
+ * This backend's counters of slot slotno; NULL for a process without a
+ * backend number (it counts locally).
+ */
+static ForeinOffCounters *
+my_counters(int slotno)
+{
+#if PG_VERSION_NUM >= 170000
+	int			row = MyProcNumber;
+#else
+	int			row = MyBackendId - 1;
+#endif
+
+	if (row < 0 || row >= forein_off_shared->max_backends)
+		return NULL;
+	return counters_of(row, slotno);
+}
+
+/* Only this backend writes c: a plain load and store, no locked instruction */
+static inline void
+add_count(pg_atomic_uint64 *c, uint64 n)
+{
+	pg_atomic_write_u64(c, pg_atomic_read_u64(c) + n);
+}
+
+/*
+ * The slot's lookups, hint_hits, move_rights and fallbacks: the sum of
+ * every backend's counts for its current owner.
+ */
+void
+forein_off_slot_counts(int slotno, uint64 *counts)
+{
+	uint64		gen = pg_atomic_read_u64(&forein_off_slot(slotno)->stats_gen);
+	int			row;
+
+	counts[0] = counts[1] = counts[2] = counts[3] = 0;
+	for (row = 0; row < forein_off_shared->max_backends; row++)
+	{
+		ForeinOffCounters *c = counters_of(row, slotno);
+
+		if (pg_atomic_read_u64(&c->gen) != gen)
+			continue;
+		pg_read_barrier();
+		counts[0] += pg_atomic_read_u64(&c->lookups);
+		counts[1] += pg_atomic_read_u64(&c->hint_hits);
+		counts[2] += pg_atomic_read_u64(&c->move_rights);
+		counts[3] += pg_atomic_read_u64(&c->fallbacks);
+	}
+}
+
 void
 forein_offload_count(Relation index, ForeinStart start, int move_rights,
 					 BlockNumber leaf)
 {
+	ForeinOffCounters *c = NULL;
 	int			slotno = -1;
 	bool		hit = (start == FOREIN_START_HINT || start == FOREIN_START_SECONDARY);
 	bool		fallback = (start == FOREIN_START_FALLBACK);
@@ -887,17 +959,28 @@ forein_offload_count(Relation index, ForeinStart start, int move_rights,
 	if (forein_off_shared != NULL)
 		slotno = forein_off_find_slot(index, true);
 
-	if (slotno >= 0)
+	if (slotno >= 0 && (c = my_counters(slotno)) != NULL)
 	{
 		ForeinOffSlot *slot = forein_off_slot(slotno);
+		uint64		gen = pg_atomic_read_u64(&slot->stats_gen);
 
-		pg_atomic_fetch_add_u64(&slot->lookups, 1);
+		if (pg_atomic_read_u64(&c->gen) != gen)
+		{
+			/* the slot changed hands since this backend last counted */
+			pg_atomic_write_u64(&c->lookups, 0);
+			pg_atomic_write_u64(&c->hint_hits, 0);
+			pg_atomic_write_u64(&c->move_rights, 0);
+			pg_atomic_write_u64(&c->fallbacks, 0);
+			pg_write_barrier();
+			pg_atomic_write_u64(&c->gen, gen);
+		}
+		add_count(&c->lookups, 1);
 		if (hit)
-			pg_atomic_fetch_add_u64(&slot->hint_hits, 1);
+			add_count(&c->hint_hits, 1);
 		if (fallback)
-			pg_atomic_fetch_add_u64(&slot->fallbacks, 1);
+			add_count(&c->fallbacks, 1);
 		if (move_rights > 0)
-			pg_atomic_fetch_add_u64(&slot->move_rights, move_rights);
+			add_count(&c->move_rights, move_rights);
 
 		if (leaf != InvalidBlockNumber && forein_sample_rate > 0 &&
 			(forein_sample_rate >= 1.0 ||
@@ -910,15 +993,15 @@ forein_offload_count(Relation index, ForeinStart start, int move_rights,
 	}
 	else if (CritSectionCount == 0)
 	{
-		LocalCounters *c = local_entry(RelationGetRelid(index));
+		LocalCounters *lc = local_entry(RelationGetRelid(index));
 
-		c->lookups++;
+		lc->lookups++;
 		if (hit)
-			c->hint_hits++;
+			lc->hint_hits++;
 		if (fallback)
-			c->fallbacks++;
+			lc->fallbacks++;
 		if (move_rights > 0)
-			c->move_rights += move_rights;
+			lc->move_rights += move_rights;
 	}
 }
 

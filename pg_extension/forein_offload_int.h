@@ -9,7 +9,8 @@
  * forein.max_indexes slots.  A slot belongs to one index, keyed by
  * (database, index OID), and holds:
  *
- *	 - statistics counters (atomics, bumped by every scan start);
+ *	 - a statistics generation: each backend counts its lookups in its own
+ *	   row of ForeinOffCounters, one entry per slot;
  *	 - a node-event counter (page splits and deletions) and a ring of
  *	   sampled leaf blocks, which tell the background worker the table is
  *	   out of date and give the selection its weights;
@@ -93,31 +94,35 @@ typedef struct ForeinOffTable
 
 typedef struct ForeinOffSlot
 {
+	/*
+	 * Read by every lookup, written only when the slot changes hands or a
+	 * refresh publishes: kept apart from the lines written below, so scans
+	 * on other CPUs do not take these lines away from each other.
+	 */
+
 	/* identity; changed under the allocation lock and the slot lock */
 	bool		in_use;
 	Oid			dboid;
 	Oid			relid;
-
-	/* statistics, bumped without locks */
-	pg_atomic_uint64 lookups;
-	pg_atomic_uint64 hint_hits;
-	pg_atomic_uint64 move_rights;
-	pg_atomic_uint64 fallbacks;
-
-	/* what makes the slot dirty */
-	pg_atomic_uint64 events;	/* splits and deletions */
-	pg_atomic_uint64 samples;	/* samples taken; ring head */
-	pg_atomic_uint32 stale;		/* a reader saw the table disagree with the
-								 * index (new relfilenode, reloption) */
+	pg_atomic_uint64 stats_gen; /* bumped per new owner: ForeinOffCounters */
 
 	/* merged-away blocks the active image may name (seqlock, like tables) */
 	pg_atomic_uint32 invalid_seq;
 	uint32		ninvalid;		/* FOREIN_INVALID_ALL: no hints for now */
 	BlockNumber invalid[FOREIN_MAX_INVALID];
 
+	uint32		active;			/* buffer readers use: 0 or 1 (slot lock) */
+	ForeinSlotBackend backend;	/* what the last refresh published (slot lock) */
+
+	char		read_mostly_end[PG_CACHE_LINE_SIZE];
+
+	/* what makes the slot dirty, bumped without locks */
+	pg_atomic_uint64 events;	/* splits and deletions */
+	pg_atomic_uint64 samples;	/* samples taken; ring head */
+	pg_atomic_uint32 stale;		/* a reader saw the table disagree with the
+								 * index (new relfilenode, reloption) */
+
 	/* refresh bookkeeping, under the slot lock */
-	uint32		active;			/* buffer readers use: 0 or 1 */
-	ForeinSlotBackend backend;
 	uint64		events_at_refresh;
 	uint64		samples_at_refresh;
 	bool		refresh_requested;	/* by the leader, for a database worker */
@@ -131,6 +136,23 @@ typedef struct ForeinOffSlot
 	uint64		lookups_seen;
 } ForeinOffSlot;
 
+/*
+ * One backend's statistics of one slot.  Only that backend writes its
+ * entries, with plain stores (no atomic read-modify-write, no cache line
+ * another writer touches), so a hinted lookup costs no cross-CPU traffic;
+ * readers (forein_stats, the worker) sum every backend's entry whose gen is
+ * the slot's stats_gen.  A new backend that gets an exited one's number
+ * goes on counting in its row: the counts stay the index's.
+ */
+typedef struct ForeinOffCounters
+{
+	pg_atomic_uint64 gen;		/* the slot's stats_gen these count for */
+	pg_atomic_uint64 lookups;
+	pg_atomic_uint64 hint_hits;
+	pg_atomic_uint64 move_rights;
+	pg_atomic_uint64 fallbacks;
+} ForeinOffCounters;
+
 typedef struct ForeinOffShared
 {
 	int			max_indexes;
@@ -139,6 +161,9 @@ typedef struct ForeinOffShared
 	Size		slot_size;		/* bytes per slot, cache-line aligned */
 	Size		table_offset[2];	/* of each table buffer within a slot */
 	Size		ring_offset;
+	int			max_backends;	/* rows of counters (MaxBackends) */
+	Size		counters_offset;	/* of the counters, from this struct */
+	Size		counters_row;	/* bytes per backend row, cache-line aligned */
 	pg_atomic_uint32 epoch;		/* bumped when a slot changes hands */
 	Latch	   *leader_latch;	/* the background worker's, or NULL */
 	char		slots[FLEXIBLE_ARRAY_MEMBER];
@@ -190,6 +215,7 @@ forein_index_relfilenode(Relation index)
 }
 
 extern int	forein_off_find_slot(Relation index, bool create);
+extern void forein_off_slot_counts(int slotno, uint64 *counts);
 extern void forein_off_forget_slot(Relation index);
 extern void forein_off_free_slot(int slotno, Oid dboid, Oid relid);
 extern void forein_off_clear_tables(ForeinOffSlot *slot);

@@ -250,6 +250,19 @@ take_bound(ForeinScanOpaque so, const ForeinColumn *col, ForeinScanCond *cond,
 }
 
 /*
+ * The context for what the keys need until the next rescan, made at first
+ * use: most scans (no array keys) never need one.
+ */
+static MemoryContext
+key_context(ForeinScanOpaque so)
+{
+	if (so->keycxt == NULL)
+		so->keycxt = AllocSetContextCreate(so->scancxt, "forein scan keys",
+										   ALLOCSET_SMALL_SIZES);
+	return so->keycxt;
+}
+
+/*
  * The leading column's equality for column i, if the keys give one: a
  * plain "=", else an "= ANY" with comparable elements, else IS NULL.
  * Marks what it uses as implied; false when the column has none.
@@ -301,7 +314,8 @@ take_prefix_column(ForeinScanOpaque so, ForeinState *state, int i)
 		if (col->desc && arr->nelems > 1)
 		{
 			/* index order: descending */
-			ForeinKeyValue *rev = palloc(sizeof(ForeinKeyValue) * arr->nelems);
+			ForeinKeyValue *rev = MemoryContextAlloc(key_context(so),
+													  sizeof(ForeinKeyValue) * arr->nelems);
 
 			for (k = 0; k < arr->nelems; k++)
 				rev[k] = arr->elems[arr->nelems - 1 - k];
@@ -314,10 +328,9 @@ take_prefix_column(ForeinScanOpaque so, ForeinState *state, int i)
 	}
 	else if (isnull != NULL)
 	{
-		ForeinKeyValue *v = palloc0(sizeof(ForeinKeyValue));
+		static const ForeinKeyValue null_value = {.isnull = true};
 
-		v->isnull = true;
-		pc->vals = v;
+		pc->vals = &null_value;
 		pc->nvals = 1;
 		isnull->implied = true;
 	}
@@ -493,13 +506,12 @@ preprocess_keys(IndexScanDesc scan)
 {
 	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
 	ForeinState *state = forein_get_state(scan->indexRelation);
-	MemoryContext oldcxt;
 	int			i;
 
 	/* what the keys need lives until the next rescan (nested loops rescan often) */
-	MemoryContextReset(so->keycxt);
-	oldcxt = MemoryContextSwitchTo(so->keycxt);
-	so->conds = palloc0(sizeof(ForeinScanCond) * Max(scan->numberOfKeys, 1));
+	if (so->keycxt != NULL)
+		MemoryContextReset(so->keycxt);
+	memset(so->conds, 0, sizeof(ForeinScanCond) * scan->numberOfKeys);
 	so->nconds = 0;
 	so->qual_ok = true;
 	so->nprefix = 0;
@@ -528,7 +540,10 @@ preprocess_keys(IndexScanDesc scan)
 		cond->strategy = sk->sk_strategy;
 		if (sk->sk_flags & SK_SEARCHARRAY)
 		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(key_context(so));
+
 			array_elements(state, sk, cond);
+			MemoryContextSwitchTo(oldcxt);
 			if (cond->nelems == 0)
 				so->qual_ok = false;
 		}
@@ -547,7 +562,6 @@ preprocess_keys(IndexScanDesc scan)
 	so->nfilters = 0;
 	for (i = 0; i < so->nconds; i++)
 		so->nfilters += so->conds[i].implied ? 0 : 1;
-	MemoryContextSwitchTo(oldcxt);
 	first_combination(so, state, ForwardScanDirection);
 }
 
@@ -555,16 +569,36 @@ IndexScanDesc
 forein_beginscan(Relation r, int nkeys, int norderbys)
 {
 	IndexScanDesc scan = RelationGetIndexScan(r, nkeys, norderbys);
-	ForeinScanOpaque so = palloc0(sizeof(ForeinScanOpaqueData));
+	ForeinScanOpaque so = palloc(sizeof(ForeinScanOpaqueData));
 
+	/* the kilobytes of range values past lo are written before use */
+	memset(so, 0, offsetof(ForeinScanOpaqueData, lo));
 	so->pos.buf = InvalidBuffer;
-	so->keycxt = AllocSetContextCreate(CurrentMemoryContext, "forein scan keys",
-									   ALLOCSET_SMALL_SIZES);
-	so->pos.items = palloc(sizeof(ForeinScanItem) * FOREIN_MAX_TIDS_PER_PAGE);
+	so->mark.buf = InvalidBuffer;
+	so->scancxt = CurrentMemoryContext;
+	so->conds = palloc(sizeof(ForeinScanCond) * Max(nkeys, 1));
+	so->pos.items = palloc(sizeof(ForeinScanItem) * FOREIN_SCAN_FIRST_ITEMS);
+	so->pos.maxItems = FOREIN_SCAN_FIRST_ITEMS;
 	/* so->mark's arrays come with the first mark (merge joins only) */
 	scan->xs_itupdesc = RelationGetDescr(r);
 	scan->opaque = so;
 	return scan;
+}
+
+/* Makes room for n entries in pos (a page's worth at most) */
+static void
+reserve_items(ForeinScanOpaque so, ForeinScanPos *pos, int n)
+{
+	if (n <= pos->maxItems)
+		return;
+	Assert(n <= FOREIN_MAX_TIDS_PER_PAGE);
+	if (pos->items == NULL)
+		pos->items = MemoryContextAlloc(so->scancxt, sizeof(ForeinScanItem) *
+										FOREIN_MAX_TIDS_PER_PAGE);
+	else
+		pos->items = repalloc(pos->items, sizeof(ForeinScanItem) *
+							  FOREIN_MAX_TIDS_PER_PAGE);
+	pos->maxItems = FOREIN_MAX_TIDS_PER_PAGE;
 }
 
 static void
@@ -587,7 +621,7 @@ forein_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 	if (scankey && scan->numberOfKeys > 0)
 		memmove(scan->keyData, scankey, scan->numberOfKeys * sizeof(ScanKeyData));
 	if (scan->xs_want_itup && so->pos.tuples == NULL)
-		so->pos.tuples = MemoryContextAlloc(GetMemoryChunkContext(so), BLCKSZ);
+		so->pos.tuples = MemoryContextAlloc(so->scancxt, BLCKSZ);
 	preprocess_keys(scan);
 }
 
@@ -639,6 +673,8 @@ read_page(IndexScanDesc scan, Buffer buf, ScanDirection dir)
 		if (!passes_filters(so, state, itup))
 			continue;
 		ntids = forein_posting_count(itup);
+		if (unlikely(n + ntids > pos->maxItems))
+			reserve_items(so, pos, n + ntids);
 		if (scan->xs_want_itup)
 		{
 			/* the key once, for every TID of a posting tuple */
@@ -880,7 +916,9 @@ forein_endscan(IndexScanDesc scan)
 	pfree(so->pos.items);
 	if (so->mark.items)
 		pfree(so->mark.items);
-	MemoryContextDelete(so->keycxt);
+	if (so->keycxt != NULL)
+		MemoryContextDelete(so->keycxt);
+	pfree(so->conds);
 	if (so->pos.tuples)
 		pfree(so->pos.tuples);
 	if (so->mark.tuples)
@@ -890,18 +928,23 @@ forein_endscan(IndexScanDesc scan)
 
 /* Copies a scan position (no pin: entries are copies) */
 static void
-copy_pos(ForeinScanPos *dst, const ForeinScanPos *src)
+copy_pos(ForeinScanOpaque so, ForeinScanPos *dst, const ForeinScanPos *src)
 {
-	ForeinScanItem *items = dst->items;
+	ForeinScanItem *items;
+	int			maxItems;
 	char	   *tuples = dst->tuples;
 
 	if (dst->lokey)
 		pfree(dst->lokey);
 	if (dst->hikey)
 		pfree(dst->hikey);
+	reserve_items(so, dst, src->lastItem + 1);
+	items = dst->items;
+	maxItems = dst->maxItems;
 	*dst = *src;
 	dst->buf = InvalidBuffer;
 	dst->items = items;
+	dst->maxItems = maxItems;
 	dst->tuples = tuples;
 	dst->lokey = src->lokey ? forein_make_bound(src->lokey) : NULL;
 	dst->hikey = src->hikey ? forein_make_bound(src->hikey) : NULL;
@@ -922,12 +965,9 @@ forein_markpos(IndexScanDesc scan)
 		so->mark_valid = false;
 		return;
 	}
-	if (so->mark.items == NULL)
-		so->mark.items = MemoryContextAlloc(GetMemoryChunkContext(so),
-											sizeof(ForeinScanItem) * FOREIN_MAX_TIDS_PER_PAGE);
 	if (so->pos.tuples && so->mark.tuples == NULL)
-		so->mark.tuples = MemoryContextAlloc(GetMemoryChunkContext(so), BLCKSZ);
-	copy_pos(&so->mark, &so->pos);
+		so->mark.tuples = MemoryContextAlloc(so->scancxt, BLCKSZ);
+	copy_pos(so, &so->mark, &so->pos);
 	for (i = 0; i < so->nprefix; i++)
 		so->prefix[i].mark = so->prefix[i].cur;
 	so->mark_valid = true;
@@ -947,7 +987,7 @@ forein_restrpos(IndexScanDesc scan)
 		return;
 	}
 	release_pos(&so->pos);
-	copy_pos(&so->pos, &so->mark);
+	copy_pos(so, &so->pos, &so->mark);
 	for (i = 0; i < so->nprefix; i++)
 		so->prefix[i].cur = so->prefix[i].mark;
 	set_range(so, forein_get_state(scan->indexRelation));

@@ -105,8 +105,9 @@ offload_off_reason(Relation index)
  * forein_stats(index regclass): backend, lookups, hint_hits, move_rights,
  * fallbacks, installed_entries, capacity_entries, installed_nodes, status.
  *
- * Counters are the shared ones of the index's slot plus this backend's
- * counts from times it had no slot (without preloading, only those).
+ * Counters are every backend's counts for the index's slot plus this
+ * backend's counts from times it had no slot (without preloading, only
+ * those).
  * Entries are the backend's records, in its unit (LPM entries for
  * switch_lpm).  status says whether hints are active and, if not, why.
  */
@@ -147,12 +148,12 @@ forein_stats(PG_FUNCTION_ARGS)
 		slotno = forein_off_find_slot(index, false);
 	if (slotno >= 0)
 	{
-		ForeinOffSlot *slot = forein_off_slot(slotno);
+		uint64		shared_counts[4];
+		int			i;
 
-		counts[0] += pg_atomic_read_u64(&slot->lookups);
-		counts[1] += pg_atomic_read_u64(&slot->hint_hits);
-		counts[2] += pg_atomic_read_u64(&slot->move_rights);
-		counts[3] += pg_atomic_read_u64(&slot->fallbacks);
+		forein_off_slot_counts(slotno, shared_counts);
+		for (i = 0; i < 4; i++)
+			counts[i] += shared_counts[i];
 		forein_off_table_info(slotno, index, &info);
 	}
 

@@ -86,11 +86,12 @@ claim_if_dirty(int slotno, TimestampTz now)
 	LWLockAcquire(FOREIN_SLOT_LOCK(slotno), LW_EXCLUSIVE);
 	if (slot->in_use)
 	{
-		uint64		lookups = pg_atomic_read_u64(&slot->lookups);
+		uint64		counts[4];
 
-		if (lookups != slot->lookups_seen)
+		forein_off_slot_counts(slotno, counts);
+		if (counts[0] != slot->lookups_seen)
 		{
-			slot->lookups_seen = lookups;
+			slot->lookups_seen = counts[0];
 			slot->last_active = now;
 		}
 

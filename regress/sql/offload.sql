@@ -58,6 +58,15 @@ SELECT count(*) FROM generate_series(1, 2000) s(x) JOIN off ON off.a = s.x * 25;
 SELECT fallbacks > :f0 AS fell_back FROM forein_stats('off_a');
 RESET forein.debug_random_hints;
 
+-- counts belong to the index: one created after a DROP starts from zero,
+-- though this backend counted for the dropped one (and likely its slot)
+DROP INDEX off_a;
+CREATE INDEX off_a2 ON off USING forein (a);
+SELECT lookups, hint_hits, fallbacks FROM forein_stats('off_a2');
+SELECT a FROM off WHERE a = 17;
+SELECT a FROM off WHERE a = 40000;
+SELECT lookups FROM forein_stats('off_a2');
+
 -- errors
 CREATE TABLE off_b (a int4);
 CREATE INDEX off_b_btree ON off_b USING btree (a);
