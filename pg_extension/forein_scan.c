@@ -562,7 +562,7 @@ preprocess_keys(IndexScanDesc scan)
 	so->nfilters = 0;
 	for (i = 0; i < so->nconds; i++)
 		so->nfilters += so->conds[i].implied ? 0 : 1;
-	first_combination(so, state, ForwardScanDirection);
+	/* the first fetch sets the range, in its direction (first_combination) */
 }
 
 IndexScanDesc

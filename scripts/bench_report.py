@@ -201,6 +201,7 @@ def sysbench_block(out):
 
 PGBENCH_METRICS = [
     ("pgbench_S_tps", "pgbench -S (select only), tps", True),
+    ("pgbench_S_mixed_us", "pgbench -S interleaved in one run, mean transaction us", False),
     ("pgbench_tpcb_tps", "pgbench TPC-B-like, tps", True),
     ("pgbench_N_tps", "pgbench -N, tps", True),
     ("probe_heap_ms", "nested-loop probes with heap, ms", False),
