@@ -412,6 +412,7 @@ typedef struct ForeinScanPos
 	bool		moreRight;
 	IndexTuple	lokey;			/* copy of the leaf's low key (palloc'd) */
 	IndexTuple	hikey;			/* copy of its high key; NULL if rightmost */
+	XLogRecPtr	lsn;			/* the leaf's LSN when read (for killing entries) */
 	int			firstItem;
 	int			lastItem;
 	int			itemIndex;
@@ -477,6 +478,10 @@ typedef struct ForeinScanOpaqueData
 	ForeinScanPos pos;
 	ForeinScanPos mark;
 	bool		mark_valid;
+
+	/* pos's entries whose heap tuples the executor found dead to all */
+	int		   *killed;			/* item indexes; FOREIN_MAX_TIDS_PER_PAGE room */
+	int			nkilled;
 
 	ForeinScanCounts counts;	/* this scan's descents, for EXPLAIN */
 

@@ -549,7 +549,10 @@ check_page_header(ForeinCheckState *cs, Page page, BlockNumber blkno)
 		IndexTuple	itup;
 		Size		minsize = sizeof(IndexTupleData);
 
-		if (!ItemIdIsNormal(iid))
+		/* a scan may mark a leaf entry of dead heap tuples LP_DEAD (a hint) */
+		if (!ItemIdIsNormal(iid) &&
+			!(ItemIdIsDead(iid) && ItemIdHasStorage(iid) && opaque->level == 0 &&
+			  off >= FOREIN_FIRST_ITEM))
 			check_report(cs, blkno, "Line pointer %u is not in normal use (flags %u).",
 						 off, ItemIdGetFlags(iid));
 		if (ItemIdGetOffset(iid) < phdr->pd_upper ||

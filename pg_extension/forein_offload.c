@@ -31,6 +31,8 @@
 #include "catalog/pg_database.h"
 #include "common/pg_prng.h"
 #include "miscadmin.h"
+#include "postmaster/autovacuum.h"
+#include "replication/walsender.h"
 #include "storage/ipc.h"
 #if PG_VERSION_NUM >= 170000
 #include "storage/procnumber.h"
@@ -262,6 +264,29 @@ image_room(void)
 	return MAXALIGN(room);
 }
 
+/* Backend row's counters of slot slotno */
+static inline ForeinOffCounters *
+counters_of(int row, int slotno)
+{
+	return (ForeinOffCounters *) ((char *) forein_off_shared +
+								  forein_off_shared->counters_offset +
+								  (Size) row * forein_off_shared->counters_row) + slotno;
+}
+
+/*
+ * Rows of per-backend counters: MaxBackends, or at preload (before the
+ * postmaster computes it) PostgreSQL 15's formula for it, for the size the
+ * server logs.
+ */
+static int
+counter_rows(void)
+{
+	if (MaxBackends > 0)
+		return MaxBackends;
+	return MaxConnections + autovacuum_max_workers + 1 + max_worker_processes +
+		max_wal_senders;
+}
+
 /*
  * Shared memory layout, from forein.max_indexes and forein.lpm_entries as
  * the postmaster read them: per slot, its header, the sample ring and two
@@ -287,10 +312,10 @@ forein_shmem_layout(ForeinOffShared *layout)
 	layout->slot_capacity = (uint32) forein_lpm_entries;
 	layout->max_indexes = forein_max_indexes;
 
-	/* per-backend statistics rows after the slots (0 rows before MaxBackends is known) */
+	/* per-backend statistics rows after the slots */
 	off = add_size(CACHELINEALIGN(offsetof(ForeinOffShared, slots)),
 				   mul_size(forein_max_indexes, layout->slot_size));
-	layout->max_backends = MaxBackends;
+	layout->max_backends = counter_rows();
 	layout->counters_offset = off;
 	layout->counters_row = CACHELINEALIGN(mul_size(forein_max_indexes,
 												   sizeof(ForeinOffCounters)));
@@ -384,9 +409,18 @@ forein_shmem_startup(void)
 			pg_atomic_init_u32(&forein_off_table(slot, 1)->seq, 0);
 			forein_off_clear_tables(slot);
 		}
-		/* gen 0 entries count for no owner (slots start at stats_gen 1) */
-		memset((char *) sh + sh->counters_offset, 0,
-			   sh->max_backends * sh->counters_row);
+		/* gen 0 entries count for no owner (a slot's first owner gets 1) */
+		for (i = 0; i < sh->max_backends * sh->max_indexes; i++)
+		{
+			ForeinOffCounters *c = counters_of(i / sh->max_indexes,
+											   i % sh->max_indexes);
+
+			pg_atomic_init_u64(&c->gen, 0);
+			pg_atomic_init_u64(&c->lookups, 0);
+			pg_atomic_init_u64(&c->hint_hits, 0);
+			pg_atomic_init_u64(&c->move_rights, 0);
+			pg_atomic_init_u64(&c->fallbacks, 0);
+		}
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -888,15 +922,6 @@ local_entry(Oid relid)
  * Statistics of one descent to a leaf, and with probability
  * forein.sample_rate a sample of the leaf for the selection's weights.
  */
-/* Backend row's counters of slot slotno */
-static inline ForeinOffCounters *
-counters_of(int row, int slotno)
-{
-	return (ForeinOffCounters *) ((char *) forein_off_shared +
-								  forein_off_shared->counters_offset +
-								  (Size) row * forein_off_shared->counters_row) + slotno;
-}
-
 /*
  * This backend's counters of slot slotno; NULL for a process without a
  * backend number (it counts locally).

@@ -37,6 +37,8 @@
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
+static void kill_items(IndexScanDesc scan);
+
 /*
  * Orders two non-NULL search values of column col in value order; false
  * when they cannot be compared here (cross-type values, or a cross-type
@@ -615,6 +617,7 @@ forein_rescan(IndexScanDesc scan, ScanKey scankey, int nscankeys,
 {
 	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
 
+	kill_items(scan);
 	release_pos(&so->pos);
 	so->started = false;
 	so->mark_valid = false;
@@ -645,6 +648,7 @@ read_page(IndexScanDesc scan, Buffer buf, ScanDirection dir)
 
 	release_pos(pos);
 	pos->blkno = BufferGetBlockNumber(buf);
+	pos->lsn = BufferGetLSNAtomic(buf);
 	pos->right = opaque->right;
 	pos->leftmost = opaque->left == InvalidBlockNumber;
 	if (pos->lokey)
@@ -670,6 +674,8 @@ read_page(IndexScanDesc scan, Buffer buf, ScanDirection dir)
 			end_hit = true;
 			break;
 		}
+		if (scan->ignore_killed_tuples && ItemIdIsDead(PageGetItemId(page, off)))
+			continue;			/* its heap tuples are dead to everyone */
 		if (!passes_filters(so, state, itup))
 			continue;
 		ntids = forein_posting_count(itup);
@@ -714,9 +720,12 @@ read_page(IndexScanDesc scan, Buffer buf, ScanDirection dir)
 	 * Keep the pin unless the snapshot is MVCC and the heap is visited for
 	 * every entry: VACUUM's cleanup lock then waits for us, so a TID we are
 	 * about to return (or an index-only answer) cannot be recycled meanwhile.
+	 * Unlogged indexes keep it too: their pages' LSNs do not move, so only
+	 * the pin tells kill_items that no TID on the leaf was recycled.
 	 */
 	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-	if (IsMVCCSnapshot(scan->xs_snapshot) && !scan->xs_want_itup)
+	if (IsMVCCSnapshot(scan->xs_snapshot) && !scan->xs_want_itup &&
+		RelationNeedsWAL(scan->indexRelation))
 		ReleaseBuffer(buf);
 	else
 		pos->buf = buf;
@@ -758,6 +767,110 @@ read_right(IndexScanDesc scan, ForeinState *state)
 								  NULL, true, &so->counts);
 }
 
+static int
+compare_ints(const void *a, const void *b)
+{
+	int			x = *(const int *) a;
+	int			y = *(const int *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Is tid among the n killed entries of pos at indexes kill[0..n-1]? */
+static bool
+tid_killed(const ForeinScanPos *pos, const int *kill, int n, ItemPointer tid)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (ItemPointerEquals(&pos->items[kill[i]].heapTid, tid))
+			return true;
+	return false;
+}
+
+/*
+ * Marks LP_DEAD the entries of pos's leaf whose heap tuples the executor
+ * found dead to every transaction (nbtree's _bt_killitems), so later scans
+ * skip them without visiting the heap; VACUUM removes them as before.  A
+ * posting tuple is marked only when every one of its TIDs was found dead.
+ * The mark is a hint (no WAL, MarkBufferDirtyHint): any doubt means no
+ * mark.  Without a pin on the leaf since it was read, a TID there may have
+ * been recycled by VACUUM and reused, so the leaf must not have changed at
+ * all (same LSN: every change of a logged forein page sets it); with the
+ * pin, VACUUM cannot have passed the leaf, and an entry that insertions
+ * shifted right is found by its TIDs.
+ */
+static void
+kill_items(IndexScanDesc scan)
+{
+	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
+	ForeinScanPos *pos = &so->pos;
+	int			nkilled = so->nkilled;
+	bool		pinned = BufferIsValid(pos->buf);
+	bool		marked = false;
+	Buffer		buf;
+	Page		page;
+	ForeinPageOpaque opaque;
+	OffsetNumber maxoff;
+	int			i;
+
+	so->nkilled = 0;
+	if (nkilled == 0 || pos->lastItem < pos->firstItem)
+		return;
+	buf = pinned ? pos->buf : ReadBuffer(scan->indexRelation, pos->blkno);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	opaque = ForeinPageGetOpaque(page);
+	if ((!pinned && BufferGetLSNAtomic(buf) != pos->lsn) ||
+		PageIsNew(page) ||
+		PageGetSpecialSize(page) != MAXALIGN(sizeof(ForeinPageOpaqueData)) ||
+		opaque->page_id != FOREIN_PAGE_ID || opaque->level != 0 ||
+		ForeinPageIsDeleted(page))
+		goto done;
+	maxoff = PageGetMaxOffsetNumber(page);
+
+	/* the killed entries by position, so a posting tuple's TIDs sit together */
+	qsort(so->killed, nkilled, sizeof(int), compare_ints);
+	for (i = 0; i < nkilled;)
+	{
+		OffsetNumber off = pos->items[so->killed[i]].offnum;
+		int			n = 1;
+		OffsetNumber at;
+
+		while (i + n < nkilled && pos->items[so->killed[i + n]].offnum == off)
+			n++;
+		for (at = off; at <= maxoff && at >= FOREIN_FIRST_ITEM; at++)
+		{
+			ItemId		iid = PageGetItemId(page, at);
+			IndexTuple	itup = (IndexTuple) PageGetItem(page, iid);
+			int			ntids = forein_posting_count(itup);
+			int			k;
+			bool		all = ntids == n;
+
+			for (k = 0; k < ntids && all; k++)
+				all = tid_killed(pos, &so->killed[i], n, forein_posting_tid(itup, k));
+			if (all)
+			{
+				if (!ItemIdIsDead(iid))
+				{
+					ItemIdMarkDead(iid);
+					marked = true;
+				}
+				break;
+			}
+			if (!pinned)
+				break;			/* unchanged leaf: the entry is at off or gone */
+		}
+		i += n;
+	}
+	if (marked)
+		MarkBufferDirtyHint(buf, true);
+done:
+	LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	if (!pinned)
+		ReleaseBuffer(buf);
+}
+
 /* Reads leaves in direction dir until one has entries; false at the end */
 static bool
 step_page(IndexScanDesc scan, ScanDirection dir)
@@ -767,6 +880,7 @@ step_page(IndexScanDesc scan, ScanDirection dir)
 	Relation	index = scan->indexRelation;
 	ForeinScanPos *pos = &so->pos;
 
+	kill_items(scan);
 	for (;;)
 	{
 		Buffer		buf;
@@ -851,6 +965,16 @@ forein_gettuple(IndexScanDesc scan, ScanDirection dir)
 
 	if (!so->qual_ok)
 		return false;
+	/* the entry returned last leads only to heap tuples dead to everyone */
+	if (scan->kill_prior_tuple && so->started &&
+		pos->itemIndex >= pos->firstItem && pos->itemIndex <= pos->lastItem)
+	{
+		if (so->killed == NULL)
+			so->killed = MemoryContextAlloc(so->scancxt,
+											sizeof(int) * FOREIN_MAX_TIDS_PER_PAGE);
+		if (so->nkilled < FOREIN_MAX_TIDS_PER_PAGE)
+			so->killed[so->nkilled++] = pos->itemIndex;
+	}
 	if (!so->started)
 	{
 		so->started = true;
@@ -864,7 +988,10 @@ forein_gettuple(IndexScanDesc scan, ScanDirection dir)
 
 	/* this combination's entries are done: on to the next one */
 	while (!found && next_combination(so, state, dir))
+	{
+		kill_items(scan);
 		found = first_position(scan, dir);
+	}
 	if (!found)
 		return false;
 	return_item(scan);
@@ -904,6 +1031,7 @@ forein_endscan(IndexScanDesc scan)
 {
 	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
 
+	kill_items(scan);
 	release_pos(&so->pos);
 	if (so->pos.lokey)
 		pfree(so->pos.lokey);
@@ -916,6 +1044,8 @@ forein_endscan(IndexScanDesc scan)
 	pfree(so->pos.items);
 	if (so->mark.items)
 		pfree(so->mark.items);
+	if (so->killed)
+		pfree(so->killed);
 	if (so->keycxt != NULL)
 		MemoryContextDelete(so->keycxt);
 	pfree(so->conds);
@@ -979,6 +1109,7 @@ forein_restrpos(IndexScanDesc scan)
 	ForeinScanOpaque so = (ForeinScanOpaque) scan->opaque;
 	int			i;
 
+	kill_items(scan);
 	if (!so->mark_valid)
 	{
 		/* marked before the first fetch: start over */

@@ -190,13 +190,22 @@ def sysbench_tests(rows):
         yield test, b, f, [f[k] / b[k] for k in f if k in b and b[k]]
 
 
+def sysbench_table(rows):
+    body = [[test, fmt(med(list(b.values()))), fmt(med(list(f.values()))), ratio_cell(ratios), str(len(ratios))]
+            for test, b, f, ratios in sysbench_tests(rows)]
+    return table(["test", "btree tps", "forein tps", "forein / btree", "repetitions"], body)
+
+
 def sysbench_block(out):
     rows = read_csv(os.path.join(out, "sysbench", "sysbench.csv"))
     if not rows:
         return not_run("sysbench"), rows
-    body = [[test, fmt(med(list(b.values()))), fmt(med(list(f.values()))), ratio_cell(ratios), str(len(ratios))]
-            for test, b, f, ratios in sysbench_tests(rows)]
-    return table(["test", "btree tps", "forein tps", "forein / btree", "repetitions"], body), rows
+    text = "Separate runs, alternating:\n\n" + sysbench_table(rows)
+    concurrent = read_csv(os.path.join(out, "sysbench", "sysbench_concurrent.csv"))
+    if concurrent:
+        text += ("\n\nBoth databases at once, half the threads each (the machine's other load falls on both "
+                 "alike):\n\n" + sysbench_table(concurrent))
+    return text, rows
 
 
 PGBENCH_METRICS = [
@@ -428,6 +437,7 @@ def main(argv):
         os.makedirs(dest, exist_ok=True)
         sources = [os.path.join(out, p) for p in ("engine/backend_compare.csv", "pg-backends/pg_offload_bench.csv",
                                                   "testbed/summary.csv", "sysbench/sysbench.csv",
+                                                  "sysbench/sysbench_concurrent.csv",
                                                   "machine.txt", "durations.csv")]
         for path in sources:
             if os.path.exists(path):

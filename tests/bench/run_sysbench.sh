@@ -18,13 +18,22 @@
 # server gets forein.max_indexes = 32 (default 8): with the default, two of
 # ten indexes would hold no offload slot and get no hints; the script
 # fails if any forein index ends without an active hint table.
+# max_wal_size = 3GB (default 1GB): oltp_read_write otherwise forces a
+# checkpoint every few seconds, whose writes spill into the next runs.
+#
+# Then each test runs once more per repetition on both databases at once,
+# THREADS/2 threads each (the same total): the machine's other load falls
+# on both alike, where separate runs on a shared machine differ by up to
+# 10% from load alone (CONCURRENT=0 skips this).
 #
 # Needs the extension installed (make install), postgresql-15 and sysbench.
-# Writes OUTDIR/sysbench.csv (every run) and prints a summary table that
-# docs/BENCHMARKS.md quotes. Knobs (environment): TABLES (10), TABLE_SIZE
-# (1000000), RUN_SECONDS (60), REPS (3), THREADS (2), TESTS
-# ("oltp_point_select oltp_read_only oltp_read_write"). SMOKE=1 is a quick
-# check (1 table of 10,000 rows, 3-second runs, one repetition) for CI.
+# Writes OUTDIR/sysbench.csv (every alternating run),
+# OUTDIR/sysbench_concurrent.csv (every concurrent one) and prints summary
+# tables that docs/BENCHMARKS.md quotes. Knobs (environment): TABLES (10),
+# TABLE_SIZE (1000000), RUN_SECONDS (60), REPS (3), THREADS (2), TESTS
+# ("oltp_point_select oltp_read_only oltp_read_write"), CONCURRENT (1).
+# SMOKE=1 is a quick check (1 table of 10,000 rows, 3-second runs, one
+# repetition) for CI.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,8 +47,10 @@ RUN_SECONDS=${RUN_SECONDS:-60}
 REPS=${REPS:-3}
 THREADS=${THREADS:-2}
 TESTS=${TESTS:-oltp_point_select oltp_read_only oltp_read_write}
+CONCURRENT=${CONCURRENT:-1}
 CLUSTER=$OUT/cluster
 CSV=$OUT/sysbench.csv
+CCSV=$OUT/sysbench_concurrent.csv
 
 command -v sysbench >/dev/null || {
 	echo "run_sysbench: sysbench not found (apt-get install sysbench)" >&2
@@ -51,7 +62,8 @@ source "$ROOT/tests/bench/pg_bench_cluster.sh"
 pg_bench_cluster_start "$CLUSTER" \
 	--set shared_buffers=4GB --set max_parallel_maintenance_workers=0 \
 	--set max_parallel_workers_per_gather=0 --set forein.sample_rate=0.01 \
-	--set jit=off --set max_connections=50 --set forein.max_indexes=32
+	--set jit=off --set max_connections=50 --set forein.max_indexes=32 \
+	--set max_wal_size=3GB --set checkpoint_timeout=30min
 
 psqldb() {
 	local db=$1
@@ -111,6 +123,30 @@ settled() {
 	return 1
 }
 
+# run_once DB TEST REP THREADS LOG CSV: one sysbench run; checks that it
+# kept to the id index and appends its row to CSV (false if it failed)
+run_once() {
+	local db=$1 test=$2 rep=$3 threads=$4 log=$5 csv=$6 before after tps qps seq idx
+	before=$(scans "$db")
+	sb "$db" "$test" --threads="$threads" --time="$RUN_SECONDS" --report-interval=0 run >"$log" 2>&1 || {
+		echo "run_sysbench: $test on $db failed (see $log):" >&2
+		tail -5 "$log" >&2
+		return 1
+	}
+	settled "$db"
+	after=$(scans "$db")
+	tps=$(sed -n 's/^ *transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$log")
+	qps=$(sed -n 's/^ *queries: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$log")
+	seq=$(($(cut -d' ' -f1 <<<"$after") - $(cut -d' ' -f1 <<<"$before")))
+	idx=$(($(cut -d' ' -f2 <<<"$after") - $(cut -d' ' -f2 <<<"$before")))
+	echo "$test,${db#sb_},$rep,$tps,$qps,$seq,$idx" >>"$csv"
+	echo "   rep $rep $test ${db#sb_}: $tps tps, $qps qps, $seq seq scans, $idx id-index scans" >&2
+	if [ "$seq" != 0 ] || [ "$idx" = 0 ]; then
+		echo "run_sysbench: $test on $db did not keep to the id index ($seq sequential scans, $idx index scans)" >&2
+		return 1
+	fi
+}
+
 echo "test,index,rep,tps,qps,seq_scans,id_index_scans" >"$CSV"
 status=0
 for rep in $(seq 1 "$REPS"); do
@@ -118,30 +154,27 @@ for rep in $(seq 1 "$REPS"); do
 		order="sb_btree sb_forein"
 		[ $((rep % 2)) = 0 ] && order="sb_forein sb_btree"
 		for db in $order; do
-			before=$(scans "$db")
-			log="$OUT/${test}_${db}_$rep.log"
-			sb "$db" "$test" --threads="$THREADS" --time="$RUN_SECONDS" --report-interval=0 run >"$log" 2>&1 || {
-				echo "run_sysbench: $test on $db failed (see $log):" >&2
-				tail -5 "$log" >&2
-				status=1
-				continue
-			}
-			settled "$db"
-			after=$(scans "$db")
-			tps=$(sed -n 's/^ *transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$log")
-			qps=$(sed -n 's/^ *queries: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$log")
-			seq=$(($(cut -d' ' -f1 <<<"$after") - $(cut -d' ' -f1 <<<"$before")))
-			idx=$(($(cut -d' ' -f2 <<<"$after") - $(cut -d' ' -f2 <<<"$before")))
-			index=${db#sb_}
-			echo "$test,$index,$rep,$tps,$qps,$seq,$idx" >>"$CSV"
-			echo "   rep $rep $test $index: $tps tps, $qps qps, $seq seq scans, $idx id-index scans" >&2
-			if [ "$seq" != 0 ] || [ "$idx" = 0 ]; then
-				echo "run_sysbench: $test on $db did not keep to the id index ($seq sequential scans, $idx index scans)" >&2
-				status=1
-			fi
+			run_once "$db" "$test" "$rep" "$THREADS" "$OUT/${test}_${db}_$rep.log" "$CSV" || status=1
 		done
 	done
 done
+
+if [ "$CONCURRENT" = 1 ]; then
+	half=$(((THREADS + 1) / 2))
+	echo "== concurrent: both databases at once, $half thread(s) each" >&2
+	echo "test,index,rep,tps,qps,seq_scans,id_index_scans" >"$CCSV"
+	for rep in $(seq 1 "$REPS"); do
+		for test in $TESTS; do
+			# scans() counts per database, so the two runs' checks do not mix
+			run_once sb_btree "$test" "$rep" "$half" "$OUT/${test}_concurrent_btree_$rep.log" "$CCSV" &
+			pid_b=$!
+			run_once sb_forein "$test" "$rep" "$half" "$OUT/${test}_concurrent_forein_$rep.log" "$CCSV" &
+			pid_f=$!
+			wait "$pid_b" || status=1
+			wait "$pid_f" || status=1
+		done
+	done
+fi
 
 # every forein index held a slot and gave hints
 psqldb sb_forein -F '|' -c "SELECT 'sbtest' || n || '_id_forein', s.status, s.lookups, s.hint_hits
@@ -155,17 +188,21 @@ psqldb sb_forein -F '|' -c "SELECT 'sbtest' || n || '_id_forein', s.status, s.lo
 	done || status=1
 
 echo "== summary (medians of $REPS; $TABLES tables x $TABLE_SIZE rows, $THREADS threads, ${RUN_SECONDS}s runs)" >&2
-python3 - "$CSV" <<'EOF'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-tests = list(dict.fromkeys(r["test"] for r in rows))
-print("| test | btree tps | forein tps | forein / btree |")
-print("| --- | ---: | ---: | ---: |")
-for t in tests:
-    med = {}
-    for index in ("btree", "forein"):
-        vals = [float(r["tps"]) for r in rows if r["test"] == t and r["index"] == index and r["tps"]]
-        med[index] = statistics.median(vals) if vals else float("nan")
-    print(f"| {t} | {med['btree']:.1f} | {med['forein']:.1f} | {med['forein'] / med['btree']:.3f} |")
+python3 - "$CSV" "$CCSV" <<'EOF'
+import csv, os, statistics, sys
+for path, title in ((sys.argv[1], "alternating"), (sys.argv[2], "concurrent")):
+    if not os.path.exists(path):
+        continue
+    rows = list(csv.DictReader(open(path)))
+    tests = list(dict.fromkeys(r["test"] for r in rows))
+    print(f"{title}:")
+    print("| test | btree tps | forein tps | forein / btree |")
+    print("| --- | ---: | ---: | ---: |")
+    for t in tests:
+        med = {}
+        for index in ("btree", "forein"):
+            vals = [float(r["tps"]) for r in rows if r["test"] == t and r["index"] == index and r["tps"]]
+            med[index] = statistics.median(vals) if vals else float("nan")
+        print(f"| {t} | {med['btree']:.1f} | {med['forein']:.1f} | {med['forein'] / med['btree']:.3f} |")
 EOF
 exit $status

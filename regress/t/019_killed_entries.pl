@@ -1,0 +1,99 @@
+# 019_killed_entries.pl: a scan that finds an entry's heap tuples dead to
+# every transaction marks the entry LP_DEAD (nbtree's kill_prior_tuple),
+# and later scans skip it without visiting the heap.
+#
+#  - After a DELETE, the second scan over the range reads far fewer
+#    buffers than the first (the heap pages of deleted rows are skipped),
+#    with the same answer as a sequential scan.
+#  - A posting tuple (duplicates) is marked only when all its TIDs are
+#    dead: a key with one live row among dead ones still returns that row.
+#  - The marks are hints: forein_check accepts them, VACUUM removes the
+#    entries, and rows inserted afterwards (reusing the freed TIDs) are found.
+#
+# autovacuum is off and the index has no offload slot, so no other backend
+# holds a snapshot that would keep the deleted rows visible to someone.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use ForeinTAP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = forein_node('killed', conf => "autovacuum = off\n");
+$node->safe_psql(
+	'postgres', q{
+CREATE TABLE kt (k int4, v text);
+INSERT INTO kt SELECT g, repeat('x', 200) FROM generate_series(1, 20000) g;
+CREATE INDEX kt_k ON kt USING forein (k) WITH (offload = 'none');
+CREATE TABLE kd (k int4, v text);
+INSERT INTO kd SELECT g % 100, repeat('y', 200) FROM generate_series(1, 20000) g;
+CREATE INDEX kd_k ON kd USING forein (k) WITH (offload = 'none');
+VACUUM ANALYZE kt;
+VACUUM ANALYZE kd;
+CREATE FUNCTION blocks(q text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE plan json;
+BEGIN
+	SET LOCAL enable_seqscan = off;
+	SET LOCAL enable_bitmapscan = off;
+	EXECUTE 'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ' || q INTO plan;
+	RETURN (plan->0->'Plan'->>'Shared Hit Blocks')::int +
+		(plan->0->'Plan'->>'Shared Read Blocks')::int;
+END $$;
+CREATE FUNCTION indexed_count(q text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+	SET LOCAL enable_seqscan = off;
+	SET LOCAL enable_bitmapscan = off;
+	EXECUTE q INTO n;
+	RETURN n;
+END $$;
+DELETE FROM kt WHERE k BETWEEN 1000 AND 8999;
+});
+
+# an index scan (it reads v): the leaf's pin is dropped between pages, so
+# the marks need the leaf unchanged (its LSN); the duplicates below use an
+# index-only scan, which keeps the pin
+my $range = 'SELECT sum(length(v)) FROM kt WHERE k BETWEEN 1 AND 10000';
+my $first = $node->safe_psql('postgres', "SELECT blocks('$range')");
+my $second = $node->safe_psql('postgres', "SELECT blocks('$range')");
+cmp_ok($second, '<', $first / 2,
+	"the second scan skips the deleted rows' entries ($first -> $second buffers)");
+is($node->safe_psql('postgres', "SELECT indexed_count('$range')"),
+	2000 * 200, 'the range still returns its live rows');
+
+# posting tuples: key 7 keeps one live row, key 8 loses all of them
+$node->safe_psql('postgres', q{
+DELETE FROM kd WHERE k = 8;
+DELETE FROM kd WHERE k = 7 AND ctid <> (SELECT max(ctid) FROM kd WHERE k = 7);
+});
+for my $pass (1, 2)
+{
+	is($node->safe_psql('postgres', "SELECT indexed_count('SELECT count(*) FROM kd WHERE k = 7')"),
+		'1', "pass $pass: the live row among dead duplicates is found");
+	is($node->safe_psql('postgres', "SELECT indexed_count('SELECT count(*) FROM kd WHERE k = 8')"),
+		'0', "pass $pass: no row of a key whose rows all died");
+}
+my $dup_first = $node->safe_psql('postgres', "SELECT blocks('SELECT count(*) FROM kd WHERE k BETWEEN 8 AND 8')");
+cmp_ok($dup_first, '<', 20,
+	"a posting tuple whose TIDs all died is skipped ($dup_first buffers)");
+
+# the marks are hints: the checker accepts them, VACUUM removes the entries
+is($node->safe_psql('postgres', "SELECT forein_check('kt_k', true)"), '',
+	'forein_check (heapallindexed) accepts LP_DEAD entries');
+$node->safe_psql('postgres', 'VACUUM kt');
+$node->safe_psql('postgres',
+	"INSERT INTO kt SELECT g, 'new' FROM generate_series(1000, 8999) g");
+is($node->safe_psql('postgres', "SELECT indexed_count('$range')"),
+	2000 * 200 + 8000 * 3, 'rows inserted after VACUUM (reusing freed TIDs) are found');
+is( $node->safe_psql('postgres',
+		"SELECT indexed_count('SELECT count(*) FROM kt WHERE v = ''new'' AND k BETWEEN 1000 AND 8999')"),
+	'8000', '... every one of them');
+is($node->safe_psql('postgres', "SELECT forein_check('kt_k', true)"), '',
+	'forein_check after VACUUM');
+
+$node->stop;
+done_testing();
