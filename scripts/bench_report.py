@@ -203,7 +203,7 @@ def sysbench_block(out):
     text = "Separate runs, alternating:\n\n" + sysbench_table(rows)
     concurrent = read_csv(os.path.join(out, "sysbench", "sysbench_concurrent.csv"))
     if concurrent:
-        text += ("\n\nBoth databases at once, half the threads each (the machine's other load falls on both "
+        text += ("\nBoth databases at once, half the threads each (the machine's other load falls on both "
                  "alike):\n\n" + sysbench_table(concurrent))
     return text, rows
 
