@@ -228,8 +228,8 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		obuf = forein_getbuf(index, oright, BUFFER_LOCK_EXCLUSIVE);
 
 	xs = GenericXLogStart(index);
-	lpage = GenericXLogRegisterBuffer(xs, buf, GENERIC_XLOG_FULL_IMAGE);
-	rpage = GenericXLogRegisterBuffer(xs, rbuf, GENERIC_XLOG_FULL_IMAGE);
+	lpage = forein_register_page(xs, buf, GENERIC_XLOG_FULL_IMAGE);
+	rpage = forein_register_page(xs, rbuf, GENERIC_XLOG_FULL_IMAGE);
 
 	/* the new right page: items [k, n) (inner: k + 1), bounds [sep, old hi) */
 	forein_init_page(rpage, 0, level);
@@ -257,9 +257,9 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	lopaque->version = version + 1;
 
 	if (BufferIsValid(obuf))
-		ForeinPageGetOpaque(GenericXLogRegisterBuffer(xs, obuf, 0))->left = rblkno;
+		ForeinPageGetOpaque(forein_register_page(xs, obuf, 0))->left = rblkno;
 	if (BufferIsValid(childbuf))
-		ForeinPageGetOpaque(GenericXLogRegisterBuffer(xs, childbuf, 0))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
+		ForeinPageGetOpaque(forein_register_page(xs, childbuf, 0))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
 	GenericXLogFinish(xs);
 
 	if (BufferIsValid(obuf))
@@ -282,7 +282,8 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
  * WAL record written directly: GenericXLogFinish would copy the page twice
  * and compare it byte by byte to find what changed, which made inserts
  * three times slower than btree's.  We know what changed: the header, the
- * line pointers from off on, and the new tuple.  The record is exactly what
+ * line pointers from off on (or from the first LP_DEAD mark cleared, see
+ * forein_clear_dead_marks), and the new tuple.  The record is exactly what
  * generic_redo() replays (fragments of offset, length, bytes; the hole
  * between pd_lower and pd_upper zeroed, as it is here).
  */
@@ -290,8 +291,17 @@ static void
 add_item_logged(Relation index, Buffer buf, IndexTuple itup, OffsetNumber off)
 {
 	Page		page = BufferGetPage(buf);
+	OffsetNumber from = off;
 
 	START_CRIT_SECTION();
+	if (RelationNeedsWAL(index))
+	{
+		/* the record carries the line pointers from the first mark cleared */
+		OffsetNumber cleared = forein_clear_dead_marks(page);
+
+		if (cleared != InvalidOffsetNumber && cleared < from)
+			from = cleared;
+	}
 	if (PageAddItem(page, (Item) itup, IndexTupleSize(itup), off, false,
 					false) == InvalidOffsetNumber)
 		elog(PANIC, "failed to add item to a page of index \"%s\"",
@@ -310,7 +320,7 @@ add_item_logged(Relation index, Buffer buf, IndexTuple itup, OffsetNumber off)
 
 		frag[0][0] = 0;
 		frag[0][1] = SizeOfPageHeaderData;
-		frag[1][0] = (char *) iid - (char *) page;
+		frag[1][0] = (char *) PageGetItemId(page, from) - (char *) page;
 		frag[1][1] = hdr->pd_lower - frag[1][0];
 		frag[2][0] = ItemIdGetOffset(iid);
 		frag[2][1] = ItemIdGetLength(iid);
@@ -354,9 +364,9 @@ insert_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	{
 		GenericXLogState *xs = GenericXLogStart(index);
 
-		page_add(index, GenericXLogRegisterBuffer(xs, buf, 0), itup, off);
+		page_add(index, forein_register_page(xs, buf, 0), itup, off);
 		if (BufferIsValid(childbuf))
-			ForeinPageGetOpaque(GenericXLogRegisterBuffer(xs, childbuf, 0))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
+			ForeinPageGetOpaque(forein_register_page(xs, childbuf, 0))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
 		GenericXLogFinish(xs);
 		if (BufferIsValid(childbuf))
 			forein_relbuf(childbuf);
@@ -390,7 +400,7 @@ replace_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 						  InvalidBuffer);
 	}
 	xs = GenericXLogStart(index);
-	wpage = GenericXLogRegisterBuffer(xs, buf, 0);
+	wpage = forein_register_page(xs, buf, 0);
 	PageIndexTupleDelete(wpage, off);
 	for (i = 0; i < nnew; i++)
 		page_add(index, wpage, newitems[i], off + i);
@@ -433,7 +443,7 @@ dedup_page(Relation index, Buffer buf)
 	if (m < n)
 	{
 		xs = GenericXLogStart(index);
-		wpage = GenericXLogRegisterBuffer(xs, buf, GENERIC_XLOG_FULL_IMAGE);
+		wpage = forein_register_page(xs, buf, GENERIC_XLOG_FULL_IMAGE);
 		PageIndexMultiDelete(wpage, offs, n);
 		for (i = 0; i < m; i++)
 			page_add(index, wpage, out[i], InvalidOffsetNumber);
@@ -494,17 +504,17 @@ new_root(Relation index, ForeinState *state, Buffer lbuf, IndexTuple sep,
 
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	xs = GenericXLogStart(index);
-	npage = GenericXLogRegisterBuffer(xs, nbuf, GENERIC_XLOG_FULL_IMAGE);
+	npage = forein_register_page(xs, nbuf, GENERIC_XLOG_FULL_IMAGE);
 	forein_init_page(npage, FOREIN_ROOT, level);
 	ForeinPageGetOpaque(npage)->version = 1;
 	page_add(index, npage, placeholder, FOREIN_HIKEY);
 	page_add(index, npage, placeholder, FOREIN_LOKEY);
 	ForeinPageGetOpaque(npage)->first_child = BufferGetBlockNumber(lbuf);
 	page_add(index, npage, downlink, FOREIN_FIRST_ITEM);
-	meta = ForeinPageGetMeta(GenericXLogRegisterBuffer(xs, metabuf, 0));
+	meta = ForeinPageGetMeta(forein_register_page(xs, metabuf, 0));
 	meta->root = BufferGetBlockNumber(nbuf);
 	meta->root_level = level;
-	ForeinPageGetOpaque(GenericXLogRegisterBuffer(xs, lbuf, 0))->flags &=
+	ForeinPageGetOpaque(forein_register_page(xs, lbuf, 0))->flags &=
 		~(FOREIN_ROOT | FOREIN_INCOMPLETE_SPLIT);
 	GenericXLogFinish(xs);
 

@@ -678,6 +678,55 @@ forein_relbuf(Buffer buf)
 }
 
 /*
+ * Clears the LP_DEAD marks scans set on a leaf's entries (kill_items in
+ * forein_scan.c); returns the first offset it changed, InvalidOffsetNumber
+ * if none.  The marks are hints written without WAL, so the standby's copy
+ * of the page lacks them; generic WAL's consistency check compares whole
+ * pages (no mask for line pointer flags, unlike btree_mask), so a leaf
+ * changed under WAL drops its marks in the same record and both copies
+ * agree.  Removing the entries instead would need the recovery conflict
+ * nbtree's deletion records carry.
+ */
+OffsetNumber
+forein_clear_dead_marks(Page page)
+{
+	OffsetNumber first = InvalidOffsetNumber;
+	OffsetNumber maxoff;
+	OffsetNumber off;
+
+	if (PageIsNew(page) ||
+		PageGetSpecialSize(page) != MAXALIGN(sizeof(ForeinPageOpaqueData)) ||
+		!ForeinPageIsLeaf(page))
+		return InvalidOffsetNumber;
+	maxoff = PageGetMaxOffsetNumber(page);
+	for (off = FOREIN_FIRST_ITEM; off <= maxoff; off++)
+	{
+		ItemId		iid = PageGetItemId(page, off);
+
+		if (ItemIdIsDead(iid) && ItemIdHasStorage(iid))
+		{
+			iid->lp_flags = LP_NORMAL;
+			if (first == InvalidOffsetNumber)
+				first = off;
+		}
+	}
+	return first;
+}
+
+/*
+ * GenericXLogRegisterBuffer for index pages: the working copy of a leaf
+ * has its LP_DEAD marks cleared (see forein_clear_dead_marks).
+ */
+Page
+forein_register_page(GenericXLogState *xs, Buffer buf, int flags)
+{
+	Page		page = GenericXLogRegisterBuffer(xs, buf, flags);
+
+	forein_clear_dead_marks(page);
+	return page;
+}
+
+/*
  * "REINDEX INDEX schema.name": the command a HINT tells the user to run.
  */
 static char *

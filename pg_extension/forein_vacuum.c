@@ -463,7 +463,7 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 		int			i;
 
 		gxstate = GenericXLogStart(rel);
-		wpage = GenericXLogRegisterBuffer(gxstate, buf, 0);
+		wpage = forein_register_page(gxstate, buf, 0);
 		/* shrink posting tuples in place first: offsets do not move */
 		for (i = 0; i < nupdated; i++)
 			if (!PageIndexTupleOverwrite(wpage, updated_off[i], (Item) updated[i],
@@ -754,7 +754,7 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 							PageGetItem(tpage, PageGetItemId(tpage, FOREIN_LOKEY)));
 
 	gxstate = GenericXLogStart(rel);
-	rpage = GenericXLogRegisterBuffer(gxstate, rbuf, 0);
+	rpage = forein_register_page(gxstate, rbuf, 0);
 	if (!PageIndexTupleOverwrite(rpage, FOREIN_LOKEY, (Item) tlokey,
 								 IndexTupleSize(tlokey)))
 	{
@@ -773,7 +773,7 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 	rop->left = cand->left;
 	rop->version++;
 
-	tpage = GenericXLogRegisterBuffer(gxstate, tbuf, 0);
+	tpage = forein_register_page(gxstate, tbuf, 0);
 	top = ForeinPageGetOpaque(tpage);
 	{
 		FullTransactionId fxid = ReadNextFullTransactionId();
@@ -789,12 +789,12 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 
 	if (BufferIsValid(lbuf))
 	{
-		lpage = GenericXLogRegisterBuffer(gxstate, lbuf, 0);
+		lpage = forein_register_page(gxstate, lbuf, 0);
 		lop = ForeinPageGetOpaque(lpage);
 		lop->right = cand->right;
 	}
 
-	ppage = GenericXLogRegisterBuffer(gxstate, pbuf, 0);
+	ppage = forein_register_page(gxstate, pbuf, 0);
 	forein_set_downlink(ppage, toff, cand->right);
 	PageIndexTupleDelete(ppage, toff + 1);
 

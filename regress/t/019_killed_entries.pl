@@ -34,15 +34,6 @@ INSERT INTO kd SELECT g % 100, repeat('y', 200) FROM generate_series(1, 20000) g
 CREATE INDEX kd_k ON kd USING forein (k) WITH (offload = 'none');
 VACUUM ANALYZE kt;
 VACUUM ANALYZE kd;
-CREATE FUNCTION blocks(q text) RETURNS int LANGUAGE plpgsql AS $$
-DECLARE plan json;
-BEGIN
-	SET LOCAL enable_seqscan = off;
-	SET LOCAL enable_bitmapscan = off;
-	EXECUTE 'EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ' || q INTO plan;
-	RETURN (plan->0->'Plan'->>'Shared Hit Blocks')::int +
-		(plan->0->'Plan'->>'Shared Read Blocks')::int;
-END $$;
 CREATE FUNCTION indexed_count(q text) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE n bigint;
 BEGIN
@@ -58,8 +49,8 @@ DELETE FROM kt WHERE k BETWEEN 1000 AND 8999;
 # the marks need the leaf unchanged (its LSN); the duplicates below use an
 # index-only scan, which keeps the pin
 my $range = 'SELECT sum(length(v)) FROM kt WHERE k BETWEEN 1 AND 10000';
-my $first = $node->safe_psql('postgres', "SELECT blocks('$range')");
-my $second = $node->safe_psql('postgres', "SELECT blocks('$range')");
+my $first = index_scan_buffers($node, 'postgres', $range);
+my $second = index_scan_buffers($node, 'postgres', $range);
 cmp_ok($second, '<', $first / 2,
 	"the second scan skips the deleted rows' entries ($first -> $second buffers)");
 is($node->safe_psql('postgres', "SELECT indexed_count('$range')"),
@@ -77,7 +68,8 @@ for my $pass (1, 2)
 	is($node->safe_psql('postgres', "SELECT indexed_count('SELECT count(*) FROM kd WHERE k = 8')"),
 		'0', "pass $pass: no row of a key whose rows all died");
 }
-my $dup_first = $node->safe_psql('postgres', "SELECT blocks('SELECT count(*) FROM kd WHERE k BETWEEN 8 AND 8')");
+my $dup_first = index_scan_buffers($node, 'postgres',
+	'SELECT count(*) FROM kd WHERE k BETWEEN 8 AND 8');
 cmp_ok($dup_first, '<', 20,
 	"a posting tuple whose TIDs all died is skipped ($dup_first buffers)");
 

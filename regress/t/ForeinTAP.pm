@@ -8,13 +8,15 @@ use strict;
 use warnings;
 
 use Exporter 'import';
+use JSON::PP qw(decode_json);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT = qw(forein_node forein_standby crash_postmaster wait_pids_gone index_plan_ok
-  test_seed compare_outputs run_marked_script poll_while_running offload_backends);
+  test_seed compare_outputs run_marked_script poll_while_running offload_backends
+  index_scan_buffers);
 
 # forein_node(name, preload => 1, allows_streaming => 0, conf => '...')
 # A node with the forein library preloaded (unless preload => 0), quiet
@@ -140,6 +142,19 @@ sub index_plan_ok
 		"plan uses $index: $query")
 	  or diag $plan;
 	return;
+}
+
+# index_scan_buffers(node, db, query): the shared buffers (hit + read) the
+# plan of query touched, run with sequential and bitmap scans off (so an
+# index scan answers it) under EXPLAIN (ANALYZE, BUFFERS).
+sub index_scan_buffers
+{
+	my ($node, $db, $query) = @_;
+	my $out = $node->safe_psql($db,
+		"SET enable_seqscan = off;\nSET enable_bitmapscan = off;\n"
+		  . "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) $query");
+	my $plan = decode_json($out)->[0]{Plan};
+	return $plan->{'Shared Hit Blocks'} + $plan->{'Shared Read Blocks'};
 }
 
 # offload_backends(node[, env]): the offload backends that give hints, in
