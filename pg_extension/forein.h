@@ -541,8 +541,11 @@ extern void forein_init_metapage(Page page, BlockNumber root, uint32 level,
 extern Buffer forein_getbuf(Relation index, BlockNumber blkno, int access);
 extern Buffer forein_newbuf(Relation index);
 extern void forein_relbuf(Buffer buf);
-extern OffsetNumber forein_clear_dead_marks(Page page);
+extern OffsetNumber forein_first_dead_mark(Page page);
+extern GenericXLogState *forein_xlog_start(Relation index);
 extern Page forein_register_page(GenericXLogState *xs, Buffer buf, int flags);
+extern void forein_xlog_finish(GenericXLogState *xs);
+extern void forein_xlog_abort(GenericXLogState *xs);
 extern void forein_check_page(Relation index, Page page, BlockNumber blkno);
 extern void forein_get_root(Relation index, BlockNumber *root, uint32 *level);
 extern void forein_verify_metapage(Relation index, Page metapage);

@@ -31,9 +31,9 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-static bool insert_onto(Relation index, ForeinState *state, Buffer buf,
-						ForeinStack stack, IndexTuple itup, OffsetNumber off,
-						Buffer childbuf);
+static bool insert_onto(Relation index, ForeinState *state, Relation heapRel,
+						Buffer buf, ForeinStack stack, IndexTuple itup,
+						OffsetNumber off, Buffer childbuf);
 
 static void
 page_add(Relation index, Page page, IndexTuple itup, OffsetNumber off)
@@ -227,7 +227,7 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	if (oright != InvalidBlockNumber)
 		obuf = forein_getbuf(index, oright, BUFFER_LOCK_EXCLUSIVE);
 
-	xs = GenericXLogStart(index);
+	xs = forein_xlog_start(index);
 	lpage = forein_register_page(xs, buf, GENERIC_XLOG_FULL_IMAGE);
 	rpage = forein_register_page(xs, rbuf, GENERIC_XLOG_FULL_IMAGE);
 
@@ -260,7 +260,7 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		ForeinPageGetOpaque(forein_register_page(xs, obuf, 0))->left = rblkno;
 	if (BufferIsValid(childbuf))
 		ForeinPageGetOpaque(forein_register_page(xs, childbuf, 0))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
-	GenericXLogFinish(xs);
+	forein_xlog_finish(xs);
 
 	if (BufferIsValid(obuf))
 		forein_relbuf(obuf);
@@ -282,8 +282,8 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
  * WAL record written directly: GenericXLogFinish would copy the page twice
  * and compare it byte by byte to find what changed, which made inserts
  * three times slower than btree's.  We know what changed: the header, the
- * line pointers from off on (or from the first LP_DEAD mark cleared, see
- * forein_clear_dead_marks), and the new tuple.  The record is exactly what
+ * line pointers from off on (or from the first entry marked LP_DEAD, so the
+ * standby gets the marks: see forein_register_page), and the new tuple.  The record is exactly what
  * generic_redo() replays (fragments of offset, length, bytes; the hole
  * between pd_lower and pd_upper zeroed, as it is here).
  */
@@ -296,11 +296,11 @@ add_item_logged(Relation index, Buffer buf, IndexTuple itup, OffsetNumber off)
 	START_CRIT_SECTION();
 	if (RelationNeedsWAL(index))
 	{
-		/* the record carries the line pointers from the first mark cleared */
-		OffsetNumber cleared = forein_clear_dead_marks(page);
+		/* the record carries the line pointers from the first marked one */
+		OffsetNumber marked = forein_first_dead_mark(page);
 
-		if (cleared != InvalidOffsetNumber && cleared < from)
-			from = cleared;
+		if (marked != InvalidOffsetNumber && marked < from)
+			from = marked;
 	}
 	if (PageAddItem(page, (Item) itup, IndexTupleSize(itup), off, false,
 					false) == InvalidOffsetNumber)
@@ -343,15 +343,133 @@ add_item_logged(Relation index, Buffer buf, IndexTuple itup, OffsetNumber off)
 }
 
 /*
+ * Whether every heap tuple of the n entries at offs of leaf buf is gone
+ * without a recovery conflict left to raise: table_index_delete_tuples
+ * (entries known deletable, as for nbtree's simple deletion) returns the
+ * newest XID a standby query must not still see, and examines no tuple
+ * behind an LP_DEAD heap line pointer, since the pruning that made it
+ * LP_DEAD logged that conflict already.
+ */
+static bool
+heap_tuples_pruned(Relation index, Relation heapRel, Buffer buf,
+				   const OffsetNumber *offs, int n, int ntids)
+{
+	Page		page = BufferGetPage(buf);
+	TM_IndexDeleteOp delstate;
+	TransactionId horizon;
+	int			i;
+
+	delstate.irel = index;
+	delstate.iblknum = BufferGetBlockNumber(buf);
+	delstate.bottomup = false;
+	delstate.bottomupfreespace = 0;
+	delstate.ndeltids = 0;
+	delstate.deltids = palloc(ntids * sizeof(TM_IndexDelete));
+	delstate.status = palloc(ntids * sizeof(TM_IndexStatus));
+	for (i = 0; i < n; i++)
+	{
+		IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, offs[i]));
+		int			count = forein_posting_count(itup);
+		int			k;
+
+		for (k = 0; k < count; k++)
+		{
+			int			j = delstate.ndeltids++;
+
+			delstate.deltids[j].tid = *forein_posting_tid(itup, k);
+			delstate.deltids[j].id = j;
+			delstate.status[j].idxoffnum = offs[i];
+			delstate.status[j].knowndeletable = true;
+			delstate.status[j].promising = false;
+			delstate.status[j].freespace = 0;
+		}
+	}
+	horizon = table_index_delete_tuples(heapRel, &delstate);
+	pfree(delstate.deltids);
+	pfree(delstate.status);
+	return !TransactionIdIsValid(horizon);
+}
+
+/*
+ * Before a full leaf splits, deletes the entries scans marked LP_DEAD
+ * (kill_items) whose heap tuples are already pruned, as nbtree's simple
+ * deletion does; returns where the insert position off is afterwards.
+ * nbtree's deletion record carries a recovery-conflict horizon for
+ * standby queries that may still see the tuples; generic WAL cannot, so
+ * only entries that need none go (heap_tuples_pruned).  Under churn the
+ * scan that marks an entry has usually pruned its heap page first
+ * (heap_page_prune_opt on fetch).  The heap is read under the leaf's
+ * exclusive lock, as nbtree does.
+ */
+static OffsetNumber
+delete_dead_entries(Relation index, Relation heapRel, Buffer buf,
+					OffsetNumber off)
+{
+	Page		page = BufferGetPage(buf);
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	OffsetNumber marked[MaxIndexTuplesPerPage];
+	OffsetNumber deletable[MaxIndexTuplesPerPage];
+	int			nmarked = 0;
+	int			ndeletable = 0;
+	int			ntids = 0;
+	int			i;
+	GenericXLogState *xs;
+
+	for (i = FOREIN_FIRST_ITEM; i <= maxoff; i++)
+	{
+		ItemId		iid = PageGetItemId(page, i);
+
+		if (ItemIdIsDead(iid) && ItemIdHasStorage(iid))
+		{
+			marked[nmarked++] = i;
+			ntids += forein_posting_count((IndexTuple) PageGetItem(page, iid));
+		}
+	}
+	if (nmarked == 0)
+		return off;
+	/* all at once; if some still need a conflict, entry by entry */
+	if (heap_tuples_pruned(index, heapRel, buf, marked, nmarked, ntids))
+	{
+		memcpy(deletable, marked, nmarked * sizeof(OffsetNumber));
+		ndeletable = nmarked;
+	}
+	else
+	{
+		for (i = 0; i < nmarked; i++)
+		{
+			IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, marked[i]));
+
+			if (heap_tuples_pruned(index, heapRel, buf, &marked[i], 1,
+								   forein_posting_count(itup)))
+				deletable[ndeletable++] = marked[i];
+		}
+	}
+	if (ndeletable == 0)
+		return off;
+
+	xs = forein_xlog_start(index);
+	PageIndexMultiDelete(forein_register_page(xs, buf, 0), deletable, ndeletable);
+	forein_xlog_finish(xs);
+	for (i = 0; i < ndeletable && deletable[i] < off; i++)
+		;
+	return off - i;
+}
+
+/*
  * Adds itup at off, splitting if needed; releases buf and childbuf.  Returns
  * false when a split could not take itup (split_page): buf is released,
  * childbuf still held, and the caller retries.
  */
 static bool
-insert_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
-			IndexTuple itup, OffsetNumber off, Buffer childbuf)
+insert_onto(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
+			ForeinStack stack, IndexTuple itup, OffsetNumber off,
+			Buffer childbuf)
 {
 	Page		page = BufferGetPage(buf);
+
+	if (heapRel != NULL &&
+		PageGetFreeSpace(page) < MAXALIGN(IndexTupleSize(itup)))
+		off = delete_dead_entries(index, heapRel, buf, off);
 
 	if (PageGetFreeSpace(page) >= MAXALIGN(IndexTupleSize(itup)) &&
 		!BufferIsValid(childbuf))
@@ -362,12 +480,12 @@ insert_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	}
 	if (PageGetFreeSpace(page) >= MAXALIGN(IndexTupleSize(itup)))
 	{
-		GenericXLogState *xs = GenericXLogStart(index);
+		GenericXLogState *xs = forein_xlog_start(index);
 
 		page_add(index, forein_register_page(xs, buf, 0), itup, off);
 		if (BufferIsValid(childbuf))
 			ForeinPageGetOpaque(forein_register_page(xs, childbuf, 0))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
-		GenericXLogFinish(xs);
+		forein_xlog_finish(xs);
 		if (BufferIsValid(childbuf))
 			forein_relbuf(childbuf);
 		forein_relbuf(buf);
@@ -399,12 +517,12 @@ replace_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		return split_page(index, state, buf, stack, newitems, nnew, off, true,
 						  InvalidBuffer);
 	}
-	xs = GenericXLogStart(index);
+	xs = forein_xlog_start(index);
 	wpage = forein_register_page(xs, buf, 0);
 	PageIndexTupleDelete(wpage, off);
 	for (i = 0; i < nnew; i++)
 		page_add(index, wpage, newitems[i], off + i);
-	GenericXLogFinish(xs);
+	forein_xlog_finish(xs);
 	forein_relbuf(buf);
 	return true;
 }
@@ -442,12 +560,12 @@ dedup_page(Relation index, Buffer buf)
 	m = forein_dedup_items(items, n, out);
 	if (m < n)
 	{
-		xs = GenericXLogStart(index);
+		xs = forein_xlog_start(index);
 		wpage = forein_register_page(xs, buf, GENERIC_XLOG_FULL_IMAGE);
 		PageIndexMultiDelete(wpage, offs, n);
 		for (i = 0; i < m; i++)
 			page_add(index, wpage, out[i], InvalidOffsetNumber);
-		GenericXLogFinish(xs);
+		forein_xlog_finish(xs);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
@@ -461,15 +579,19 @@ dedup_page(Relation index, Buffer buf)
  * Releases buf.  Returns false as insert_onto does.
  */
 static bool
-insert_dedup(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
-			 IndexTuple itup, const ForeinSearchKey *key)
+insert_dedup(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
+			 ForeinStack stack, IndexTuple itup, const ForeinSearchKey *key)
 {
 	Page		page = BufferGetPage(buf);
 	OffsetNumber off = forein_binsearch_leaf(state, page, key);
 
-	if (PageGetFreeSpace(page) < MAXALIGN(IndexTupleSize(itup)) &&
-		dedup_page(index, buf))
-		off = forein_binsearch_leaf(state, page, key);
+	if (PageGetFreeSpace(page) < MAXALIGN(IndexTupleSize(itup)))
+	{
+		off = delete_dead_entries(index, heapRel, buf, off);
+		if (PageGetFreeSpace(page) < MAXALIGN(IndexTupleSize(itup)) &&
+			dedup_page(index, buf))
+			off = forein_binsearch_leaf(state, page, key);
+	}
 	if (off > FOREIN_FIRST_ITEM)
 	{
 		IndexTuple	prev = (IndexTuple) PageGetItem(page, PageGetItemId(page, off - 1));
@@ -484,7 +606,8 @@ insert_dedup(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 			return replace_onto(index, state, buf, stack, off - 1, rep, nrep);
 		}
 	}
-	return insert_onto(index, state, buf, stack, itup, off, InvalidBuffer);
+	return insert_onto(index, state, heapRel, buf, stack, itup, off,
+					   InvalidBuffer);
 }
 
 /* Grows the tree: a new root above the old root lbuf and its new sibling */
@@ -503,7 +626,7 @@ new_root(Relation index, ForeinState *state, Buffer lbuf, IndexTuple sep,
 	IndexTuple	downlink = forein_make_downlink(sep, rblkno);
 
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	xs = GenericXLogStart(index);
+	xs = forein_xlog_start(index);
 	npage = forein_register_page(xs, nbuf, GENERIC_XLOG_FULL_IMAGE);
 	forein_init_page(npage, FOREIN_ROOT, level);
 	ForeinPageGetOpaque(npage)->version = 1;
@@ -516,7 +639,7 @@ new_root(Relation index, ForeinState *state, Buffer lbuf, IndexTuple sep,
 	meta->root_level = level;
 	ForeinPageGetOpaque(forein_register_page(xs, lbuf, 0))->flags &=
 		~(FOREIN_ROOT | FOREIN_INCOMPLETE_SPLIT);
-	GenericXLogFinish(xs);
+	forein_xlog_finish(xs);
 
 	state->root = BufferGetBlockNumber(nbuf);
 	state->root_level = level;
@@ -624,7 +747,8 @@ retry:
 
 	downlink = forein_make_downlink(sep, rblkno);
 	parent_blkno = BufferGetBlockNumber(pbuf);	/* insert_onto releases pbuf */
-	if (!insert_onto(index, state, pbuf, parentstack, downlink, off + 1, lbuf))
+	if (!insert_onto(index, state, NULL, pbuf, parentstack, downlink, off + 1,
+					 lbuf))
 	{
 		/* the parent split without our downlink: find it again from there */
 		pfree(downlink);
@@ -793,9 +917,10 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 			}
 			CheckForSerializableConflictIn(index, NULL, BufferGetBlockNumber(buf));
 			if (dedup)
-				done = insert_dedup(index, state, buf, stack, itup, &key);
+				done = insert_dedup(index, state, heapRel, buf, stack, itup,
+									&key);
 			else
-				done = insert_onto(index, state, buf, stack, itup,
+				done = insert_onto(index, state, heapRel, buf, stack, itup,
 								   forein_binsearch_leaf(state, page, &key), InvalidBuffer);
 			forein_free_stack(stack);
 			if (done)
@@ -864,7 +989,7 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 			CheckForSerializableConflictIn(index, NULL, BufferGetBlockNumber(buf));
 			if (!forein_page_hi_le(state, page, &key))
 			{
-				done = insert_onto(index, state, buf, stack, itup,
+				done = insert_onto(index, state, heapRel, buf, stack, itup,
 								   forein_binsearch_leaf(state, page, &key), InvalidBuffer);
 				forein_free_stack(stack);
 				if (done)
@@ -898,7 +1023,7 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 				forein_free_stack(stack);
 				continue;
 			}
-			done = insert_onto(index, state, target, NULL, itup,
+			done = insert_onto(index, state, heapRel, target, NULL, itup,
 							   forein_binsearch_leaf(state, BufferGetPage(target), &key),
 							   InvalidBuffer);
 			forein_relbuf(buf);

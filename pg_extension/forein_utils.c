@@ -678,52 +678,114 @@ forein_relbuf(Buffer buf)
 }
 
 /*
- * Clears the LP_DEAD marks scans set on a leaf's entries (kill_items in
- * forein_scan.c); returns the first offset it changed, InvalidOffsetNumber
- * if none.  The marks are hints written without WAL, so the standby's copy
- * of the page lacks them; generic WAL's consistency check compares whole
- * pages (no mask for line pointer flags, unlike btree_mask), so a leaf
- * changed under WAL drops its marks in the same record and both copies
- * agree.  Removing the entries instead would need the recovery conflict
- * nbtree's deletion records carry.
+ * LP_DEAD marks on a leaf's entries (kill_items in forein_scan.c) are hints
+ * written without WAL of their own.  Generic WAL's replay check compares
+ * whole pages (no mask for line pointer flags, unlike btree_mask), so a
+ * leaf changed under WAL must bring its marks to the standby in the same
+ * record, or the standby's copy differs and replay stops with
+ * "inconsistent page found".  Harmless there: standby scans ignore marks,
+ * and a transaction begun after promotion sees the deletes that made them.
  */
-OffsetNumber
-forein_clear_dead_marks(Page page)
+static inline bool
+leaf_is_marked(Page page, OffsetNumber off)
 {
-	OffsetNumber first = InvalidOffsetNumber;
+	ItemId		iid = PageGetItemId(page, off);
+
+	return ItemIdIsDead(iid) && ItemIdHasStorage(iid);
+}
+
+/* A leaf (not the metapage, whose level is 0 too, nor a deleted page) */
+static inline bool
+page_is_leaf(Page page)
+{
+	return !PageIsNew(page) &&
+		PageGetSpecialSize(page) == MAXALIGN(sizeof(ForeinPageOpaqueData)) &&
+		ForeinPageGetOpaque(page)->page_id == FOREIN_PAGE_ID &&
+		ForeinPageIsLeaf(page) &&
+		(ForeinPageGetOpaque(page)->flags & (FOREIN_META | FOREIN_DELETED)) == 0;
+}
+
+/* The first marked entry of a leaf, or InvalidOffsetNumber */
+OffsetNumber
+forein_first_dead_mark(Page page)
+{
 	OffsetNumber maxoff;
 	OffsetNumber off;
 
-	if (PageIsNew(page) ||
-		PageGetSpecialSize(page) != MAXALIGN(sizeof(ForeinPageOpaqueData)) ||
-		!ForeinPageIsLeaf(page))
+	if (!page_is_leaf(page))
 		return InvalidOffsetNumber;
 	maxoff = PageGetMaxOffsetNumber(page);
 	for (off = FOREIN_FIRST_ITEM; off <= maxoff; off++)
-	{
-		ItemId		iid = PageGetItemId(page, off);
-
-		if (ItemIdIsDead(iid) && ItemIdHasStorage(iid))
-		{
-			iid->lp_flags = LP_NORMAL;
-			if (first == InvalidOffsetNumber)
-				first = off;
-		}
-	}
-	return first;
+		if (leaf_is_marked(page, off))
+			return off;
+	return InvalidOffsetNumber;
 }
 
 /*
- * GenericXLogRegisterBuffer for index pages: the working copy of a leaf
- * has its LP_DEAD marks cleared (see forein_clear_dead_marks).
+ * Generic WAL records over index pages.  A record holds what differs
+ * between each page and its working copy, and replay must rebuild the
+ * copy exactly, marks included.  Marks on the copy where the page has none
+ * differ already, and so do marks the copy dropped (replay clears them);
+ * a mark on both would not be in the record, so forein_xlog_finish takes
+ * it off the page (locked exclusively, about to be overwritten by the copy)
+ * just before the record is made.  The standby then holds exactly the
+ * primary's page after every record, and between records only the primary
+ * gains marks.  One record is built at a time per backend.
  */
+static Buffer xlog_bufs[MAX_GENERIC_XLOG_PAGES];
+static Page xlog_copies[MAX_GENERIC_XLOG_PAGES];
+static int	xlog_npages;
+
+GenericXLogState *
+forein_xlog_start(Relation index)
+{
+	xlog_npages = 0;
+	return GenericXLogStart(index);
+}
+
 Page
 forein_register_page(GenericXLogState *xs, Buffer buf, int flags)
 {
-	Page		page = GenericXLogRegisterBuffer(xs, buf, flags);
+	Page		copy = GenericXLogRegisterBuffer(xs, buf, flags);
+	int			i;
 
-	forein_clear_dead_marks(page);
-	return page;
+	for (i = 0; i < xlog_npages; i++)
+		if (xlog_bufs[i] == buf)
+			return copy;
+	Assert(xlog_npages < MAX_GENERIC_XLOG_PAGES);
+	xlog_bufs[xlog_npages] = buf;
+	xlog_copies[xlog_npages++] = copy;
+	return copy;
+}
+
+void
+forein_xlog_finish(GenericXLogState *xs)
+{
+	int			i;
+
+	for (i = 0; i < xlog_npages; i++)
+	{
+		Page		page = BufferGetPage(xlog_bufs[i]);
+		Page		copy = xlog_copies[i];
+		OffsetNumber off;
+		OffsetNumber last;
+
+		if (!page_is_leaf(page) || !page_is_leaf(copy))
+			continue;
+		last = Min(PageGetMaxOffsetNumber(page), PageGetMaxOffsetNumber(copy));
+		for (off = FOREIN_FIRST_ITEM; off <= last; off++)
+			if (leaf_is_marked(page, off) && leaf_is_marked(copy, off))
+				PageGetItemId(page, off)->lp_flags = LP_NORMAL;
+	}
+	xlog_npages = 0;
+	GenericXLogFinish(xs);
+}
+
+void
+forein_xlog_abort(GenericXLogState *xs)
+{
+	xlog_npages = 0;
+	GenericXLogAbort(xs);
 }
 
 /*

@@ -462,7 +462,7 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 		Page		wpage;
 		int			i;
 
-		gxstate = GenericXLogStart(rel);
+		gxstate = forein_xlog_start(rel);
 		wpage = forein_register_page(gxstate, buf, 0);
 		/* shrink posting tuples in place first: offsets do not move */
 		for (i = 0; i < nupdated; i++)
@@ -472,7 +472,7 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 					 RelationGetRelationName(rel));
 		if (ndeletable > 0)
 			PageIndexMultiDelete(wpage, deletable, ndeletable);
-		GenericXLogFinish(gxstate);
+		forein_xlog_finish(gxstate);
 
 		stats->tuples_removed += ndeletable + removed_tids;
 		page = BufferGetPage(buf);
@@ -753,14 +753,14 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 	tlokey = CopyIndexTuple((IndexTuple)
 							PageGetItem(tpage, PageGetItemId(tpage, FOREIN_LOKEY)));
 
-	gxstate = GenericXLogStart(rel);
+	gxstate = forein_xlog_start(rel);
 	rpage = forein_register_page(gxstate, rbuf, 0);
 	if (!PageIndexTupleOverwrite(rpage, FOREIN_LOKEY, (Item) tlokey,
 								 IndexTupleSize(tlokey)))
 	{
 		elog(DEBUG2, "forein vacuum of \"%s\": empty block %u kept: its low key does not fit on right sibling %u",
 			 RelationGetRelationName(rel), cand->target, cand->right);
-		GenericXLogAbort(gxstate);
+		forein_xlog_abort(gxstate);
 		pfree(tlokey);
 		UnlockReleaseBuffer(pbuf);
 		UnlockReleaseBuffer(rbuf);
@@ -798,7 +798,7 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 	forein_set_downlink(ppage, toff, cand->right);
 	PageIndexTupleDelete(ppage, toff + 1);
 
-	GenericXLogFinish(gxstate);
+	forein_xlog_finish(gxstate);
 	pfree(tlokey);
 
 	UnlockReleaseBuffer(pbuf);

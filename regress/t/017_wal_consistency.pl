@@ -207,9 +207,10 @@ compare('after emptying and refilling');
 # Scans mark the entries of deleted rows LP_DEAD, a hint written without
 # WAL that the standby never sees.  Generic WAL's check compares whole
 # pages (it has no mask for line pointer flags, as btree_mask has), so a
-# leaf changed under WAL afterwards must drop its marks in the same record:
-# single inserts (add_item_logged), posting list changes and splits land on
-# marked leaves here.
+# leaf changed under WAL afterwards must carry its marks in the same
+# record: single inserts (add_item_logged), posting list changes, splits
+# and the deletion of marked entries before a split land on marked leaves
+# here.
 $primary->safe_psql(
 	'postgres', q{
 	DELETE FROM w WHERE k BETWEEN 2001 AND 6000 AND k % 50 <> 0;
@@ -219,10 +220,14 @@ my $marks_first = index_scan_buffers($primary, 'postgres', $marked_range);
 my $marks_second = index_scan_buffers($primary, 'postgres', $marked_range);
 cmp_ok($marks_second, '<', $marks_first,
 	"a scan marked the deleted rows' entries dead ($marks_first -> $marks_second buffers)");
+my $wk_marked = $primary->safe_psql('postgres', "SELECT pg_relation_size('w_k')");
 $primary->safe_psql('postgres',
 	join('', map { "INSERT INTO w VALUES (" . (500000 + $_) . ", " . (1 + ($_ * 37) % 8000)
 		  . ", 2, 'm$_');\n" } 0 .. 199)
-	  . "INSERT INTO w SELECT g, 2000 + g % 4000, 2, 'n' FROM generate_series(510001, 514000) g;\n");
+	  . "INSERT INTO w SELECT g, 2000 + g % 3000, 2, 'n' FROM generate_series(510001, 513000) g;\n");
+# 3,200 new entries where 3,920 were marked: deleting them makes room
+is($primary->safe_psql('postgres', "SELECT pg_relation_size('w_k')"), $wk_marked,
+	'marked entries were deleted before leaves split: w_k did not grow');
 compare('after changes to leaves with entries marked dead');
 
 # Crash recovery on the primary checks its own replay too.

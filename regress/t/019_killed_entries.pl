@@ -7,6 +7,9 @@
 #    with the same answer as a sequential scan.
 #  - A posting tuple (duplicates) is marked only when all its TIDs are
 #    dead: a key with one live row among dead ones still returns that row.
+#  - Before a full leaf splits, its marked entries whose heap tuples were
+#    pruned are deleted (nbtree's simple deletion): inserts into the
+#    deleted range do not grow the index.
 #  - The marks are hints: forein_check accepts them, VACUUM removes the
 #    entries, and rows inserted afterwards (reusing the freed TIDs) are found.
 #
@@ -76,11 +79,25 @@ cmp_ok($dup_first, '<', 20,
 # the marks are hints: the checker accepts them, VACUUM removes the entries
 is($node->safe_psql('postgres', "SELECT forein_check('kt_k', true)"), '',
 	'forein_check (heapallindexed) accepts LP_DEAD entries');
+
+# Before a full leaf splits, its marked entries whose heap tuples are
+# pruned (the marking scan pruned the heap pages) are deleted: new rows in
+# the deleted range fit in the space of the old ones, without a VACUUM.
+my $size_marked = $node->safe_psql('postgres', "SELECT pg_relation_size('kt_k')");
+$node->safe_psql('postgres',
+	"INSERT INTO kt SELECT g, 'early' FROM generate_series(1000, 8999) g");
+is($node->safe_psql('postgres', "SELECT pg_relation_size('kt_k')"), $size_marked,
+	"rows inserted over marked entries take their space: the index did not grow from $size_marked bytes");
+is($node->safe_psql('postgres', "SELECT indexed_count('$range')"),
+	2000 * 200 + 8000 * 5, 'the range returns the live rows and the new ones');
+is($node->safe_psql('postgres', "SELECT forein_check('kt_k', true)"), '',
+	'forein_check (heapallindexed) after the marked entries were deleted');
+
 $node->safe_psql('postgres', 'VACUUM kt');
 $node->safe_psql('postgres',
 	"INSERT INTO kt SELECT g, 'new' FROM generate_series(1000, 8999) g");
 is($node->safe_psql('postgres', "SELECT indexed_count('$range')"),
-	2000 * 200 + 8000 * 3, 'rows inserted after VACUUM (reusing freed TIDs) are found');
+	2000 * 200 + 8000 * 5 + 8000 * 3, 'rows inserted after VACUUM (reusing freed TIDs) are found');
 is( $node->safe_psql('postgres',
 		"SELECT indexed_count('SELECT count(*) FROM kt WHERE v = ''new'' AND k BETWEEN 1000 AND 8999')"),
 	'8000', '... every one of them');
