@@ -282,10 +282,11 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
  * WAL record written directly: GenericXLogFinish would copy the page twice
  * and compare it byte by byte to find what changed, which made inserts
  * three times slower than btree's.  We know what changed: the header, the
- * line pointers from off on (or from the first entry marked LP_DEAD, so the
- * standby gets the marks: see forein_register_page), and the new tuple.  The record is exactly what
- * generic_redo() replays (fragments of offset, length, bytes; the hole
- * between pd_lower and pd_upper zeroed, as it is here).
+ * line pointers from off on (or from the first entry marked LP_DEAD, so
+ * the standby gets the marks: see forein_xlog_finish), and the new tuple.
+ * The record is exactly what generic_redo() replays (fragments of offset,
+ * length, bytes; the hole between pd_lower and pd_upper zeroed, as it is
+ * here).
  */
 static void
 add_item_logged(Relation index, Buffer buf, IndexTuple itup, OffsetNumber off)
