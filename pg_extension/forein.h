@@ -541,7 +541,16 @@ extern void forein_init_metapage(Page page, BlockNumber root, uint32 level,
 extern Buffer forein_getbuf(Relation index, BlockNumber blkno, int access);
 extern Buffer forein_newbuf(Relation index);
 extern void forein_relbuf(Buffer buf);
-extern OffsetNumber forein_first_dead_mark(Page page);
+extern OffsetNumber forein_first_dead_mark(Page page, OffsetNumber before);
+
+/* A leaf entry a scan marked LP_DEAD (kill_items in forein_scan.c) */
+static inline bool
+forein_leaf_is_marked(Page page, OffsetNumber off)
+{
+	ItemId		iid = PageGetItemId(page, off);
+
+	return ItemIdIsDead(iid) && ItemIdHasStorage(iid);
+}
 extern GenericXLogState *forein_xlog_start(Relation index);
 extern Page forein_register_page(GenericXLogState *xs, Buffer buf, int flags);
 extern void forein_xlog_finish(GenericXLogState *xs);

@@ -298,9 +298,9 @@ add_item_logged(Relation index, Buffer buf, IndexTuple itup, OffsetNumber off)
 	if (RelationNeedsWAL(index))
 	{
 		/* the record carries the line pointers from the first marked one */
-		OffsetNumber marked = forein_first_dead_mark(page);
+		OffsetNumber marked = forein_first_dead_mark(page, off);
 
-		if (marked != InvalidOffsetNumber && marked < from)
+		if (marked != InvalidOffsetNumber)
 			from = marked;
 	}
 	if (PageAddItem(page, (Item) itup, IndexTupleSize(itup), off, false,
@@ -417,15 +417,12 @@ delete_dead_entries(Relation index, Relation heapRel, Buffer buf,
 	GenericXLogState *xs;
 
 	for (i = FOREIN_FIRST_ITEM; i <= maxoff; i++)
-	{
-		ItemId		iid = PageGetItemId(page, i);
-
-		if (ItemIdIsDead(iid) && ItemIdHasStorage(iid))
+		if (forein_leaf_is_marked(page, i))
 		{
 			marked[nmarked++] = i;
-			ntids += forein_posting_count((IndexTuple) PageGetItem(page, iid));
+			ntids += forein_posting_count((IndexTuple)
+										  PageGetItem(page, PageGetItemId(page, i)));
 		}
-	}
 	if (nmarked == 0)
 		return off;
 	/* all at once; if some still need a conflict, entry by entry */
@@ -459,7 +456,8 @@ delete_dead_entries(Relation index, Relation heapRel, Buffer buf,
 /*
  * Adds itup at off, splitting if needed; releases buf and childbuf.  Returns
  * false when a split could not take itup (split_page): buf is released,
- * childbuf still held, and the caller retries.
+ * childbuf still held, and the caller retries.  With heapRel (a leaf whose
+ * caller has not tried yet), a full page first deletes its dead entries.
  */
 static bool
 insert_onto(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
@@ -607,7 +605,8 @@ insert_dedup(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
 			return replace_onto(index, state, buf, stack, off - 1, rep, nrep);
 		}
 	}
-	return insert_onto(index, state, heapRel, buf, stack, itup, off,
+	/* (deletion was tried above if the page was full: no heapRel) */
+	return insert_onto(index, state, NULL, buf, stack, itup, off,
 					   InvalidBuffer);
 }
 

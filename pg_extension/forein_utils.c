@@ -686,14 +686,6 @@ forein_relbuf(Buffer buf)
  * "inconsistent page found".  Harmless there: standby scans ignore marks,
  * and a transaction begun after promotion sees the deletes that made them.
  */
-static inline bool
-leaf_is_marked(Page page, OffsetNumber off)
-{
-	ItemId		iid = PageGetItemId(page, off);
-
-	return ItemIdIsDead(iid) && ItemIdHasStorage(iid);
-}
-
 /* A leaf (not the metapage, whose level is 0 too, nor a deleted page) */
 static inline bool
 page_is_leaf(Page page)
@@ -705,18 +697,18 @@ page_is_leaf(Page page)
 		(ForeinPageGetOpaque(page)->flags & (FOREIN_META | FOREIN_DELETED)) == 0;
 }
 
-/* The first marked entry of a leaf, or InvalidOffsetNumber */
+/* The first marked entry of a leaf before offset `before`, or InvalidOffsetNumber */
 OffsetNumber
-forein_first_dead_mark(Page page)
+forein_first_dead_mark(Page page, OffsetNumber before)
 {
-	OffsetNumber maxoff;
+	OffsetNumber last;
 	OffsetNumber off;
 
 	if (!page_is_leaf(page))
 		return InvalidOffsetNumber;
-	maxoff = PageGetMaxOffsetNumber(page);
-	for (off = FOREIN_FIRST_ITEM; off <= maxoff; off++)
-		if (leaf_is_marked(page, off))
+	last = Min(PageGetMaxOffsetNumber(page), before - 1);
+	for (off = FOREIN_FIRST_ITEM; off <= last; off++)
+		if (forein_leaf_is_marked(page, off))
 			return off;
 	return InvalidOffsetNumber;
 }
@@ -774,7 +766,7 @@ forein_xlog_finish(GenericXLogState *xs)
 			continue;
 		last = Min(PageGetMaxOffsetNumber(page), PageGetMaxOffsetNumber(copy));
 		for (off = FOREIN_FIRST_ITEM; off <= last; off++)
-			if (leaf_is_marked(page, off) && leaf_is_marked(copy, off))
+			if (forein_leaf_is_marked(page, off) && forein_leaf_is_marked(copy, off))
 				PageGetItemId(page, off)->lp_flags = LP_NORMAL;
 	}
 	xlog_npages = 0;
