@@ -543,6 +543,20 @@ extern Buffer forein_newbuf(Relation index);
 extern void forein_relbuf(Buffer buf);
 extern OffsetNumber forein_first_dead_mark(Page page, OffsetNumber before);
 
+/*
+ * Whether a page image (possibly not validated yet: a WAL mask's) is a live
+ * leaf: not new, not the metapage, not deleted.
+ */
+static inline bool
+forein_page_is_leaf_image(Page page)
+{
+	return !PageIsNew(page) &&
+		PageGetSpecialSize(page) == MAXALIGN(sizeof(ForeinPageOpaqueData)) &&
+		ForeinPageGetOpaque(page)->page_id == FOREIN_PAGE_ID &&
+		ForeinPageIsLeaf(page) &&
+		(ForeinPageGetOpaque(page)->flags & (FOREIN_META | FOREIN_DELETED)) == 0;
+}
+
 /* A leaf entry a scan marked LP_DEAD (kill_items in forein_scan.c) */
 static inline bool
 forein_leaf_is_marked(Page page, OffsetNumber off)
@@ -555,6 +569,12 @@ extern GenericXLogState *forein_xlog_start(Relation index);
 extern Page forein_register_page(GenericXLogState *xs, Buffer buf, int flags);
 extern void forein_xlog_finish(GenericXLogState *xs);
 extern void forein_xlog_abort(GenericXLogState *xs);
+
+/* forein_xlog.c: forein's WAL resource manager (when preloaded) */
+#define FOREIN_RMGR_ID			161
+extern bool forein_wal_rmgr_ready;
+extern void forein_register_wal_rmgr(void);
+extern XLogRecPtr forein_log_insert(Buffer buf, OffsetNumber off);
 extern void forein_check_page(Relation index, Page page, BlockNumber blkno);
 extern void forein_get_root(Relation index, BlockNumber *root, uint32 *level);
 extern void forein_verify_metapage(Relation index, Page metapage);

@@ -278,24 +278,26 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 }
 
 /*
- * Adds itup at off on a page known to have room, and logs it as a generic
- * WAL record written directly: GenericXLogFinish would copy the page twice
- * and compare it byte by byte to find what changed, which made inserts
- * three times slower than btree's.  We know what changed: the header, the
- * line pointers from off on (or from the first entry marked LP_DEAD, so
- * the standby gets the marks: see forein_xlog_finish), and the new tuple.
- * The record is exactly what generic_redo() replays (fragments of offset,
- * length, bytes; the hole between pd_lower and pd_upper zeroed, as it is
- * here).
+ * Adds itup at off on a page known to have room, and logs it.  With forein
+ * preloaded the record is forein's own (forein_xlog.c): the offset and the
+ * tuple.  Otherwise it is a generic WAL record written directly:
+ * GenericXLogFinish would copy the page twice and compare it byte by byte
+ * to find what changed, which made inserts three times slower than
+ * btree's.  We know what changed: the header, the line pointers from off
+ * on (or from the first entry marked LP_DEAD, so the standby gets the
+ * marks: see forein_xlog_finish), and the new tuple.  The record is
+ * exactly what generic_redo() replays (fragments of offset, length, bytes;
+ * the hole between pd_lower and pd_upper zeroed, as it is here).
  */
 static void
 add_item_logged(Relation index, Buffer buf, IndexTuple itup, OffsetNumber off)
 {
 	Page		page = BufferGetPage(buf);
+	bool		generic = RelationNeedsWAL(index) && !forein_wal_rmgr_ready;
 	OffsetNumber from = off;
 
 	START_CRIT_SECTION();
-	if (RelationNeedsWAL(index))
+	if (generic)
 	{
 		/* the record carries the line pointers from the first marked one */
 		OffsetNumber marked = forein_first_dead_mark(page, off);
@@ -308,7 +310,13 @@ add_item_logged(Relation index, Buffer buf, IndexTuple itup, OffsetNumber off)
 		elog(PANIC, "failed to add item to a page of index \"%s\"",
 			 RelationGetRelationName(index));
 	MarkBufferDirty(buf);
-	if (RelationNeedsWAL(index))
+	if (RelationNeedsWAL(index) && !generic)
+	{
+		XLogRecPtr	lsn = forein_log_insert(buf, off);	/* PageSetLSN is a macro */
+
+		PageSetLSN(page, lsn);
+	}
+	else if (generic)
 	{
 		PageHeader	hdr = (PageHeader) page;
 		ItemId		iid = PageGetItemId(page, off);

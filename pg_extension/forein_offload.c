@@ -116,6 +116,8 @@ _PG_init(void)
 {
 	forein_offload_init();
 	forein_hooks_init();
+	if (process_shared_preload_libraries_in_progress)
+		forein_register_wal_rmgr();
 }
 
 /*

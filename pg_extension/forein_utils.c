@@ -687,16 +687,6 @@ forein_relbuf(Buffer buf)
  * and a transaction begun after promotion sees the deletes that made them.
  */
 /* A leaf (not the metapage, whose level is 0 too, nor a deleted page) */
-static inline bool
-page_is_leaf(Page page)
-{
-	return !PageIsNew(page) &&
-		PageGetSpecialSize(page) == MAXALIGN(sizeof(ForeinPageOpaqueData)) &&
-		ForeinPageGetOpaque(page)->page_id == FOREIN_PAGE_ID &&
-		ForeinPageIsLeaf(page) &&
-		(ForeinPageGetOpaque(page)->flags & (FOREIN_META | FOREIN_DELETED)) == 0;
-}
-
 /* The first marked entry of a leaf before offset `before`, or InvalidOffsetNumber */
 OffsetNumber
 forein_first_dead_mark(Page page, OffsetNumber before)
@@ -704,7 +694,7 @@ forein_first_dead_mark(Page page, OffsetNumber before)
 	OffsetNumber last;
 	OffsetNumber off;
 
-	if (!page_is_leaf(page))
+	if (!forein_page_is_leaf_image(page))
 		return InvalidOffsetNumber;
 	last = Min(PageGetMaxOffsetNumber(page), before - 1);
 	for (off = FOREIN_FIRST_ITEM; off <= last; off++)
@@ -762,7 +752,7 @@ forein_xlog_finish(GenericXLogState *xs)
 		OffsetNumber off;
 		OffsetNumber last;
 
-		if (!page_is_leaf(page) || !page_is_leaf(copy))
+		if (!forein_page_is_leaf_image(page) || !forein_page_is_leaf_image(copy))
 			continue;
 		last = Min(PageGetMaxOffsetNumber(page), PageGetMaxOffsetNumber(copy));
 		for (off = FOREIN_FIRST_ITEM; off <= last; off++)

@@ -1,13 +1,15 @@
 # WAL replay checked page by page: the primary runs with
-# wal_consistency_checking = 'generic', so every generic WAL record forein
-# writes (the hand-built records of add_item_logged, page splits, posting
+# wal_consistency_checking = 'generic,forein', so every WAL record forein
+# writes carries a full-page image of each page it touches: its own insert
+# records (forein_xlog.c) and its generic records (page splits, posting
 # list merges and cuts, VACUUM's posting list shrinking and page deletion,
-# new roots) carries a full-page image of each page it touches.  Replay on
-# the streaming standby (and crash recovery on the primary) applies the
-# record, masks the page (LSN, checksum, the hole between pd_lower and
-# pd_upper) and compares it with the image: a difference is a FATAL
-# "inconsistent page found", which would stop the standby.  The standby
-# must stay alive, catch up and answer as the primary does.
+# new roots).  Replay on the streaming standby (and crash recovery on the
+# primary) applies the record, masks the page (LSN, checksum, the hole
+# between pd_lower and pd_upper; for forein's records, line pointer flags
+# on leaves, where scans set LP_DEAD without WAL) and compares it with the
+# image: a difference is a FATAL "inconsistent page found", which would
+# stop the standby.  The standby must stay alive, catch up and answer as
+# the primary does.
 use strict;
 use warnings;
 
@@ -24,10 +26,11 @@ my $seed = test_seed();
 my $primary = forein_node(
 	'primary',
 	allows_streaming => 1,
-	conf => "wal_consistency_checking = 'generic'\n"
+	conf => "wal_consistency_checking = 'generic,forein'\n"
 	  . "max_connections = 20\nshared_buffers = 32MB\nmax_wal_size = 1GB\n");
 is($primary->safe_psql('postgres', 'SHOW wal_consistency_checking'),
-	'generic', 'primary logs images of generic records for checking');
+	'generic,forein',
+	'primary logs images of generic and forein records for checking');
 
 # Indexes built before the backup: the standby starts from their files.
 $primary->safe_psql(
@@ -136,24 +139,26 @@ my $wide_level = root_level('w_wide');
 
 compare('after base backup');
 
-# Single inserts into pages with room (add_item_logged's hand-built records)
-# in random key order, then enough to split leaves and inner pages.
+# Single inserts into pages with room (add_item_logged: forein's insert
+# records) in random key order, then enough to split leaves and inner pages
+# (generic records).
 my @vals = map { int(rand(2_000_000)) } 1 .. 300;
 my $start_lsn = $primary->lsn('insert');
 $primary->safe_psql('postgres',
 	join('', map { "INSERT INTO w VALUES (" . (100000 + $_) . ", $vals[$_], "
 		  . ($vals[$_] % 7) . ", 'r$vals[$_]');\n" } 0 .. $#vals));
 # The records carry images for checking, not for applying: that is what
-# replay compares against.
+# replay compares against.  (pg_waldump names forein's resource manager
+# by its ID: it does not load extensions.)
 my $end_lsn = $primary->lsn('insert');
 my ($stdout, $stderr) = run_command(
 	[
 		'pg_waldump', '-p', $primary->data_dir . '/pg_wal',
-		'-s', $start_lsn, '-e', $end_lsn, '-r', 'Generic'
+		'-s', $start_lsn, '-e', $end_lsn
 	]);
-my $checked = () = $stdout =~ /FPW for WAL verification/g;
+my $checked = () = $stdout =~ /^rmgr: custom161 .*FPW for WAL verification/mg;
 cmp_ok($checked, '>=', 300,
-	"the single inserts wrote generic records with images for verification ($checked)")
+	"the single inserts wrote forein records with images for verification ($checked)")
   or diag $stderr;
 compare('after single inserts');
 
@@ -234,13 +239,22 @@ is($primary->safe_psql('postgres', "SELECT pg_relation_size('w_k')"), $wk_marked
 compare('after changes to leaves with entries marked dead');
 
 # Crash recovery on the primary checks its own replay too.
-$primary->safe_psql('postgres', 'CHECKPOINT');
+$primary->safe_psql('postgres', 'CREATE EXTENSION pg_walinspect; CHECKPOINT');
+my $redo_start = $primary->lsn('insert');
 $primary->safe_psql(
 	'postgres', q{
 	INSERT INTO w SELECT g, g % 100, g % 5, 'c' || (g % 50) FROM generate_series(30001, 40000) g;
 	DELETE FROM w WHERE id % 3 = 0;
 	VACUUM w;
 });
+# (to the flushed end, all pg_walinspect reads; the inserts' commit flushed)
+my $to_replay = $primary->safe_psql(
+	'postgres', qq{
+	SELECT count(*) FILTER (WHERE resource_manager = 'forein'),
+	       count(*) FILTER (WHERE resource_manager = 'Generic')
+	  FROM pg_get_wal_records_info('$redo_start', pg_current_wal_flush_lsn())});
+like($to_replay, qr/^[1-9]\d*\|[1-9]\d*$/,
+	"both forein and generic records to replay ($to_replay)");
 $primary->stop('immediate');
 $primary->start;
 my $plog = slurp_file($primary->logfile);

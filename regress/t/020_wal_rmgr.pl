@@ -1,0 +1,133 @@
+# forein's WAL resource manager (pg_extension/forein_xlog.c).  Preloaded,
+# forein logs a leaf insert as the offset and the tuple, as btree does,
+# where a generic record held half the leaf's line pointers: the test
+# compares the WAL of the same inserts into a forein and a btree index.
+# Crash recovery replays those records; a server restarted without the
+# library preloaded stops with PostgreSQL's clear error instead of losing
+# them, and recovers once forein is preloaded again.  Loaded but not
+# preloaded, forein writes generic records, which crash recovery replays.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use ForeinTAP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $seed = test_seed();
+my $seed_fraction = ($seed % 1000000) / 1000000;
+
+# Tables f (forein) and b (btree) holding the same 20,000 keys, and 3,000
+# random keys between them to insert.
+sub setup
+{
+	my ($node) = @_;
+	$node->safe_psql(
+		'postgres', qq{
+		CREATE EXTENSION pg_walinspect;
+		SELECT setseed($seed_fraction);
+		CREATE TABLE newkeys AS
+		  SELECT (random() * 2e7)::int8 AS k FROM generate_series(1, 3000);
+		CREATE TABLE f (k int8, v int4);
+		CREATE INDEX f_k ON f USING forein (k);
+		CREATE TABLE b (k int8, v int4);
+		CREATE INDEX b_k ON b USING btree (k);
+		INSERT INTO f SELECT g * 1000, g FROM generate_series(1, 20000) g;
+		INSERT INTO b SELECT g * 1000, g FROM generate_series(1, 20000) g;
+		CHECKPOINT;
+	});
+}
+
+# The WAL that $sql writes: { "rmgr/type" => [records, bytes without images] }
+# (up to the flushed end, all pg_walinspect reads: $sql's commit flushed it)
+sub wal_of
+{
+	my ($node, $sql) = @_;
+	my $start = $node->safe_psql('postgres', 'SELECT pg_current_wal_lsn()');
+	$node->safe_psql('postgres', $sql);
+	my $out = $node->safe_psql(
+		'postgres', qq{
+		SELECT resource_manager || '/' || record_type, count(*),
+		       sum(record_length - fpi_length)
+		  FROM pg_get_wal_records_info('$start', pg_current_wal_flush_lsn())
+		 GROUP BY 1});
+	my %wal;
+	for (split /\n/, $out)
+	{
+		my ($kind, $n, $bytes) = split /\|/;
+		$wal{$kind} = [ $n, $bytes ];
+	}
+	return \%wal;
+}
+
+sub count_of { my ($wal, $kind) = @_; return $wal->{$kind} ? $wal->{$kind}[0] : 0; }
+sub bytes_of { my ($wal, $kind) = @_; return $wal->{$kind} ? $wal->{$kind}[1] : 0; }
+
+# Every index answer and forein_check after recovery
+sub check_recovered
+{
+	my ($node, $what, $want) = @_;
+	is( $node->safe_psql(
+			'postgres', q{
+			SET enable_seqscan = off; SET enable_bitmapscan = off;
+			SELECT count(*) FROM f WHERE k >= 0}),
+		$want,
+		"$what: the forein index finds every row");
+	my ($ret) = $node->psql('postgres', "SELECT forein_check('f_k', true)");
+	is($ret, 0, "$what: forein_check('f_k', heapallindexed) passes");
+}
+
+# Preloaded: forein's own records, about as large as btree's
+my $node = forein_node('rmgr');
+setup($node);
+my $fwal = wal_of($node, 'INSERT INTO f SELECT k, 0 FROM newkeys');
+my $bwal = wal_of($node, 'INSERT INTO b SELECT k, 0 FROM newkeys');
+my $inserts = count_of($fwal, 'forein/INSERT');
+note("forein: $inserts forein/INSERT records, "
+	  . count_of($fwal, 'Generic/Generic')
+	  . ' generic; index bytes '
+	  . (bytes_of($fwal, 'forein/INSERT') + bytes_of($fwal, 'Generic/Generic'))
+	  . ', btree index bytes '
+	  . bytes_of($bwal, 'Btree/INSERT_LEAF')
+	  . ' + splits '
+	  . (bytes_of($bwal, 'Btree/SPLIT_L') + bytes_of($bwal, 'Btree/SPLIT_R')));
+cmp_ok($inserts + count_of($fwal, 'Generic/Generic'),
+	'>=', 3000, 'every insert is logged');
+cmp_ok($inserts, '>=', 2700, 'inserts that do not split are forein records');
+my $per_insert = bytes_of($fwal, 'forein/INSERT') / $inserts;
+my $btree_per_insert =
+  bytes_of($bwal, 'Btree/INSERT_LEAF') / count_of($bwal, 'Btree/INSERT_LEAF');
+cmp_ok($per_insert, '<=', $btree_per_insert + 8,
+	"a forein insert record ($per_insert bytes) is about btree's ($btree_per_insert)");
+
+# Crash: recovery needs the resource manager
+$node->safe_psql('postgres', 'INSERT INTO f SELECT k + 1, 1 FROM newkeys');
+$node->stop('immediate');
+$node->append_conf('postgresql.conf', "shared_preload_libraries = ''\n");
+my $log_offset = -s $node->logfile;
+ok(!$node->start(fail_ok => 1),
+	'crash recovery without forein preloaded does not start');
+like(
+	slurp_file($node->logfile, $log_offset),
+	qr/resource manager with ID 161 not registered/,
+	'and says which resource manager it lacks');
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'forein'\n");
+$node->start;
+check_recovered($node, 'preloaded again, recovered', 26000);
+$node->stop;
+
+# Not preloaded: generic records, replayed by any server
+my $plain = forein_node('plain', preload => 0);
+setup($plain);
+my $gwal = wal_of($plain, 'INSERT INTO f SELECT k, 0 FROM newkeys');
+is(count_of($gwal, 'forein/INSERT'), 0, 'not preloaded: no forein records');
+cmp_ok(count_of($gwal, 'Generic/Generic'),
+	'>=', 3000, 'not preloaded: every insert is a generic record');
+$plain->stop('immediate');
+$plain->start;
+check_recovered($plain, 'not preloaded, recovered', 23000);
+$plain->stop;
+
+done_testing();
