@@ -575,6 +575,8 @@ extern void forein_xlog_abort(GenericXLogState *xs);
 extern bool forein_wal_rmgr_ready;
 extern void forein_register_wal_rmgr(void);
 extern XLogRecPtr forein_log_insert(Buffer buf, OffsetNumber off);
+extern XLogRecPtr forein_log_delete(Buffer buf, OffsetNumber *offs, int n,
+								   TransactionId horizon);
 extern void forein_check_page(Relation index, Page page, BlockNumber blkno);
 extern void forein_get_root(Relation index, BlockNumber *root, uint32 *level);
 extern void forein_verify_metapage(Relation index, Page metapage);

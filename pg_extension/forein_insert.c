@@ -352,16 +352,16 @@ add_item_logged(Relation index, Buffer buf, IndexTuple itup, OffsetNumber off)
 }
 
 /*
- * Whether every heap tuple of the n entries at offs of leaf buf is gone
- * without a recovery conflict left to raise: table_index_delete_tuples
- * (entries known deletable, as for nbtree's simple deletion) returns the
- * newest XID a standby query must not still see, and examines no tuple
- * behind an LP_DEAD heap line pointer, since the pruning that made it
- * LP_DEAD logged that conflict already.
+ * The recovery-conflict horizon of deleting the n entries at offs of leaf
+ * buf (ntids heap TIDs in all): table_index_delete_tuples (entries known
+ * deletable, as for nbtree's simple deletion) returns the newest XID a
+ * standby query must not still see, or InvalidTransactionId when there is
+ * none: it examines no tuple behind an LP_DEAD heap line pointer, since the
+ * pruning that made it LP_DEAD logged that conflict already.
  */
-static bool
-heap_tuples_pruned(Relation index, Relation heapRel, Buffer buf,
-				   const OffsetNumber *offs, int n, int ntids)
+static TransactionId
+deletion_horizon(Relation index, Relation heapRel, Buffer buf,
+				 const OffsetNumber *offs, int n, int ntids)
 {
 	Page		page = BufferGetPage(buf);
 	TM_IndexDeleteOp delstate;
@@ -396,19 +396,20 @@ heap_tuples_pruned(Relation index, Relation heapRel, Buffer buf,
 	horizon = table_index_delete_tuples(heapRel, &delstate);
 	pfree(delstate.deltids);
 	pfree(delstate.status);
-	return !TransactionIdIsValid(horizon);
+	return horizon;
 }
 
 /*
  * Before a full leaf splits, deletes the entries scans marked LP_DEAD
- * (kill_items) whose heap tuples are already pruned, as nbtree's simple
- * deletion does; returns where the insert position off is afterwards.
- * nbtree's deletion record carries a recovery-conflict horizon for
- * standby queries that may still see the tuples; generic WAL cannot, so
- * only entries that need none go (heap_tuples_pruned).  Under churn the
- * scan that marks an entry has usually pruned its heap page first
- * (heap_page_prune_opt on fetch).  The heap is read under the leaf's
- * exclusive lock, as nbtree does.
+ * (kill_items), as nbtree's simple deletion does; returns where the insert
+ * position off is afterwards.  The deletion record carries the
+ * recovery-conflict horizon (deletion_horizon) when forein's WAL resource
+ * manager is there (forein preloaded: forein_xlog.c) or needs none (an
+ * unlogged index).  A generic record cannot carry one, so without it only
+ * entries that need none go: those whose heap tuples are pruned, all at
+ * once or else one by one.  Under churn the scan that marks an entry has
+ * often pruned its heap page first (heap_page_prune_opt on fetch).  The
+ * heap is read under the leaf's exclusive lock, as nbtree does.
  */
 static OffsetNumber
 delete_dead_entries(Relation index, Relation heapRel, Buffer buf,
@@ -422,7 +423,7 @@ delete_dead_entries(Relation index, Relation heapRel, Buffer buf,
 	int			ndeletable = 0;
 	int			ntids = 0;
 	int			i;
-	GenericXLogState *xs;
+	TransactionId horizon;
 
 	for (i = FOREIN_FIRST_ITEM; i <= maxoff; i++)
 		if (forein_leaf_is_marked(page, i))
@@ -433,8 +434,9 @@ delete_dead_entries(Relation index, Relation heapRel, Buffer buf,
 		}
 	if (nmarked == 0)
 		return off;
-	/* all at once; if some still need a conflict, entry by entry */
-	if (heap_tuples_pruned(index, heapRel, buf, marked, nmarked, ntids))
+	horizon = deletion_horizon(index, heapRel, buf, marked, nmarked, ntids);
+	if (!TransactionIdIsValid(horizon) || forein_wal_rmgr_ready ||
+		!RelationNeedsWAL(index))
 	{
 		memcpy(deletable, marked, nmarked * sizeof(OffsetNumber));
 		ndeletable = nmarked;
@@ -445,17 +447,35 @@ delete_dead_entries(Relation index, Relation heapRel, Buffer buf,
 		{
 			IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, marked[i]));
 
-			if (heap_tuples_pruned(index, heapRel, buf, &marked[i], 1,
-								   forein_posting_count(itup)))
+			if (!TransactionIdIsValid(deletion_horizon(index, heapRel, buf, &marked[i], 1,
+													   forein_posting_count(itup))))
 				deletable[ndeletable++] = marked[i];
 		}
+		horizon = InvalidTransactionId;
 	}
 	if (ndeletable == 0)
 		return off;
 
-	xs = forein_xlog_start(index);
-	PageIndexMultiDelete(forein_register_page(xs, buf, 0), deletable, ndeletable);
-	forein_xlog_finish(xs);
+	if (forein_wal_rmgr_ready || !RelationNeedsWAL(index))
+	{
+		START_CRIT_SECTION();
+		PageIndexMultiDelete(page, deletable, ndeletable);
+		MarkBufferDirty(buf);
+		if (RelationNeedsWAL(index))
+		{
+			XLogRecPtr	lsn = forein_log_delete(buf, deletable, ndeletable, horizon);
+
+			PageSetLSN(page, lsn);
+		}
+		END_CRIT_SECTION();
+	}
+	else
+	{
+		GenericXLogState *xs = forein_xlog_start(index);
+
+		PageIndexMultiDelete(forein_register_page(xs, buf, 0), deletable, ndeletable);
+		forein_xlog_finish(xs);
+	}
 	for (i = 0; i < ndeletable && deletable[i] < off; i++)
 		;
 	return off - i;

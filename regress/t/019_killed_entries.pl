@@ -7,9 +7,10 @@
 #    with the same answer as a sequential scan.
 #  - A posting tuple (duplicates) is marked only when all its TIDs are
 #    dead: a key with one live row among dead ones still returns that row.
-#  - Before a full leaf splits, its marked entries whose heap tuples were
-#    pruned are deleted (nbtree's simple deletion): inserts into the
-#    deleted range do not grow the index.
+#  - Before a full leaf splits, its marked entries are deleted (nbtree's
+#    simple deletion): inserts into the deleted range do not grow the
+#    index, whether the heap tuples were pruned or not (then the deletion
+#    record carries a recovery-conflict horizon: forein_xlog.c).
 #  - The marks are hints: forein_check accepts them, VACUUM removes the
 #    entries, and rows inserted afterwards (reusing the freed TIDs) are found.
 #
@@ -103,6 +104,42 @@ is( $node->safe_psql('postgres',
 	'8000', '... every one of them');
 is($node->safe_psql('postgres', "SELECT forein_check('kt_k', true)"), '',
 	'forein_check after VACUUM');
+
+# Marked entries whose heap tuples are not pruned: rows of 3,000 bytes,
+# two to a heap page, so a page with one row deleted keeps more free space
+# than heap_page_prune_opt waits for (a tenth of the page) and is never
+# pruned.  Their deletion needs a recovery-conflict horizon, which forein's
+# own deletion record carries (forein is preloaded here).
+$node->safe_psql(
+	'postgres', q{
+CREATE EXTENSION pageinspect;
+CREATE TABLE kw (k int4, v text);
+ALTER TABLE kw ALTER COLUMN v SET STORAGE PLAIN;
+INSERT INTO kw SELECT g, repeat('z', 3000) FROM generate_series(1, 8000) g;
+CREATE INDEX kw_k ON kw USING forein (k) WITH (offload = 'none');
+VACUUM ANALYZE kw;
+DELETE FROM kw WHERE k % 2 = 0;
+});
+my $wrange = 'SELECT sum(length(v)) FROM kw WHERE k BETWEEN 1 AND 8000';
+my $wfirst = index_scan_buffers($node, 'postgres', $wrange);
+my $wsecond = index_scan_buffers($node, 'postgres', $wrange);
+cmp_ok($wsecond, '<', $wfirst,
+	"unpruned heap: a scan marked the deleted rows' entries ($wfirst -> $wsecond buffers)");
+is( $node->safe_psql(
+		'postgres', q{
+	SELECT lp_flags, lp_len > 3000, t_xmax <> '0'
+	  FROM heap_page_items(get_raw_page('kw', 0)) WHERE lp = 2}),
+	'1|t|t',
+	'the deleted row is still in its heap page, not pruned');
+my $wsize = $node->safe_psql('postgres', "SELECT pg_relation_size('kw_k')");
+$node->safe_psql('postgres',
+	"INSERT INTO kw SELECT g, 'n' FROM generate_series(2, 8000, 2) g");
+is($node->safe_psql('postgres', "SELECT pg_relation_size('kw_k')"), $wsize,
+	"rows inserted over marked entries of unpruned tuples take their space ($wsize bytes)");
+is($node->safe_psql('postgres', "SELECT indexed_count('SELECT count(*) FROM kw WHERE k BETWEEN 1 AND 8000')"),
+	'8000', 'the range returns the old odd rows and the new even ones');
+is($node->safe_psql('postgres', "SELECT forein_check('kw_k', true)"), '',
+	'forein_check (heapallindexed) after deleting entries of unpruned tuples');
 
 $node->stop;
 done_testing();

@@ -4,8 +4,10 @@
 # compares the WAL of the same inserts into a forein and a btree index.
 # Crash recovery replays those records; a server restarted without the
 # library preloaded stops with PostgreSQL's clear error instead of losing
-# them, and recovers once forein is preloaded again.  Loaded but not
-# preloaded, forein writes generic records, which crash recovery replays.
+# them, and recovers once forein is preloaded again.  Deleting entries
+# that scans marked dead cancels the hot standby queries that could still
+# see their rows.  Loaded but not preloaded, forein writes generic records,
+# which crash recovery replays.
 use strict;
 use warnings;
 
@@ -80,7 +82,7 @@ sub check_recovered
 }
 
 # Preloaded: forein's own records, about as large as btree's
-my $node = forein_node('rmgr');
+my $node = forein_node('rmgr', allows_streaming => 1);
 setup($node);
 my $fwal = wal_of($node, 'INSERT INTO f SELECT k, 0 FROM newkeys');
 my $bwal = wal_of($node, 'INSERT INTO b SELECT k, 0 FROM newkeys');
@@ -101,6 +103,49 @@ my $btree_per_insert =
   bytes_of($bwal, 'Btree/INSERT_LEAF') / count_of($bwal, 'Btree/INSERT_LEAF');
 cmp_ok($per_insert, '<=', $btree_per_insert + 8,
 	"a forein insert record ($per_insert bytes) is about btree's ($btree_per_insert)");
+
+# Deleting entries scans marked dead, on a hot standby.  Rows of 3,000
+# bytes, two to a heap page: a page with one row deleted is never pruned
+# (heap_page_prune_opt waits until a tenth of the page is left), so no heap
+# record raises the conflict: forein's deletion record must, with its
+# horizon, or the standby's query would miss rows its snapshot sees.
+my $standby = forein_standby($node, 'hot');
+$standby->append_conf('postgresql.conf', "max_standby_streaming_delay = 0\n");
+$standby->reload;
+$node->safe_psql(
+	'postgres', q{
+	CREATE TABLE kc (k int4, v text) WITH (autovacuum_enabled = off);
+	ALTER TABLE kc ALTER COLUMN v SET STORAGE PLAIN;
+	INSERT INTO kc SELECT g, repeat('c', 3000) FROM generate_series(1, 4000) g;
+	CREATE INDEX kc_k ON kc USING forein (k) WITH (offload = 'none');
+	VACUUM ANALYZE kc;
+});
+$node->wait_for_catchup('hot');
+my $conflicts = q{SELECT confl_snapshot FROM pg_stat_database_conflicts
+	WHERE datname = 'postgres'};
+my $before = $standby->safe_psql('postgres', $conflicts);
+my $reader = $standby->background_psql('postgres', on_error_stop => 0);
+$reader->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+is($reader->query_safe('SELECT count(*) FROM kc WHERE k > 0'),
+	'4000', 'a standby transaction sees all 4,000 rows');
+my $scan = q{SET enable_seqscan = off; SET enable_bitmapscan = off;
+	SELECT sum(length(v)) FROM kc WHERE k BETWEEN 1 AND 4000};
+$node->safe_psql('postgres', "DELETE FROM kc WHERE k % 2 = 0; $scan; $scan");
+$node->wait_for_catchup('hot');
+is($standby->safe_psql('postgres', $conflicts), $before,
+	'the DELETE and the marking scans raise no conflict on the standby');
+$node->safe_psql('postgres',
+	"INSERT INTO kc SELECT g, 'n' FROM generate_series(2, 4000, 2) g");
+$node->wait_for_catchup('hot');
+ok( $standby->poll_query_until('postgres', $conflicts, $before + 1),
+	'deleting the marked entries of unpruned rows cancels the standby transaction that could see them'
+);
+$reader->quit;
+is($standby->safe_psql('postgres', 'SELECT count(*) FROM kc WHERE k > 0'),
+	'4000', 'a new standby query sees the odd rows and the new even ones');
+my ($check) = $standby->psql('postgres', "SELECT forein_check('kc_k', true)");
+is($check, 0, "forein_check('kc_k', heapallindexed) on the standby");
+$standby->stop;
 
 # Crash: recovery needs the resource manager
 $node->safe_psql('postgres', 'INSERT INTO f SELECT k + 1, 1 FROM newkeys');
