@@ -212,6 +212,7 @@ PGBENCH_METRICS = [
     ("pgbench_S_tps", "pgbench -S (select only), tps", True),
     ("pgbench_S_mixed_us", "pgbench -S interleaved in one run, mean transaction us", False),
     ("pgbench_tpcb_tps", "pgbench TPC-B-like, tps", True),
+    ("pgbench_tpcb_mixed_us", "pgbench TPC-B-like interleaved in one run, mean transaction us", False),
     ("pgbench_N_tps", "pgbench -N, tps", True),
     ("probe_heap_ms", "nested-loop probes with heap, ms", False),
     ("probe_ios_ms", "nested-loop probes, index only, ms", False),
