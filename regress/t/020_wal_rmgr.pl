@@ -82,7 +82,9 @@ sub check_recovered
 }
 
 # Preloaded: forein's own records, about as large as btree's
-my $node = forein_node('rmgr', allows_streaming => 1);
+# (autovacuum off: its catalog changes could raise snapshot conflicts of
+# their own on the standby below)
+my $node = forein_node('rmgr', allows_streaming => 1, conf => "autovacuum = off\n");
 setup($node);
 my $fwal = wal_of($node, 'INSERT INTO f SELECT k, 0 FROM newkeys');
 my $bwal = wal_of($node, 'INSERT INTO b SELECT k, 0 FROM newkeys');
