@@ -220,14 +220,20 @@ forein_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 {
 	IndexOptInfo *info = path->indexinfo;
 
+	/*
+	 * The height from the root cached with the index's state, as nbtree
+	 * takes it from its cached metapage: planning a query (every execution
+	 * of a custom plan) then reads no metapage.  A root the cache has not
+	 * seen yet is read once.
+	 */
 	if (info->tree_height < 0 && info->pages > 0)
 	{
 		Relation	index = index_open(info->indexoid, NoLock);
-		BlockNumber rootblk;
-		uint32		level;
+		ForeinState *state = forein_get_state(index);
 
-		forein_get_root(index, &rootblk, &level);
-		info->tree_height = (int) level;
+		if (state->root == InvalidBlockNumber)
+			forein_get_root(index, &state->root, &state->root_level);
+		info->tree_height = (int) state->root_level;
 		index_close(index, NoLock);
 	}
 	btcostestimate(root, path, loop_count, indexStartupCost, indexTotalCost,

@@ -119,7 +119,7 @@ if [ "$SMOKE" = 1 ]; then
 	testbed_args=(--keys 20000 --servers 2 --seconds 1 --rounds 1)
 	sysbench_env=(SMOKE=1)
 	pgbench_scales=(1)
-	pgbench_env=(REPS=1 PGBENCH_SECONDS=2 PROBES=10000 INSERT_ROWS=10000)
+	pgbench_env=(REPS=1 PGBENCH_SECONDS=2 PROBES=10000 INSERT_ROWS=10000 SHARED_BUFFERS=128MB)
 else
 	engine_args=(--keys 1000000,10000000 --zipf 0,0.5,0.9,0.99 --ops 1000000 --reps 5)
 	pg_backends_env=(ROWS=1000000 PROBES=1000000 REPS=3 SCALE=10 PGBENCH_SECONDS=20)

@@ -190,10 +190,20 @@ def sysbench_tests(rows):
         yield test, b, f, [f[k] / b[k] for k in f if k in b and b[k]]
 
 
+def buffer_reads(rows, test, index):
+    """Median blocks read from outside shared_buffers per run (pg_stat_database),
+    or "-" for CSVs from before the column."""
+    vals = [float(r["blks_read"]) for r in rows
+            if r["test"] == test and r["index"] == index and r.get("blks_read") not in (None, "")]
+    return fmt(med(vals)) if vals else "-"
+
+
 def sysbench_table(rows):
-    body = [[test, fmt(med(list(b.values()))), fmt(med(list(f.values()))), ratio_cell(ratios), str(len(ratios))]
+    body = [[test, fmt(med(list(b.values()))), fmt(med(list(f.values()))), ratio_cell(ratios), str(len(ratios)),
+             f"{buffer_reads(rows, test, 'btree')} / {buffer_reads(rows, test, 'forein')}"]
             for test, b, f, ratios in sysbench_tests(rows)]
-    return table(["test", "btree tps", "forein tps", "forein / btree", "repetitions"], body)
+    return table(["test", "btree tps", "forein tps", "forein / btree", "repetitions",
+                  "blocks read past shared_buffers per run, btree / forein"], body)
 
 
 def sysbench_block(out):

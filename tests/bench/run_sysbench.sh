@@ -18,6 +18,11 @@
 # server gets forein.max_indexes = 32 (default 8): with the default, two of
 # ten indexes would hold no offload slot and get no hints; the script
 # fails if any forein index ends without an active hint table.
+# shared_buffers = 8GB: both databases' tables and indexes (2.5 GB each at
+# 10 x 1M rows) fit, so neither run evicts the other's pages; with 4 GB the
+# forein runs, whose database was warmed second, read tens of thousands of
+# blocks back from the kernel per run where btree's read none.  Each run's
+# buffer reads and hits (pg_stat_database) are in the CSVs.
 # max_wal_size = 3GB (default 1GB): oltp_read_write otherwise forces a
 # checkpoint every few seconds, whose writes spill into the next runs.
 #
@@ -31,7 +36,8 @@
 # OUTDIR/sysbench_concurrent.csv (every concurrent one) and prints summary
 # tables that docs/BENCHMARKS.md quotes. Knobs (environment): TABLES (10),
 # TABLE_SIZE (1000000), RUN_SECONDS (60), REPS (3), THREADS (2), TESTS
-# ("oltp_point_select oltp_read_only oltp_read_write"), CONCURRENT (1).
+# ("oltp_point_select oltp_read_only oltp_read_write"), CONCURRENT (1),
+# SHARED_BUFFERS (8GB; needs that much memory free).
 # SMOKE=1 is a quick check (1 table of 10,000 rows, 3-second runs, one
 # repetition) for CI.
 set -euo pipefail
@@ -39,7 +45,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:-$ROOT/build/sysbench}
 if [ "${SMOKE:-0}" = 1 ]; then
-	: "${TABLES:=1}" "${TABLE_SIZE:=10000}" "${RUN_SECONDS:=3}" "${REPS:=1}"
+	: "${TABLES:=1}" "${TABLE_SIZE:=10000}" "${RUN_SECONDS:=3}" "${REPS:=1}" "${SHARED_BUFFERS:=128MB}"
 fi
 TABLES=${TABLES:-10}
 TABLE_SIZE=${TABLE_SIZE:-1000000}
@@ -48,6 +54,7 @@ REPS=${REPS:-3}
 THREADS=${THREADS:-2}
 TESTS=${TESTS:-oltp_point_select oltp_read_only oltp_read_write}
 CONCURRENT=${CONCURRENT:-1}
+SHARED_BUFFERS=${SHARED_BUFFERS:-8GB}
 CLUSTER=$OUT/cluster
 CSV=$OUT/sysbench.csv
 CCSV=$OUT/sysbench_concurrent.csv
@@ -60,7 +67,7 @@ mkdir -p "$OUT"
 # shellcheck source=tests/bench/pg_bench_cluster.sh
 source "$ROOT/tests/bench/pg_bench_cluster.sh"
 pg_bench_cluster_start "$CLUSTER" \
-	--set shared_buffers=4GB --set max_parallel_maintenance_workers=0 \
+	--set shared_buffers="$SHARED_BUFFERS" --set max_parallel_maintenance_workers=0 \
 	--set max_parallel_workers_per_gather=0 --set forein.sample_rate=0.01 \
 	--set jit=off --set max_connections=50 --set forein.max_indexes=32 \
 	--set max_wal_size=3GB --set checkpoint_timeout=30min
@@ -110,6 +117,12 @@ scans() {
 		JOIN pg_stat_user_indexes i ON i.relname = t.relname AND i.indexrelname = $idx_name"
 }
 
+# buffers DB: "blks_read blks_hit" of DB (pg_stat_database): reads that
+# missed shared_buffers, and hits.
+buffers() {
+	psqldb postgres -F ' ' -c "SELECT blks_read, blks_hit FROM pg_stat_database WHERE datname = '$1'"
+}
+
 # settled DB: waits until sysbench's backends on DB have exited; a backend
 # flushes its statistics counters before it leaves pg_stat_activity.
 settled() {
@@ -127,7 +140,9 @@ settled() {
 # kept to the id index and appends its row to CSV (false if it failed)
 run_once() {
 	local db=$1 test=$2 rep=$3 threads=$4 log=$5 csv=$6 before after tps qps seq idx
+	local buf_before buf_after reads hits
 	before=$(scans "$db")
+	buf_before=$(buffers "$db")
 	sb "$db" "$test" --threads="$threads" --time="$RUN_SECONDS" --report-interval=0 run >"$log" 2>&1 || {
 		echo "run_sysbench: $test on $db failed (see $log):" >&2
 		tail -5 "$log" >&2
@@ -135,19 +150,22 @@ run_once() {
 	}
 	settled "$db"
 	after=$(scans "$db")
+	buf_after=$(buffers "$db")
+	reads=$(($(cut -d' ' -f1 <<<"$buf_after") - $(cut -d' ' -f1 <<<"$buf_before")))
+	hits=$(($(cut -d' ' -f2 <<<"$buf_after") - $(cut -d' ' -f2 <<<"$buf_before")))
 	tps=$(sed -n 's/^ *transactions: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$log")
 	qps=$(sed -n 's/^ *queries: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$log")
 	seq=$(($(cut -d' ' -f1 <<<"$after") - $(cut -d' ' -f1 <<<"$before")))
 	idx=$(($(cut -d' ' -f2 <<<"$after") - $(cut -d' ' -f2 <<<"$before")))
-	echo "$test,${db#sb_},$rep,$tps,$qps,$seq,$idx" >>"$csv"
-	echo "   rep $rep $test ${db#sb_}: $tps tps, $qps qps, $seq seq scans, $idx id-index scans" >&2
+	echo "$test,${db#sb_},$rep,$tps,$qps,$seq,$idx,$reads,$hits" >>"$csv"
+	echo "   rep $rep $test ${db#sb_}: $tps tps, $qps qps, $seq seq scans, $idx id-index scans, $reads buffer reads, $hits hits" >&2
 	if [ "$seq" != 0 ] || [ "$idx" = 0 ]; then
 		echo "run_sysbench: $test on $db did not keep to the id index ($seq sequential scans, $idx index scans)" >&2
 		return 1
 	fi
 }
 
-echo "test,index,rep,tps,qps,seq_scans,id_index_scans" >"$CSV"
+echo "test,index,rep,tps,qps,seq_scans,id_index_scans,blks_read,blks_hit" >"$CSV"
 status=0
 for rep in $(seq 1 "$REPS"); do
 	for test in $TESTS; do
@@ -162,7 +180,7 @@ done
 if [ "$CONCURRENT" = 1 ]; then
 	half=$(((THREADS + 1) / 2))
 	echo "== concurrent: both databases at once, $half thread(s) each" >&2
-	echo "test,index,rep,tps,qps,seq_scans,id_index_scans" >"$CCSV"
+	echo "test,index,rep,tps,qps,seq_scans,id_index_scans,blks_read,blks_hit" >"$CCSV"
 	for rep in $(seq 1 "$REPS"); do
 		for test in $TESTS; do
 			# scans() counts per database, so the two runs' checks do not mix
