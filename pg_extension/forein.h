@@ -577,6 +577,10 @@ extern void forein_register_wal_rmgr(void);
 extern XLogRecPtr forein_log_insert(Buffer buf, OffsetNumber off);
 extern XLogRecPtr forein_log_delete(Buffer buf, OffsetNumber *offs, int n,
 								   TransactionId horizon);
+extern char *forein_vacuum_updates(OffsetNumber *updated_off, IndexTuple *updated,
+								   int n_updated, Size *len);
+extern XLogRecPtr forein_log_vacuum(Buffer buf, OffsetNumber *deleted, int n_deleted,
+									int n_updated, char *updates, Size updates_len);
 extern void forein_check_page(Relation index, Page page, BlockNumber blkno);
 extern void forein_get_root(Relation index, BlockNumber *root, uint32 *level);
 extern void forein_verify_metapage(Relation index, Page metapage);

@@ -98,6 +98,9 @@ static bool forein_delete_page(ForeinVacState *vstate,
 static BlockNumber forein_find_parent(Relation index, ForeinState *fstate,
 									  ForeinDelCandidate *cand);
 static void forein_set_downlink(Page page, OffsetNumber off, BlockNumber child);
+static void apply_leaf_changes(Relation rel, Buffer buf, OffsetNumber *deleted,
+							   int n_deleted, OffsetNumber *updated_off,
+							   IndexTuple *updated, int n_updated);
 
 /*
  * Is this page safe to hand out again?  New (all-zero) pages always are; a
@@ -328,6 +331,60 @@ forein_vacuum_scan(ForeinVacState *vstate)
  * split filled after the main scan passed it: vacuum its tuples, but leave
  * the FSM, the page counts and page deletion to the main scan.
  */
+/*
+ * Shrinks the n_updated posting tuples of leaf buf (cleanup-locked) in
+ * place, then deletes its n_deleted entries, and logs it: with forein's own
+ * VACUUM record when preloaded (offsets and shrunk tuples, as nbtree's
+ * xl_btree_vacuum), else with a generic record of the page.
+ */
+static void
+apply_leaf_changes(Relation rel, Buffer buf, OffsetNumber *deleted, int n_deleted,
+				   OffsetNumber *updated_off, IndexTuple *updated, int n_updated)
+{
+	Page		page;
+	GenericXLogState *gxstate = NULL;
+	Size		updates_len = 0;
+	char	   *updates = NULL;
+	bool		own_record = forein_wal_rmgr_ready && RelationNeedsWAL(rel);
+	int			i;
+
+	if (own_record)
+		updates = forein_vacuum_updates(updated_off, updated, n_updated, &updates_len);
+	if (forein_wal_rmgr_ready || !RelationNeedsWAL(rel))
+	{
+		START_CRIT_SECTION();
+		page = BufferGetPage(buf);
+	}
+	else
+	{
+		gxstate = forein_xlog_start(rel);
+		page = forein_register_page(gxstate, buf, 0);
+	}
+	/* shrink posting tuples in place first: offsets do not move */
+	for (i = 0; i < n_updated; i++)
+		if (!PageIndexTupleOverwrite(page, updated_off[i], (Item) updated[i],
+									 IndexTupleSize(updated[i])))
+			elog(gxstate ? ERROR : PANIC,
+				 "forein: failed to shrink a posting tuple in index \"%s\"",
+				 RelationGetRelationName(rel));
+	if (n_deleted > 0)
+		PageIndexMultiDelete(page, deleted, n_deleted);
+	if (gxstate)
+	{
+		forein_xlog_finish(gxstate);
+		return;
+	}
+	MarkBufferDirty(buf);
+	if (own_record)
+	{
+		XLogRecPtr	lsn = forein_log_vacuum(buf, deleted, n_deleted, n_updated,
+										updates, updates_len);
+
+		PageSetLSN(page, lsn);
+	}
+	END_CRIT_SECTION();
+}
+
 static BlockNumber
 forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 {
@@ -458,22 +515,8 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 
 	if (ndeletable > 0 || nupdated > 0)
 	{
-		GenericXLogState *gxstate;
-		Page		wpage;
-		int			i;
-
-		gxstate = forein_xlog_start(rel);
-		wpage = forein_register_page(gxstate, buf, 0);
-		/* shrink posting tuples in place first: offsets do not move */
-		for (i = 0; i < nupdated; i++)
-			if (!PageIndexTupleOverwrite(wpage, updated_off[i], (Item) updated[i],
-										 IndexTupleSize(updated[i])))
-				elog(ERROR, "forein: failed to shrink a posting tuple in index \"%s\"",
-					 RelationGetRelationName(rel));
-		if (ndeletable > 0)
-			PageIndexMultiDelete(wpage, deletable, ndeletable);
-		forein_xlog_finish(gxstate);
-
+		apply_leaf_changes(rel, buf, deletable, ndeletable, updated_off, updated,
+						   nupdated);
 		stats->tuples_removed += ndeletable + removed_tids;
 		page = BufferGetPage(buf);
 		opaque = ForeinPageGetOpaque(page);

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * forein_xlog.c
- *	  forein's own WAL resource manager: leaf inserts and deletions of
- *	  dead entries.
+ *	  forein's own WAL resource manager: leaf inserts, deletions of dead
+ *	  entries and VACUUM's changes to a leaf.
  *
  * Generic WAL logs a change as the bytes that differ, and an insert into
  * the middle of a leaf shifts every line pointer after it: the record held
@@ -13,8 +13,14 @@
  * deletion of entries scans marked dead (forein_insert.c's simple
  * deletion) with the recovery-conflict horizon nbtree's record carries, so
  * a hot standby cancels the queries that could still see their rows; a
- * generic record cannot carry one.  Everything else (splits, vacuum,
- * posting changes) stays generic WAL.
+ * generic record cannot carry one.  And it logs VACUUM's changes to a
+ * leaf (posting tuples shrunk in place, entries deleted) as the offsets
+ * and the shrunk tuples, as nbtree's xl_btree_vacuum does: a generic
+ * record of a compacted leaf carried most of the page.  Its replay takes
+ * a cleanup lock on the leaf, as nbtree's does, so a standby's scan still
+ * pinning the leaf with TIDs it has not returned holds it off.  Everything
+ * else (splits, page deletion, posting list merges and cuts) stays generic
+ * WAL.
  *
  * A custom resource manager can only be registered while
  * shared_preload_libraries is processed, so these records are written only
@@ -49,6 +55,7 @@
 /* XLogRecord info bits (the high nibble is the resource manager's) */
 #define XLOG_FOREIN_INSERT		0x00
 #define XLOG_FOREIN_DELETE		0x10
+#define XLOG_FOREIN_VACUUM		0x20
 
 /* An insert: the offset; the tuple is block 0's data */
 typedef struct xl_forein_insert
@@ -69,6 +76,20 @@ typedef struct xl_forein_delete
 } xl_forein_delete;
 
 #define SizeOfForeinDelete	(offsetof(xl_forein_delete, ndeleted) + sizeof(uint16))
+
+/*
+ * VACUUM's changes to a leaf.  Block 0's data: the deleted offsets
+ * (OffsetNumber[ndeleted], sorted), then per shrunk posting tuple its
+ * offset, its new size (uint16) and the tuple.  Replay overwrites the
+ * shrunk tuples first (offsets do not move), then deletes, as VACUUM did.
+ */
+typedef struct xl_forein_vacuum
+{
+	uint16		ndeleted;
+	uint16		nupdated;
+} xl_forein_vacuum;
+
+#define SizeOfForeinVacuum	(offsetof(xl_forein_vacuum, nupdated) + sizeof(uint16))
 
 bool		forein_wal_rmgr_ready = false;
 
@@ -127,6 +148,51 @@ forein_redo_delete(XLogReaderState *record)
 }
 
 static void
+forein_redo_vacuum(XLogReaderState *record)
+{
+	xl_forein_vacuum *xlrec = (xl_forein_vacuum *) XLogRecGetData(record);
+	Buffer		buf;
+
+	/* the cleanup lock waits out scans pinning the leaf, as on the primary */
+	if (XLogReadBufferForRedoExtended(record, 0, RBM_NORMAL, true, &buf) == BLK_NEEDS_REDO)
+	{
+		Page		page = BufferGetPage(buf);
+		Size		len;
+		char	   *data = XLogRecGetBlockData(record, 0, &len);
+		char	   *end = data + len;
+		OffsetNumber *deleted = (OffsetNumber *) data;
+		char	   *p = data + xlrec->ndeleted * sizeof(OffsetNumber);
+		int			i;
+
+		for (i = 0; i < xlrec->nupdated; i++)
+		{
+			OffsetNumber off;
+			uint16		size;
+
+			if (end - p < (ptrdiff_t) (sizeof(off) + sizeof(size)))
+				elog(PANIC, "forein_redo: truncated vacuum record");
+			memcpy(&off, p, sizeof(off));
+			memcpy(&size, p + sizeof(off), sizeof(size));
+			p += sizeof(off) + sizeof(size);
+			if (end - p < size ||
+				!PageIndexTupleOverwrite(page, off, (Item) p, size))
+				elog(PANIC, "forein_redo: failed to shrink the posting tuple at offset %u",
+					 off);
+			p += size;
+		}
+		if (p != end)
+			elog(PANIC, "forein_redo: vacuum record has %zu bytes past its %u updates",
+				 (size_t) (end - p), xlrec->nupdated);
+		if (xlrec->ndeleted > 0)
+			PageIndexMultiDelete(page, deleted, xlrec->ndeleted);
+		PageSetLSN(page, record->EndRecPtr);
+		MarkBufferDirty(buf);
+	}
+	if (BufferIsValid(buf))
+		UnlockReleaseBuffer(buf);
+}
+
+static void
 forein_redo(XLogReaderState *record)
 {
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
@@ -138,6 +204,9 @@ forein_redo(XLogReaderState *record)
 			break;
 		case XLOG_FOREIN_DELETE:
 			forein_redo_delete(record);
+			break;
+		case XLOG_FOREIN_VACUUM:
+			forein_redo_vacuum(record);
 			break;
 		default:
 			elog(PANIC, "forein_redo: unknown record type %u", info);
@@ -159,6 +228,13 @@ forein_desc(StringInfo buf, XLogReaderState *record)
 		appendStringInfo(buf, "ndeleted %u; horizon %u", xlrec->ndeleted,
 						 xlrec->horizon);
 	}
+	else if (info == XLOG_FOREIN_VACUUM)
+	{
+		xl_forein_vacuum *xlrec = (xl_forein_vacuum *) XLogRecGetData(record);
+
+		appendStringInfo(buf, "ndeleted %u; nupdated %u", xlrec->ndeleted,
+						 xlrec->nupdated);
+	}
 }
 
 static const char *
@@ -170,6 +246,8 @@ forein_identify(uint8 info)
 			return "INSERT";
 		case XLOG_FOREIN_DELETE:
 			return "DELETE";
+		case XLOG_FOREIN_VACUUM:
+			return "VACUUM";
 	}
 	return NULL;
 }
@@ -242,4 +320,60 @@ forein_log_delete(Buffer buf, OffsetNumber *offs, int n, TransactionId horizon)
 	XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
 	XLogRegisterBufData(0, (char *) offs, n * sizeof(OffsetNumber));
 	return XLogInsert(FOREIN_RMGR_ID, XLOG_FOREIN_DELETE);
+}
+
+/*
+ * The update part of a VACUUM record: per shrunk posting tuple its offset,
+ * size and bytes, in one buffer (a record takes few data chunks).  Built
+ * before the critical section, which may not allocate.
+ */
+char *
+forein_vacuum_updates(OffsetNumber *updated_off, IndexTuple *updated, int n_updated,
+					  Size *len)
+{
+	Size		total = 0;
+	char	   *buf;
+	char	   *p;
+	int			i;
+
+	for (i = 0; i < n_updated; i++)
+		total += sizeof(OffsetNumber) + sizeof(uint16) + IndexTupleSize(updated[i]);
+	buf = p = palloc(Max(total, 1));
+	for (i = 0; i < n_updated; i++)
+	{
+		uint16		size = IndexTupleSize(updated[i]);
+
+		memcpy(p, &updated_off[i], sizeof(OffsetNumber));
+		memcpy(p + sizeof(OffsetNumber), &size, sizeof(size));
+		p += sizeof(OffsetNumber) + sizeof(size);
+		memcpy(p, updated[i], size);
+		p += size;
+	}
+	*len = total;
+	return buf;
+}
+
+/*
+ * Logs VACUUM's changes to leaf buf (made inside the caller's critical
+ * section): n_updated posting tuples shrunk in place (updates, from
+ * forein_vacuum_updates), then the n_deleted entries at deleted (sorted)
+ * deleted.
+ */
+XLogRecPtr
+forein_log_vacuum(Buffer buf, OffsetNumber *deleted, int n_deleted,
+				  int n_updated, char *updates, Size updates_len)
+{
+	xl_forein_vacuum xlrec;
+
+	Assert(forein_wal_rmgr_ready);
+	xlrec.ndeleted = n_deleted;
+	xlrec.nupdated = n_updated;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, SizeOfForeinVacuum);
+	XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
+	if (n_deleted > 0)
+		XLogRegisterBufData(0, (char *) deleted, n_deleted * sizeof(OffsetNumber));
+	if (updates_len > 0)
+		XLogRegisterBufData(0, updates, updates_len);
+	return XLogInsert(FOREIN_RMGR_ID, XLOG_FOREIN_VACUUM);
 }

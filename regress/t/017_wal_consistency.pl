@@ -182,11 +182,23 @@ $primary->safe_psql(
 	DELETE FROM w WHERE k BETWEEN 100000 AND 600000;
 	DELETE FROM w_empty WHERE k > 10;
 });
+$primary->safe_psql('postgres', 'CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+$start_lsn = $primary->lsn('insert');
 my ($vret, $vout, $verr) = $primary->psql('postgres', 'VACUUM (VERBOSE) w; VACUUM (VERBOSE) w_empty;');
 is($vret, 0, 'VACUUM after the deletes') or diag $verr;
 my ($deleted) = $verr =~ /index "w_k": pages: \d+ in total, (\d+) newly deleted/;
 cmp_ok($deleted // 0, '>', 0, "VACUUM deleted pages of w_k (@{[ $deleted // 'none' ]})")
   or diag $verr;
+# VACUUM's leaf changes are forein's VACUUM records (offsets and shrunk
+# posting tuples), checked by replay like the rest (pg_walinspect: the
+# server's resource manager describes them, pg_waldump cannot)
+my @shrinks = split /\n/, $primary->safe_psql(
+	'postgres', qq{
+	SELECT substring(description from 'nupdated (\\d+)')
+	  FROM pg_get_wal_records_info('$start_lsn', pg_current_wal_flush_lsn())
+	 WHERE resource_manager = 'forein' AND record_type = 'VACUUM'});
+cmp_ok(scalar(@shrinks), '>', 0, 'VACUUM wrote forein records (' . scalar(@shrinks) . ')');
+cmp_ok((grep { $_ > 0 } @shrinks), '>', 0, 'some of them shrink posting tuples');
 compare('after VACUUM with posting list shrinking and page deletion');
 
 $primary->safe_psql(
@@ -239,7 +251,7 @@ is($primary->safe_psql('postgres', "SELECT pg_relation_size('w_k')"), $wk_marked
 compare('after changes to leaves with entries marked dead');
 
 # Crash recovery on the primary checks its own replay too.
-$primary->safe_psql('postgres', 'CREATE EXTENSION pg_walinspect; CHECKPOINT');
+$primary->safe_psql('postgres', 'CHECKPOINT');
 my $redo_start = $primary->lsn('insert');
 $primary->safe_psql(
 	'postgres', q{
