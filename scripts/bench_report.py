@@ -44,7 +44,8 @@ def med(values):
 def fmt(x, digits=3):
     if x is None:
         return "-"
-    if abs(x) >= 1000:
+    # from 999.5 on, 3 significant digits would print 1e+03
+    if abs(x) >= 1000 or abs(x) >= 10 ** digits - 0.5:
         return f"{x:,.0f}"
     return f"{x:.{digits}g}"
 
@@ -209,13 +210,13 @@ def sysbench_table(rows):
 def sysbench_block(out):
     rows = read_csv(os.path.join(out, "sysbench", "sysbench.csv"))
     if not rows:
-        return not_run("sysbench"), rows
+        return not_run("sysbench"), rows, []
     text = "Separate runs, alternating:\n\n" + sysbench_table(rows)
     concurrent = read_csv(os.path.join(out, "sysbench", "sysbench_concurrent.csv"))
     if concurrent:
         text += ("\nBoth databases at once, half the threads each (the machine's other load falls on both "
                  "alike):\n\n" + sysbench_table(concurrent))
-    return text, rows
+    return text, rows, concurrent
 
 
 PGBENCH_METRICS = [
@@ -292,14 +293,14 @@ def papers_block(engine_rows, testbed_rows):
 
 # --- plots ------------------------------------------------------------------------
 
-def gnuplot(script, report):
+def gnuplot(script, report, size="900,520"):
     if shutil.which("gnuplot") is None:
         print("bench_report: gnuplot not found, no plots (apt-get install gnuplot-nox)", file=sys.stderr)
         return False
-    term = "set terminal pngcairo size 900,520 font 'DejaVu Sans,11'"
+    term = f"set terminal pngcairo size {size} font 'DejaVu Sans,11'"
     probe = subprocess.run(["gnuplot", "-e", "set terminal pngcairo"], capture_output=True)
     if probe.returncode != 0:
-        term = "set terminal png size 900,520"
+        term = f"set terminal png size {size}"
     res = subprocess.run(["gnuplot"], input=term + "\nset termoption noenhanced\n" + script,
                          text=True, capture_output=True, cwd=report)
     if res.returncode != 0:
@@ -346,14 +347,21 @@ set yrange [0:*]"""),
     return [m for m in made if m]
 
 
-def plot_sql(pg_rows, sysbench_rows, pgbench_rows, report):
+def plot_sql(pg_rows, sysbench_rows, sysbench_concurrent, pgbench_rows, report):
+    """Bars of forein / btree: sysbench and pgbench, each measure run
+    separately and under the same load (sysbench's databases at once,
+    pgbench's interleaved runs), then the per-backend probes and -S."""
     bars = []  # (label, median ratio, min, max)
-    for test, _, _, rs in sysbench_tests(sysbench_rows):
-        if rs:
-            bars.append((f"sysbench {test}", med(rs), min(rs), max(rs)))
+    for rows, how in ((sysbench_rows, ""), (sysbench_concurrent, " (at once)")):
+        for test, _, _, rs in sysbench_tests(rows):
+            if rs:
+                bars.append((f"sysbench {test}{how}", med(rs), min(rs), max(rs)))
     for scale, rows in pgbench_rows.items():
-        for metric, name in (("pgbench_S_tps", "-S"), ("pgbench_tpcb_tps", "TPC-B"), ("pgbench_N_tps", "-N")):
-            rs = rep_ratios(rows, metric, "forein", "btree", True)
+        for metric, name, higher in (("pgbench_S_tps", "-S", True), ("pgbench_S_mixed_us", "-S interleaved", False),
+                                     ("pgbench_tpcb_tps", "TPC-B", True),
+                                     ("pgbench_tpcb_mixed_us", "TPC-B interleaved", False),
+                                     ("pgbench_N_tps", "-N", True)):
+            rs = rep_ratios(rows, metric, "forein", "btree", higher)
             if rs:
                 bars.append((f"pgbench {name} s{scale}", med(rs), min(rs), max(rs)))
     for i in dict.fromkeys(r["index"] for r in pg_rows):
@@ -380,7 +388,7 @@ set xtics rotate by -35
 set key off
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2
 plot 'sql_vs_btree.dat' using 2:3:4:xtic(1)
-""", report):
+""", report, size="1200,640"):
         return ["sql_vs_btree.png"]
     return []
 
@@ -429,11 +437,11 @@ def main(argv):
     blocks, engine_rows = engine_blocks(out)
     blocks["pg-backends"], pg_rows = pg_backends_block(out)
     blocks["testbed"], testbed_rows = testbed_block(out)
-    blocks["sysbench"], sysbench_rows = sysbench_block(out)
+    blocks["sysbench"], sysbench_rows, sysbench_concurrent = sysbench_block(out)
     blocks["pgbench"], pgbench_rows = pgbench_block(out)
     blocks["papers"] = papers_block(engine_rows, testbed_rows)
     blocks["machine"] = machine_block(out)
-    plots = plot_engine(engine_rows, report) + plot_sql(pg_rows, sysbench_rows, pgbench_rows, report)
+    plots = plot_engine(engine_rows, report) + plot_sql(pg_rows, sysbench_rows, sysbench_concurrent, pgbench_rows, report)
     testbed_png = os.path.join(out, "testbed", "testbed.png")
     if os.path.exists(testbed_png):
         shutil.copy(testbed_png, report)

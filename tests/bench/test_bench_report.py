@@ -110,6 +110,14 @@ class BenchReportTest(unittest.TestCase):
         first = self.run_report()
         self.assertEqual(self.run_report(), first)
 
+    def test_number_format(self):
+        sys.path.insert(0, os.path.dirname(REPORT))
+        import bench_report
+        # 3 significant digits below 1,000, thousands separators from there
+        # on, never an exponent (999.5 rounds up to 1,000)
+        self.assertEqual([bench_report.fmt(x) for x in (0.5, 25.34, 177.2, 999.4, 999.5, 1234.5)],
+                         ["0.5", "25.3", "177", "999", "1,000", "1,234"])
+
     def test_bad_arguments(self):
         res = subprocess.run([sys.executable, REPORT, self.out, "--doc", self.docs],
                              capture_output=True, text=True)
