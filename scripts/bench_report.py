@@ -20,6 +20,7 @@ paper's headline result, quoted from shared/papers/DIGESTS.md.
 
 import csv
 import glob
+import math
 import os
 import re
 import shutil
@@ -57,7 +58,11 @@ def ratio_cell(values):
         return "-"
     if len(values) == 1:
         return f"{values[0]:.3f}"
-    return f"{med(values):.3f} ({min(values):.2f}-{max(values):.2f})"
+    # the spread rounded outward, so that it always holds the median
+    # (1.017 of 1.017..1.102 reads "1.017 (1.01-1.11)", not "(1.02-1.10)")
+    lo = math.floor(min(values) * 100 + 1e-9) / 100
+    hi = math.ceil(max(values) * 100 - 1e-9) / 100
+    return f"{med(values):.3f} ({lo:.2f}-{hi:.2f})"
 
 
 def keys_label(n):

@@ -117,6 +117,9 @@ class BenchReportTest(unittest.TestCase):
         # on, never an exponent (999.5 rounds up to 1,000)
         self.assertEqual([bench_report.fmt(x) for x in (0.5, 25.34, 177.2, 999.4, 999.5, 1234.5)],
                          ["0.5", "25.3", "177", "999", "1,000", "1,234"])
+        # a ratio's spread is rounded outward, so it holds the median
+        self.assertEqual(bench_report.ratio_cell([1.1017, 1.017, 1.0172]), "1.017 (1.01-1.11)")
+        self.assertEqual(bench_report.ratio_cell([0.9, 1.1, 1.0]), "1.000 (0.90-1.10)")
 
     def test_bad_arguments(self):
         res = subprocess.run([sys.executable, REPORT, self.out, "--doc", self.docs],
