@@ -326,12 +326,6 @@ forein_vacuum_scan(ForeinVacState *vstate)
 }
 
 /*
- * Vacuum one page.  Returns the right link of a live leaf, else
- * InvalidBlockNumber.  With backtrack, the page is one that a concurrent
- * split filled after the main scan passed it: vacuum its tuples, but leave
- * the FSM, the page counts and page deletion to the main scan.
- */
-/*
  * Shrinks the n_updated posting tuples of leaf buf (cleanup-locked) in
  * place, then deletes its n_deleted entries, and logs it: with forein's own
  * VACUUM record when preloaded (offsets and shrunk tuples, as nbtree's
@@ -385,6 +379,12 @@ apply_leaf_changes(Relation rel, Buffer buf, OffsetNumber *deleted, int n_delete
 	END_CRIT_SECTION();
 }
 
+/*
+ * Vacuum one page.  Returns the right link of a live leaf, else
+ * InvalidBlockNumber.  With backtrack, the page is one that a concurrent
+ * split filled after the main scan passed it: vacuum its tuples, but leave
+ * the FSM, the page counts and page deletion to the main scan.
+ */
 static BlockNumber
 forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 {
