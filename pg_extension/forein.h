@@ -539,6 +539,7 @@ extern void forein_init_page(Page page, uint16 flags, uint16 level);
 extern void forein_init_metapage(Page page, BlockNumber root, uint32 level,
 								 int fillfactor);
 extern Buffer forein_getbuf(Relation index, BlockNumber blkno, int access);
+extern Buffer forein_read_hinted(Relation index, BlockNumber blkno);
 extern Buffer forein_newbuf(Relation index);
 extern void forein_relbuf(Buffer buf);
 extern OffsetNumber forein_first_dead_mark(Page page, OffsetNumber before);

@@ -256,7 +256,7 @@ try_hint(Relation index, ForeinState *state, BlockNumber blkno, uint16 level,
 	if (blkno == InvalidBlockNumber || blkno == FOREIN_METAPAGE_BLKNO ||
 		level < target_level)
 		return InvalidBuffer;
-	buf = ReadBuffer(index, blkno);
+	buf = forein_read_hinted(index, blkno);
 	LockBuffer(buf, level == target_level ? access : BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
 	opaque = ForeinPageGetOpaque(page);

@@ -23,6 +23,7 @@
 #include "access/relscan.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
+#include "pgstat.h"
 #include "forein.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
@@ -631,6 +632,101 @@ forein_getbuf(Relation index, BlockNumber blkno, int access)
 
 	LockBuffer(buf, access);
 	forein_check_page(index, BufferGetPage(buf), blkno);
+	return buf;
+}
+
+/*
+ * Where a block of a forein index was last found in shared buffers (may be
+ * out of date: ReadRecentBuffer checks).  One table for all of a backend's
+ * indexes, made on its first hinted read: bounded memory, nothing tied to a
+ * relcache entry that could leak when one is rebuilt while open.
+ */
+typedef struct ForeinRecentBuffer
+{
+	Oid			relnode;		/* relfilenode */
+	BlockNumber blkno;
+	Buffer		buf;
+} ForeinRecentBuffer;
+
+#define FOREIN_RECENT_BUFFERS 16384 /* 192 kB, one per hinted leaf of an
+									 * index of six million int8 keys */
+
+static ForeinRecentBuffer *recent_buffers = NULL;
+
+/*
+ * Starts loading the two cache lines of a page that a hinted read checks
+ * first: the header (with the first line pointers) and the last line, with
+ * the special space (at a fixed offset on forein pages, so its load need not
+ * wait for pd_special) and, on a page written in key order, the first
+ * item's tuple.  Only an address is computed: a prefetch never faults, and
+ * a useless one costs a cache line.
+ */
+static inline void
+prefetch_page_ends(Buffer buf)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	char	   *page = (char *) BufferGetBlock(buf);
+
+	__builtin_prefetch(page);
+	__builtin_prefetch(page + BLCKSZ - 1);
+#endif
+}
+
+/*
+ * Pins a node named by a hint (unlocked).  The hint names the block before
+ * anything of it was touched, and btree's descent reaches a leaf through
+ * upper pages that stay in the CPU cache, so a hinted read is a chain of
+ * cache misses unless they overlap.  Two things make them overlap: this
+ * backend remembers which buffer held each hinted block, and
+ * ReadRecentBuffer (as recovery uses a WAL record's recent buffer) pins it
+ * without the shared buffer table's lookup and partition lock, after
+ * checking that the buffer still holds the block; and the page's header and
+ * special space are prefetched before the pin and the content lock.
+ */
+Buffer
+forein_read_hinted(Relation index, BlockNumber blkno)
+{
+#if PG_VERSION_NUM >= 160000
+	RelFileLocator rnode = index->rd_locator;
+	Oid			relnode = rnode.relNumber;
+#else
+	RelFileNode rnode = index->rd_node;
+	Oid			relnode = rnode.relNode;
+#endif
+	ForeinRecentBuffer *recent;
+	Buffer		buf;
+
+	if (RelationUsesLocalBuffers(index))
+		return ReadBuffer(index, blkno);
+	if (recent_buffers == NULL)
+	{
+		recent_buffers = MemoryContextAlloc(TopMemoryContext,
+											FOREIN_RECENT_BUFFERS * sizeof(ForeinRecentBuffer));
+		for (int i = 0; i < FOREIN_RECENT_BUFFERS; i++)
+		{
+			recent_buffers[i].relnode = InvalidOid;
+			recent_buffers[i].blkno = InvalidBlockNumber;
+			recent_buffers[i].buf = InvalidBuffer;
+		}
+	}
+
+	recent = &recent_buffers[(blkno + relnode * 0x9E3779B1u) % FOREIN_RECENT_BUFFERS];
+	if (recent->blkno == blkno && recent->relnode == relnode)
+	{
+		prefetch_page_ends(recent->buf);
+		if (ReadRecentBuffer(rnode, MAIN_FORKNUM, blkno, recent->buf))
+		{
+			/* the statistics ReadBuffer keeps (ReadRecentBuffer counts usage) */
+			pgstat_count_buffer_read(index);
+			pgstat_count_buffer_hit(index);
+			return recent->buf;
+		}
+	}
+	buf = ReadBuffer(index, blkno);
+	prefetch_page_ends(buf);
+	recent->relnode = relnode;
+	recent->blkno = blkno;
+	recent->buf = buf;
 	return buf;
 }
 
