@@ -434,9 +434,11 @@ delete_dead_entries(Relation index, Relation heapRel, Buffer buf,
 		}
 	if (nmarked == 0)
 		return off;
-	horizon = deletion_horizon(index, heapRel, buf, marked, nmarked, ntids);
-	if (!TransactionIdIsValid(horizon) || forein_wal_rmgr_ready ||
-		!RelationNeedsWAL(index))
+	/* an unlogged index has no standby to hold a conflict horizon for */
+	horizon = RelationNeedsWAL(index) ?
+		deletion_horizon(index, heapRel, buf, marked, nmarked, ntids) :
+		InvalidTransactionId;
+	if (!TransactionIdIsValid(horizon) || forein_wal_rmgr_ready)
 	{
 		memcpy(deletable, marked, nmarked * sizeof(OffsetNumber));
 		ndeletable = nmarked;

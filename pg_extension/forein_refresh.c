@@ -161,8 +161,8 @@ read_pages(Relation index, ForeinState *state, BlockNumber nblocks,
 }
 
 /* Waits forein.install_delay_ms (the modelled control plane), interruptibly */
-static void
-install_delay(int delay_ms)
+void
+forein_install_delay(int delay_ms)
 {
 	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay_ms);
 
@@ -201,7 +201,7 @@ typedef struct RefreshResult
  */
 static bool
 publish(int slotno, Relation index, const RefreshResult *r, uint64 events,
-		uint64 samples, TimestampTz started)
+		uint64 samples, int64 took_us)
 {
 	ForeinOffSlot *slot = forein_off_slot(slotno);
 	ForeinOffTable *t;
@@ -209,7 +209,6 @@ publish(int slotno, Relation index, const RefreshResult *r, uint64 events,
 	uint32		next;
 	uint32		seq;
 	TimestampTz now;
-	int64		took_us;
 	int64		wait_ms;
 
 	LWLockAcquire(FOREIN_SLOT_LOCK(slotno), LW_EXCLUSIVE);
@@ -247,7 +246,6 @@ publish(int slotno, Relation index, const RefreshResult *r, uint64 events,
 	forein_off_set_invalid(slot, NULL, 0);
 
 	now = GetCurrentTimestamp();
-	took_us = now - started;
 	/*
 	 * A refresh re-reads the whole index: keep the worker's share of a CPU
 	 * near 5 % however busy the index is, so it never competes seriously
@@ -453,60 +451,74 @@ compute_image(Relation index, RefreshData *d, const int32 *node_of,
 	pfree(nodes);
 }
 
+/* A computed image waiting to be published (forein_refresh_compute) */
+struct ForeinRefreshJob
+{
+	MemoryContext cxt;			/* holds the job and its image */
+	RefreshResult r;
+	uint64		events;			/* the slot's counters when reading began */
+	uint64		samples;
+	int64		took_us;		/* reading and computing (not the delay) */
+	Oid			relfilenode;	/* the index's storage the image names */
+};
+
 /*
- * Recomputes the index's offload image and publishes it into its slot.
- * With `delay`, waits forein.install_delay_ms between computing and
- * installing, as the device's control plane would (merged-away nodes are
- * published as invalid before the wait).  Returns the number of installed
- * records.  The caller holds a lock on the index.
+ * Reads the index and computes its offload image, in a new child context of
+ * the current one that the job owns (forein_refresh_job_context;
+ * forein_refresh_publish frees it).  With
+ * `invalidate`, nodes the published image names that were merged away are
+ * published as invalid now, before the install delay.  The caller holds a
+ * lock on the index.
  */
-int64
-forein_refresh_index(Relation index, int slotno, bool delay)
+ForeinRefreshJob *
+forein_refresh_compute(Relation index, int slotno, bool invalidate)
 {
 	ForeinOffSlot *slot = forein_off_slot(slotno);
-	TimestampTz started = GetCurrentTimestamp();
 	MemoryContext cxt;
 	MemoryContext old;
-	uint64		events;
-	uint64		samples;
+	ForeinRefreshJob *job;
 	ForeinState *state;
-	RefreshResult r;
-	int64		installed;
+	RefreshResult *r;
+	TimestampTz started;
 
 	/* an index of another on-disk format has no image to offload */
 	forein_check_metapage(index);
 
-	/* read first: changes during the refresh leave the slot dirty */
-	events = pg_atomic_read_u64(&slot->events);
-	samples = pg_atomic_read_u64(&slot->samples);
-	pg_memory_barrier();
-
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "forein refresh",
 								ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(cxt);
+	job = palloc0(sizeof(ForeinRefreshJob));
+	job->cxt = cxt;
+	started = GetCurrentTimestamp();
+	job->relfilenode = forein_index_relfilenode(index);
 
-	memset(&r, 0, sizeof(r));
-	r.capacity = forein_index_budget(index);
-	r.nblocks = RelationGetNumberOfBlocks(index);
-	r.backend_id = forein_index_backend(index);
+	/* read first: changes during the refresh leave the slot dirty */
+	job->events = pg_atomic_read_u64(&slot->events);
+	job->samples = pg_atomic_read_u64(&slot->samples);
+	pg_memory_barrier();
+
+	r = &job->r;
+	r->capacity = forein_index_budget(index);
+	r->nblocks = RelationGetNumberOfBlocks(index);
+	r->backend_id = forein_index_backend(index);
 	state = forein_get_state(index);
 
 	if (!forein_index_offloaded(index) || !state->has_words)
 	{
 		/* nothing to offload: say so, and stop the worker from trying */
-		r.backend = FOREIN_SLOT_NONE;
-		r.capacity = 0;
+		r->backend = FOREIN_SLOT_NONE;
+		r->capacity = 0;
 	}
 	else
 	{
 		RefreshData d;
 		int32	   *node_of;
 		uint32	   *ring = forein_off_ring(slot);
-		uint64		nsamples = Min(samples, (uint64) FOREIN_SAMPLE_RING);
+		uint64		nsamples = Min(job->samples, (uint64) FOREIN_SAMPLE_RING);
 		uint32	   *ring_copy;
 		Size		i;
 
-		r.backend = FOREIN_SLOT_IMAGE;
+		r->backend = FOREIN_SLOT_IMAGE;
 
 		d.nodes_alloc = 64;
 		d.nodes = palloc(d.nodes_alloc * sizeof(RefreshNode));
@@ -514,11 +526,11 @@ forein_refresh_index(Relation index, int slotno, bool delay)
 		d.words_alloc = 1024;
 		d.words = palloc(d.words_alloc * sizeof(uint64));
 		d.nwords = 0;
-		node_of = palloc_extended(Max(r.nblocks, 1) * sizeof(int32), MCXT_ALLOC_HUGE);
-		for (i = 0; i < r.nblocks; i++)
+		node_of = palloc_extended(Max(r->nblocks, 1) * sizeof(int32), MCXT_ALLOC_HUGE);
+		for (i = 0; i < r->nblocks; i++)
 			node_of[i] = -1;
 
-		read_pages(index, state, r.nblocks, &d);
+		read_pages(index, state, r->nblocks, &d);
 		for (i = 0; i < d.nnodes; i++)
 			node_of[d.nodes[i].blkno] = (int32) i;
 
@@ -527,20 +539,59 @@ forein_refresh_index(Relation index, int slotno, bool delay)
 		for (i = 0; i < nsamples; i++)
 			ring_copy[i] = ((volatile uint32 *) ring)[i];
 
-		if (delay && forein_install_delay_ms > 0)
-			invalidate_dead_nodes(slotno, index, &d, node_of, r.nblocks);
+		if (invalidate)
+			invalidate_dead_nodes(slotno, index, &d, node_of, r->nblocks);
 		if (d.nnodes > 0)
-			compute_image(index, &d, node_of, ring_copy, nsamples, &r);
+			compute_image(index, &d, node_of, ring_copy, nsamples, r);
 	}
 
-	if (delay && forein_install_delay_ms > 0)
-		install_delay(forein_install_delay_ms);
-
-	installed = r.nentries;
-	if (!publish(slotno, index, &r, events, samples, started))
-		installed = 0;
-
+	job->took_us = GetCurrentTimestamp() - started;
 	MemoryContextSwitchTo(old);
-	MemoryContextDelete(cxt);
+	return job;
+}
+
+MemoryContext
+forein_refresh_job_context(ForeinRefreshJob *job)
+{
+	return job->cxt;
+}
+
+/*
+ * Publishes a computed image into the index's slot and frees the job.
+ * Returns the number of installed records: 0 if the slot went to another
+ * index, or if the index's storage changed since the image was computed
+ * (REINDEX, TRUNCATE: the image names old blocks; the slot is marked stale
+ * so that the worker computes a new one).  The caller holds a lock on the
+ * index.
+ */
+int64
+forein_refresh_publish(Relation index, int slotno, ForeinRefreshJob *job)
+{
+	int64		installed = 0;
+
+	if (forein_index_relfilenode(index) != job->relfilenode)
+		pg_atomic_write_u32(&forein_off_slot(slotno)->stale, 1);
+	else if (publish(slotno, index, &job->r, job->events, job->samples, job->took_us))
+		installed = job->r.nentries;
+	MemoryContextDelete(job->cxt);
 	return installed;
+}
+
+/*
+ * Recomputes the index's offload image and publishes it into its slot.
+ * With `delay`, waits forein.install_delay_ms between computing and
+ * installing, as the device's control plane would (merged-away nodes are
+ * published as invalid before the wait), holding the caller's lock on the
+ * index throughout (the background worker lets go of it instead:
+ * forein_worker.c).  Returns the number of installed records.
+ */
+int64
+forein_refresh_index(Relation index, int slotno, bool delay)
+{
+	bool		wait = delay && forein_install_delay_ms > 0;
+	ForeinRefreshJob *job = forein_refresh_compute(index, slotno, wait);
+
+	if (wait)
+		forein_install_delay(forein_install_delay_ms);
+	return forein_refresh_publish(index, slotno, job);
 }

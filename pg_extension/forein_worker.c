@@ -266,8 +266,62 @@ forein_leader_main(Datum main_arg)
 }
 
 /*
- * Refreshes one slot inside its own transaction.  An error is logged and
- * turns into a back-off, so one broken index does not stop the others.
+ * Opens the index of a slot in a new transaction; NULL if it was dropped
+ * or its OID names something else now (the transaction stays open).
+ */
+static Relation
+open_slot_index(Oid relid)
+{
+	Relation	index;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	index = try_relation_open(relid, AccessShareLock);
+	if (index != NULL && !forein_is_forein_index(index))
+	{
+		relation_close(index, AccessShareLock);
+		index = NULL;
+	}
+	return index;
+}
+
+/*
+ * Waits out forein.install_delay_ms from now, the modelled control plane's
+ * install delay.  A configuration reload applies at once: lowering the
+ * setting ends the wait sooner.
+ */
+static void
+wait_install_delay(void)
+{
+	TimestampTz start = GetCurrentTimestamp();
+
+	for (;;)
+	{
+		long		left;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+											   TimestampTzPlusMilliseconds(start, forein_install_delay_ms));
+		if (left <= 0)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 left, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/*
+ * Refreshes one slot.  With forein.install_delay_ms the image is computed
+ * in one transaction and published in another, after the delay: the
+ * modelled control plane may take minutes, and DDL on the index (REINDEX,
+ * DROP INDEX) must not wait for it behind the worker's lock.  An error is
+ * logged and turns into a back-off, so one broken index does not stop the
+ * others.
  */
 static void
 refresh_one(int slotno, Oid relid)
@@ -275,27 +329,50 @@ refresh_one(int slotno, Oid relid)
 	volatile bool dropped = false;
 	volatile bool ok = false;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
 	pgstat_report_activity(STATE_RUNNING, "forein offload refresh");
-
 	PG_TRY();
 	{
-		Relation	index = try_relation_open(relid, AccessShareLock);
+		Relation	index = open_slot_index(relid);
 
 		if (index == NULL)
 			dropped = true;
-		else if (!forein_is_forein_index(index))
+		else if (forein_install_delay_ms <= 0)
 		{
-			/* the OID now names something else */
-			dropped = true;
+			(void) forein_refresh_index(index, slotno, false);
 			relation_close(index, AccessShareLock);
+			ok = true;
 		}
 		else
 		{
-			(void) forein_refresh_index(index, slotno, true);
+			/* computed in the transaction's memory, kept past its end */
+			ForeinRefreshJob *volatile job = forein_refresh_compute(index, slotno, true);
+
+			MemoryContextSetParent(forein_refresh_job_context(job), TopMemoryContext);
 			relation_close(index, AccessShareLock);
-			ok = true;
+			CommitTransactionCommand();
+
+			PG_TRY();
+			{
+				wait_install_delay();
+				index = open_slot_index(relid);
+				if (index == NULL)
+					dropped = true;
+				else
+				{
+					ForeinRefreshJob *publishing = job;
+
+					job = NULL; /* publishing frees it */
+					(void) forein_refresh_publish(index, slotno, publishing);
+					relation_close(index, AccessShareLock);
+					ok = true;
+				}
+			}
+			PG_FINALLY();
+			{
+				if (job != NULL)
+					MemoryContextDelete(forein_refresh_job_context(job));
+			}
+			PG_END_TRY();
 		}
 		CommitTransactionCommand();
 	}
@@ -322,6 +399,7 @@ forein_refresh_worker_main(Datum main_arg)
 	Oid			dboid = DatumGetObjectId(main_arg);
 	int			i;
 
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 

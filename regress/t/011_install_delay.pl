@@ -61,5 +61,47 @@ is($node->safe_psql('postgres', $probe), '0', 'every probe is right after the in
 is($node->safe_psql('postgres', q{SELECT status FROM forein_stats('t_a')}),
 	'active', 'the new image is active');
 
+# The background worker waits out the delay holding no lock on the index:
+# TRUNCATE (new, smaller storage) does not wait for it, and the image it
+# computed before, naming blocks the index no longer has, is not
+# published when the wait ends (a reload lowering the delay ends it).
+$node->safe_psql('postgres',
+	q{ALTER SYSTEM SET forein.install_delay_ms = '10min'; SELECT pg_reload_conf();});
+# new pages: the slot is dirty, the worker refreshes it within seconds
+$node->safe_psql('postgres', q{INSERT INTO t SELECT generate_series(100001, 200000);});
+my $waiting = q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'forein offload refresh'
+	AND state = 'active' AND wait_event_type = 'Extension'};
+ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM ($waiting) w"),
+	'the worker is waiting out a 10-minute install delay');
+is( $node->safe_psql(
+		'postgres', qq{SELECT count(*) FROM pg_locks WHERE pid IN ($waiting)
+		AND locktype = 'relation' AND relation = 't_a'::regclass}),
+	'0', 'holding no lock on the index');
+my ($ret, $out, $err) = $node->psql('postgres',
+	q{SET lock_timeout = '60s'; TRUNCATE t; INSERT INTO t SELECT generate_series(1, 20000);});
+is($ret, 0, 'TRUNCATE does not wait for the worker') or diag $err;
+my $stats = q{SELECT hint_hits || ' ' || fallbacks FROM forein_stats('t_a')};
+my $probe_small = q{
+SET enable_seqscan = off; SET enable_bitmapscan = off;
+SET enable_hashjoin = off; SET enable_mergejoin = off;
+SELECT count(*) FROM generate_series(1, 200000, 7) k(v) LEFT JOIN t ON t.a = k.v
+WHERE (t.a IS NOT NULL) <> (k.v <= 20000);
+};
+$node->safe_psql('postgres',
+	q{ALTER SYSTEM SET forein.install_delay_ms = 0; SELECT pg_reload_conf();});
+ok( $node->poll_query_until(
+		'postgres',
+		q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'forein offload refresh'}),
+	'the reload ended the wait');
+my ($hits0, $fb0) = split ' ', $node->safe_psql('postgres', $stats);
+is($node->safe_psql('postgres', $probe_small), '0', 'every probe is right after TRUNCATE');
+my ($hits1, $fb1) = split ' ', $node->safe_psql('postgres', $stats);
+is($fb1 - $fb0, 0, 'no probe got a hint naming the old storage (no fallbacks)');
+$node->safe_psql('postgres', q{SELECT forein_refresh('t_a')});
+my ($hits2) = split ' ', $node->safe_psql('postgres', $stats);
+is($node->safe_psql('postgres', $probe_small), '0', 'every probe is right with a new image');
+my ($hits3) = split ' ', $node->safe_psql('postgres', $stats);
+cmp_ok($hits3 - $hits2, '>', 0, 'and they start from its hints');
+
 $node->stop;
 done_testing();
