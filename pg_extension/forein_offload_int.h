@@ -255,7 +255,7 @@ extern ForeinRefreshJob *forein_refresh_compute(Relation index, int slotno,
 												bool invalidate);
 extern MemoryContext forein_refresh_job_context(ForeinRefreshJob *job);
 extern int64 forein_refresh_publish(Relation index, int slotno, ForeinRefreshJob *job);
-extern void forein_install_delay(int delay_ms);
+extern void forein_install_delay(bool take_reloads);
 extern void forein_refresh_failed(int slotno);
 
 /* forein_worker.c */

@@ -31,8 +31,10 @@
 
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/interrupt.h"
 #include "storage/bufmgr.h"
 #include "storage/latch.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -40,7 +42,7 @@
 #include "forein_offload.h"
 #include "forein_offload_int.h"
 
-/* Refresh no more often than this, or 4x the last refresh's duration */
+/* Refresh no more often than this, or 20x the last refresh's duration */
 #define FOREIN_MIN_REFRESH_MS	1000
 #define FOREIN_MAX_BACKOFF_MS	60000
 
@@ -160,22 +162,34 @@ read_pages(Relation index, ForeinState *state, BlockNumber nblocks,
 	FreeAccessStrategy(strategy);
 }
 
-/* Waits forein.install_delay_ms (the modelled control plane), interruptibly */
+/*
+ * Waits out forein.install_delay_ms (the modelled control plane) from now,
+ * interruptibly.  With take_reloads (a background worker, which has no idle
+ * point to apply them at) a configuration reload applies at once, so
+ * lowering the setting ends the wait sooner.
+ */
 void
-forein_install_delay(int delay_ms)
+forein_install_delay(bool take_reloads)
 {
-	TimestampTz end = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay_ms);
+	TimestampTz start = GetCurrentTimestamp();
 
 	for (;;)
 	{
-		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), end);
+		long		left;
 
+		CHECK_FOR_INTERRUPTS();
+		if (take_reloads && ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+											   TimestampTzPlusMilliseconds(start, forein_install_delay_ms));
 		if (left <= 0)
 			break;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 left, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
 	}
 }
 
@@ -592,6 +606,6 @@ forein_refresh_index(Relation index, int slotno, bool delay)
 	ForeinRefreshJob *job = forein_refresh_compute(index, slotno, wait);
 
 	if (wait)
-		forein_install_delay(forein_install_delay_ms);
+		forein_install_delay(false);
 	return forein_refresh_publish(index, slotno, job);
 }

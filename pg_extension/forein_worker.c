@@ -286,36 +286,6 @@ open_slot_index(Oid relid)
 }
 
 /*
- * Waits out forein.install_delay_ms from now, the modelled control plane's
- * install delay.  A configuration reload applies at once: lowering the
- * setting ends the wait sooner.
- */
-static void
-wait_install_delay(void)
-{
-	TimestampTz start = GetCurrentTimestamp();
-
-	for (;;)
-	{
-		long		left;
-
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
-		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-											   TimestampTzPlusMilliseconds(start, forein_install_delay_ms));
-		if (left <= 0)
-			break;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 left, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-	}
-}
-
-/*
  * Refreshes one slot.  With forein.install_delay_ms the image is computed
  * in one transaction and published in another, after the delay: the
  * modelled control plane may take minutes, and DDL on the index (REINDEX,
@@ -353,7 +323,7 @@ refresh_one(int slotno, Oid relid)
 
 			PG_TRY();
 			{
-				wait_install_delay();
+				forein_install_delay(true);
 				index = open_slot_index(relid);
 				if (index == NULL)
 					dropped = true;
