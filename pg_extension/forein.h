@@ -513,6 +513,7 @@ typedef struct ForeinOptions
 	int			offload_offset; /* string: a registered offload backend */
 	int			lpm_entries;	/* 0: forein.lpm_entries */
 	bool		deduplicate_items;	/* posting lists (forein_posting.c) */
+	bool		align_leaves;	/* aligned leaf cuts (forein_separator.c) */
 	float8		vacuum_cleanup_index_scale_factor;	/* btree's; no effect */
 } ForeinOptions;
 
@@ -532,6 +533,7 @@ extern int	forein_index_backend(Relation index);
 extern bool forein_index_offloaded(Relation index);
 extern int	forein_index_fillfactor(Relation index);
 extern bool forein_index_dedup(Relation index);
+extern bool forein_index_align_leaves(Relation index);
 
 /* forein_utils.c */
 extern ForeinState *forein_get_state(Relation index);
@@ -633,6 +635,17 @@ extern int	forein_posting_max_tids(Size base);
 extern int	forein_dedup_items(IndexTuple *items, int n, IndexTuple *out);
 extern int	forein_posting_insert(IndexTuple post, IndexTuple itup,
 								  IndexTuple *out);
+
+/* forein_separator.c */
+/*
+ * How far (in bytes of a page) a leaf build or split may move a cut from
+ * its fill target to get a better-aligned separator
+ */
+#define FOREIN_CUT_SLACK(target)	((target) / 16)
+extern int	forein_cut_alignment(ForeinState *state, IndexTuple left,
+								 IndexTuple right);
+extern IndexTuple forein_leaf_separator(ForeinState *state, IndexTuple left,
+										IndexTuple right);
 
 /* forein_search.c */
 extern OffsetNumber forein_binsearch_leaf(ForeinState *state, Page page,

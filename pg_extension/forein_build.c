@@ -186,6 +186,7 @@ typedef struct BuildState
 	ForeinState *state;
 	bool		use_wal;
 	bool		unique;
+	bool		align_leaves;	/* leaves cut by leaf_cut */
 	BlockNumber next_blkno;
 	IndexTuple	placeholder;
 	Tuplesortstate *sort;		/* NULL: the compact sort; unique indexes:
@@ -347,12 +348,85 @@ bound_cost(LevelWriter *w, IndexTuple itup)
 }
 
 /*
+ * Closes the open leaf at the best cut before itup, which does not fit:
+ * among the cuts whose page fills to within FOREIN_CUT_SLACK of the target,
+ * the one with the most aligned separator (forein_separator.c), then the
+ * one nearest the target.  Where no cut falls in that window (large items),
+ * the one nearest the target that fits.  The items after the cut move on to
+ * the next page; the caller then adds itup.
+ */
+static void
+leaf_cut(BuildState *bs, LevelWriter *w, IndexTuple itup, Size lo_cost)
+{
+	Size		slack = FOREIN_CUT_SLACK(w->target);
+	Size		left = lo_cost;
+	int			best = -1;
+	bool		best_in_window = false;
+	int			best_score = 0;
+	Size		best_dist = 0;
+	IndexTuple	right;
+	IndexTuple	sep;
+	IndexTuple *carry;
+	int			ncarry;
+	int			k;
+	int			i;
+
+	for (k = 1; k <= w->nitems; k++)
+	{
+		Size		fill;
+		Size		dist;
+		bool		in_window;
+		int			score;
+
+		right = k < w->nitems ? w->items[k] : itup;
+		left += item_cost(w->items[k - 1]);
+		fill = left + bound_cost(w, right);
+		if (fill > usable_space())
+			break;
+		dist = fill > w->target ? fill - w->target : w->target - fill;
+		in_window = dist <= slack;
+		score = in_window ? forein_cut_alignment(bs->state, w->items[k - 1], right) : 0;
+		if (best < 0 ||
+			(in_window && !best_in_window) ||
+			(in_window == best_in_window &&
+			 (score > best_score || (score == best_score && dist < best_dist))))
+		{
+			best = k;
+			best_in_window = in_window;
+			best_score = score;
+			best_dist = dist;
+		}
+	}
+	if (best < 0)
+		elog(ERROR, "forein: no leaf cut fits a page");
+
+	right = best < w->nitems ? w->items[best] : itup;
+	sep = forein_leaf_separator(bs->state, w->items[best - 1], right);
+	ncarry = w->nitems - best;
+	carry = palloc(sizeof(IndexTuple) * Max(ncarry, 1));
+	for (i = 0; i < ncarry; i++)
+	{
+		carry[i] = CopyIndexTuple(w->items[best + i]);
+		w->bytes -= item_cost(carry[i]);
+	}
+	w->nitems = best;
+	level_flush(bs, w, sep, false);
+	pfree(sep);
+	for (i = 0; i < ncarry; i++)
+	{
+		level_append(w, carry[i]);
+		pfree(carry[i]);
+	}
+	pfree(carry);
+}
+
+/*
  * Adds an item; closes the open page first when the item would take it past
  * its target.  The high key is the bound of the next page's first item,
  * which may be larger than the items the page was planned with: when it
- * does not fit, the page's last items move on to the next page.  The
- * separator between two leaves is the right one's first key alone when it
- * differs from the left's last key.  An inner page takes at least two
+ * does not fit, the page's last items move on to the next page.  Leaves
+ * of an index with offload words are cut by leaf_cut instead, and every
+ * leaf separator is forein_leaf_separator's.  An inner page takes at least two
  * children (its bounds and one downlink always fit), so every level above
  * the leaves has fewer pages than the one below.
  */
@@ -362,17 +436,29 @@ level_add(BuildState *bs, LevelWriter *w, IndexTuple itup)
 	Size		cost = item_cost(itup);
 	Size		lo_cost = w->lokey ? item_cost(w->lokey) : item_cost(bs->placeholder);
 	Size		hi_cost = bound_cost(w, itup);
+	bool		aligned_cuts = w->level == 0 && bs->align_leaves;
+	Size		limit = w->target;
 
+	/* a leaf may fill past its target, for a better cut (leaf_cut) */
+	if (aligned_cuts)
+		limit = Min(w->target + FOREIN_CUT_SLACK(w->target), usable_space());
 	if (w->nitems > (w->level > 0 ? 1 : 0) &&
-		(w->bytes + cost + lo_cost + hi_cost > w->target ||
+		(w->bytes + cost + lo_cost + hi_cost > limit ||
 		 w->nitems >= MaxIndexTuplesPerPage - 2))
 	{
-		IndexTuple *carry = palloc(sizeof(IndexTuple) * w->nitems);
+		IndexTuple *carry;
 		int			ncarry = 0;
 		IndexTuple	next = itup;
 		IndexTuple	sep;
 		int			i;
 
+		if (aligned_cuts)
+		{
+			leaf_cut(bs, w, itup, lo_cost);
+			level_append(w, itup);
+			return;
+		}
+		carry = palloc(sizeof(IndexTuple) * w->nitems);
 		while (w->nitems > 1 && w->bytes + lo_cost + bound_cost(w, next) > usable_space())
 		{
 			next = w->items[--w->nitems];
@@ -380,10 +466,9 @@ level_add(BuildState *bs, LevelWriter *w, IndexTuple itup)
 			carry[ncarry++] = CopyIndexTuple(next);
 		}
 		next = ncarry > 0 ? carry[ncarry - 1] : itup;
-		sep = w->level == 0 ? forein_posting_key(next) : forein_make_bound(next);
-		if (w->level == 0 &&
-			!forein_keys_equal(bs->state, w->items[w->nitems - 1], next))
-			ItemPointerSet(&sep->t_tid, 0, 0);
+		sep = w->level == 0 ?
+			forein_leaf_separator(bs->state, w->items[w->nitems - 1], next) :
+			forein_make_bound(next);
 		level_flush(bs, w, sep, false);
 		pfree(sep);
 		for (i = ncarry - 1; i >= 0; i--)
@@ -1101,6 +1186,7 @@ forein_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.state = state;
 	bs.use_wal = RelationNeedsWAL(index);
 	bs.unique = indexInfo->ii_Unique;
+	bs.align_leaves = forein_index_align_leaves(index);
 	bs.placeholder = forein_make_placeholder(state);
 
 	init_sortrel(&bs);

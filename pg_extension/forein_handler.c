@@ -90,6 +90,9 @@ init_reloptions(void)
 	add_bool_reloption(forein_relopt_kind, "deduplicate_items",
 					   "Keeps duplicate keys as posting lists (non-unique indexes without INCLUDE columns)",
 					   true, ShareUpdateExclusiveLock);
+	add_bool_reloption(forein_relopt_kind, "align_leaves",
+					   "Cuts leaves where their bounds take the fewest LPM entries (indexes with offload words)",
+					   true, ShareUpdateExclusiveLock);
 	forein_relopts_ready = true;
 }
 
@@ -101,6 +104,7 @@ forein_options(Datum reloptions, bool validate)
 		{"offload", RELOPT_TYPE_STRING, offsetof(ForeinOptions, offload_offset)},
 		{"lpm_entries", RELOPT_TYPE_INT, offsetof(ForeinOptions, lpm_entries)},
 		{"deduplicate_items", RELOPT_TYPE_BOOL, offsetof(ForeinOptions, deduplicate_items)},
+		{"align_leaves", RELOPT_TYPE_BOOL, offsetof(ForeinOptions, align_leaves)},
 		{"vacuum_cleanup_index_scale_factor", RELOPT_TYPE_REAL,
 		offsetof(ForeinOptions, vacuum_cleanup_index_scale_factor)},
 	};
@@ -146,6 +150,20 @@ forein_index_dedup(Relation index)
 	return !index->rd_index->indisunique &&
 		IndexRelationGetNumberOfKeyAttributes(index) ==
 		IndexRelationGetNumberOfAttributes(index);
+}
+
+/*
+ * Do leaf builds and splits look for aligned cuts (forein_separator.c)?
+ * Only where keys have offload words, and not with align_leaves = off.
+ */
+bool
+forein_index_align_leaves(Relation index)
+{
+	ForeinOptions *opts = (ForeinOptions *) index->rd_options;
+
+	if (opts != NULL && !opts->align_leaves)
+		return false;
+	return forein_get_state(index)->has_words;
 }
 
 /*

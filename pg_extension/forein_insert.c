@@ -56,9 +56,13 @@ item_cost(IndexTuple itup)
  * rightmost page that grows at its end keeps the fill factor on the left,
  * so ascending loads leave pages as full as a build would, and a leaf of a
  * single key keeps 96% on the left, as nbtree's single-value strategy does:
- * that key's new TIDs mostly arrive at its end.  Among the splits that
+ * that key's new TIDs mostly arrive at its end.  A leaf of an index that
+ * aligns its leaves (`align`, forein_index_align_leaves) takes, among the
+ * splits within FOREIN_CUT_SLACK of the target, the one with the most
+ * aligned separator (forein_separator.c), which is never a cut between
+ * duplicates when another is there.  Otherwise, among the splits that
  * leave each side between a quarter and three quarters, a leaf prefers one
- * between two different keys (`differ`, when given), as nbtree's "many
+ * between two different keys (`differ` given), as nbtree's "many
  * duplicates" strategy does: cutting a run of duplicates leaves a half-full
  * page behind every time that key grows.  Returns -1 when no point fits.
  *
@@ -75,7 +79,7 @@ item_cost(IndexTuple itup)
 static int
 choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost, bool inner,
 			 bool rightmost_append, bool single_value, int fillpct,
-			 ForeinState *differ)
+			 ForeinState *differ, bool align)
 {
 	Size		usable = BLCKSZ - SizeOfPageHeaderData -
 		MAXALIGN(sizeof(ForeinPageOpaqueData));
@@ -86,6 +90,10 @@ choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost, bool inner,
 	Size		best_dist = 0;
 	int			boundary = -1;
 	Size		boundary_dist = 0;
+	int			aligned = -1;
+	int			aligned_score = -1;
+	Size		aligned_dist = 0;
+	Size		slack = FOREIN_CUT_SLACK(usable);
 	int			k;
 
 	for (k = 0; k < n; k++)
@@ -127,9 +135,23 @@ choose_split(IndexTuple *items, int n, Size lo_cost, Size hi_cost, bool inner,
 			boundary = k;
 			boundary_dist = dist;
 		}
+		if (align && !single_value && dist <= slack)
+		{
+			int			score = forein_cut_alignment(differ, items[k - 1], items[k]);
+
+			if (score > aligned_score ||
+				(score == aligned_score && dist < aligned_dist))
+			{
+				aligned = k;
+				aligned_score = score;
+				aligned_dist = dist;
+			}
+		}
 	}
 	if (best < 0)
 		return -1;
+	if (aligned_score >= 0)
+		return aligned;
 	return boundary >= 0 && !single_value && !rightmost_append ? boundary : best;
 }
 
@@ -193,7 +215,7 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 					 oright == InvalidBlockNumber && off > maxoff,
 					 leaf && n > 2 && forein_keys_equal(state, items[0], items[n - 1]),
 					 leaf ? forein_index_fillfactor(index) : FOREIN_INNER_FILLFACTOR,
-					 leaf ? state : NULL);
+					 leaf ? state : NULL, leaf && forein_index_align_leaves(index));
 	if (k < 0)
 	{
 		/* the page's own items only (see choose_split) */
@@ -201,7 +223,7 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		for (o = FOREIN_FIRST_ITEM; o <= maxoff; o++)
 			items[n++] = (IndexTuple) PageGetItem(origpage, PageGetItemId(origpage, o));
 		k = choose_split(items, n, item_cost(lokey), item_cost(hikey), !leaf,
-						 false, false, 50, leaf ? state : NULL);
+						 false, false, 50, leaf ? state : NULL, false);
 		if (k < 0)
 			elog(ERROR, "forein: could not find a split point in block %u of index \"%s\"",
 				 blkno, RelationGetRelationName(index));
@@ -212,15 +234,14 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	}
 
 	/*
-	 * The separator: on leaves, between different keys the key alone (TID
-	 * (0,0)) suffices, so a search for the key's first entry starts on the
-	 * page that has it; between duplicates the full (key, TID).  On inner
-	 * pages, downlink k's separator; its child becomes the right page's
-	 * first child.
+	 * The separator: on leaves, forein_leaf_separator's (between different
+	 * keys a key alone, TID (0,0), so a search for the key's first entry
+	 * starts on the page that has it; between duplicates the full (key,
+	 * TID)).  On inner pages, downlink k's separator; its child becomes the
+	 * right page's first child.
 	 */
-	sep = leaf ? forein_posting_key(items[k]) : forein_make_bound(items[k]);
-	if (leaf && !forein_keys_equal(state, items[k - 1], items[k]))
-		ItemPointerSet(&sep->t_tid, 0, 0);
+	sep = leaf ? forein_leaf_separator(state, items[k - 1], items[k]) :
+		forein_make_bound(items[k]);
 
 	rbuf = forein_newbuf(index);
 	rblkno = BufferGetBlockNumber(rbuf);

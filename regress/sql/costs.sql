@@ -46,12 +46,13 @@ BEGIN
 END $$;
 
 -- Twins: the same rows (fewer than ANALYZE's sample, so equal statistics),
--- one indexed by forein, one by btree.
+-- one indexed by forein, one by btree.  forein cuts leaves as btree does
+-- (align_leaves = off), so that both have the same pages.
 CREATE TABLE cost_f (id int4, v int4, pad text);
 INSERT INTO cost_f SELECT g, g % 100, repeat('x', 40) FROM generate_series(1, 20000) g;
 CREATE TABLE cost_b (LIKE cost_f);
 INSERT INTO cost_b SELECT * FROM cost_f;
-CREATE INDEX cost_f_id ON cost_f USING forein (id);
+CREATE INDEX cost_f_id ON cost_f USING forein (id) WITH (align_leaves = off);
 CREATE INDEX cost_b_id ON cost_b USING btree (id);
 CREATE TABLE cost_o (x int4);
 INSERT INTO cost_o SELECT g * 7 FROM generate_series(1, 500) g;
