@@ -12,8 +12,9 @@
  * does, the leader stays unconnected and starts a dynamic worker per
  * database with dirty slots, one at a time, waiting for it to finish.
  *
- * A refresh is rate limited per slot (at least a second apart, and at most
- * a quarter of the time spent refreshing) and backs off after failures.  A
+ * A refresh is rate limited per slot (at least a second apart, and about a
+ * twentieth of the time spent refreshing: see forein_refresh_publish) and
+ * backs off after failures.  A
  * slot whose worker never gets to it (its database is gone) is freed after
  * a few tries; an index found dropped frees its slot at once.
  *
