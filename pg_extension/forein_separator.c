@@ -17,7 +17,9 @@
  * the separator need not be a key of the index: any value v with
  * left < v <= right divides the two leaves.  The one with the most
  * trailing zero bits in word space is taken, so sparse keys get aligned
- * bounds too.  Other types use the right item's key, as before.
+ * bounds too (not next to -infinity or infinity, where it could fall
+ * outside a date's or timestamp's range).  Other types use the right item's
+ * key, as before.
  *
  * pg_extension/forein_separator.c
  *
@@ -28,6 +30,8 @@
 #include "access/tupmacs.h"
 #include "forein.h"
 #include "port/pg_bitutils.h"
+#include "utils/date.h"
+#include "utils/timestamp.h"
 
 /*
  * Can the separator be any value between two keys?  One key column whose
@@ -91,6 +95,25 @@ leading_int(ForeinState *state, IndexTuple itup, int64 *value)
 	return true;
 }
 
+/*
+ * Whether a value lies in its type's valid range: a value between
+ * -infinity and the first date or timestamp could be out of range (its
+ * text form an error), while every value between two finite ones is valid.
+ */
+static bool
+finite_value(ForeinState *state, int64 v)
+{
+	switch (state->cols[0].kind)
+	{
+		case FOREIN_KEY_DATE:
+			return !DATE_NOT_FINITE((DateADT) v);
+		case FOREIN_KEY_TIMESTAMP:
+			return !TIMESTAMP_NOT_FINITE((Timestamp) v);
+		default:
+			return true;
+	}
+}
+
 /* A column's word of an integer value, DESC flipped (as set_word does) */
 static inline uint64
 int_word(ForeinState *state, int64 v)
@@ -121,7 +144,8 @@ synthetic_word(ForeinState *state, IndexTuple left, IndexTuple right,
 	uint64		wr;
 
 	if (!synthetic_separators(state) ||
-		!leading_int(state, left, &l) || !leading_int(state, right, &r))
+		!leading_int(state, left, &l) || !leading_int(state, right, &r) ||
+		!finite_value(state, l) || !finite_value(state, r))
 		return false;
 	wl = int_word(state, l);
 	wr = int_word(state, r);
