@@ -24,6 +24,7 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "pgstat.h"
+#include "port/pg_bitutils.h"
 #include "forein.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
@@ -636,22 +637,75 @@ forein_getbuf(Relation index, BlockNumber blkno, int access)
 }
 
 /*
- * Where a block of a forein index was last found in shared buffers (may be
- * out of date: ReadRecentBuffer checks).  One table for all of a backend's
- * indexes, made on its first hinted read: bounded memory, nothing tied to a
- * relcache entry that could leak when one is rebuilt while open.
+ * Where each block of a hinted index was last found in shared buffers (may
+ * be out of date: ReadRecentBuffer checks).  One direct array per index,
+ * indexed by block number, four bytes a block: every block keeps its entry,
+ * yet the array stays small enough for the CPU cache (100 kB for pgbench's
+ * accounts index at scale 100).  A hashed table of 16,384 entries shared by
+ * all indexes held about half of that index's 26,000 leaves, and each miss
+ * paid the shared buffer table's lookup.  A backend keeps the arrays of its
+ * FOREIN_RECENT_INDEXES most recently hinted indexes, keyed by relfilenode
+ * (nothing tied to a relcache entry that could leak when one is rebuilt),
+ * each of at most FOREIN_RECENT_MAX_BLOCKS entries; later blocks are read
+ * without one.
  */
-typedef struct ForeinRecentBuffer
+typedef struct ForeinRecentIndex
 {
-	Oid			relnode;		/* relfilenode */
-	BlockNumber blkno;
-	Buffer		buf;
-} ForeinRecentBuffer;
+	Oid			relnode;		/* relfilenode; InvalidOid: unused */
+	uint32		nblocks;		/* entries in bufs */
+	uint64		last_use;
+	Buffer	   *bufs;			/* InvalidBuffer: not known */
+} ForeinRecentIndex;
 
-#define FOREIN_RECENT_BUFFERS 16384 /* 192 kB, one per hinted leaf of an
-									 * index of six million int8 keys */
+#define FOREIN_RECENT_INDEXES		4
+#define FOREIN_RECENT_MAX_BLOCKS	(1 << 20)	/* 4 MB: an 8 GB index */
 
-static ForeinRecentBuffer *recent_buffers = NULL;
+static ForeinRecentIndex recent_indexes[FOREIN_RECENT_INDEXES];
+static uint64 recent_clock = 0;
+
+/* The entry of block blkno of the index with relfilenode relnode, or NULL */
+static Buffer *
+recent_entry(Oid relnode, BlockNumber blkno)
+{
+	ForeinRecentIndex *ri = NULL;
+	ForeinRecentIndex *victim = &recent_indexes[0];
+	int			i;
+
+	if (blkno >= FOREIN_RECENT_MAX_BLOCKS)
+		return NULL;
+	for (i = 0; i < FOREIN_RECENT_INDEXES && ri == NULL; i++)
+	{
+		if (recent_indexes[i].relnode == relnode)
+			ri = &recent_indexes[i];
+		else if (recent_indexes[i].last_use < victim->last_use)
+			victim = &recent_indexes[i];
+	}
+	if (ri == NULL)
+	{
+		/* the least recently used array is forgotten, its memory reused */
+		ri = victim;
+		ri->relnode = relnode;
+		if (ri->bufs != NULL)
+			memset(ri->bufs, 0, ri->nblocks * sizeof(Buffer));
+	}
+	ri->last_use = ++recent_clock;
+	if (blkno >= ri->nblocks)
+	{
+		uint32		n = Min(Max(pg_nextpower2_32(blkno + 1), 1024),
+							FOREIN_RECENT_MAX_BLOCKS);
+
+		StaticAssertStmt(InvalidBuffer == 0, "arrays are zeroed to InvalidBuffer");
+		if (ri->bufs == NULL)
+			ri->bufs = MemoryContextAllocZero(TopMemoryContext, n * sizeof(Buffer));
+		else
+		{
+			ri->bufs = repalloc(ri->bufs, n * sizeof(Buffer));
+			memset(ri->bufs + ri->nblocks, 0, (n - ri->nblocks) * sizeof(Buffer));
+		}
+		ri->nblocks = n;
+	}
+	return &ri->bufs[blkno];
+}
 
 /*
  * Starts loading the two cache lines of a page that a hinted read checks
@@ -693,40 +747,27 @@ forein_read_hinted(Relation index, BlockNumber blkno)
 	RelFileNode rnode = index->rd_node;
 	Oid			relnode = rnode.relNode;
 #endif
-	ForeinRecentBuffer *recent;
+	Buffer	   *recent;
 	Buffer		buf;
 
 	if (RelationUsesLocalBuffers(index))
 		return ReadBuffer(index, blkno);
-	if (recent_buffers == NULL)
+	recent = recent_entry(relnode, blkno);
+	if (recent != NULL && BufferIsValid(*recent))
 	{
-		recent_buffers = MemoryContextAlloc(TopMemoryContext,
-											FOREIN_RECENT_BUFFERS * sizeof(ForeinRecentBuffer));
-		for (int i = 0; i < FOREIN_RECENT_BUFFERS; i++)
-		{
-			recent_buffers[i].relnode = InvalidOid;
-			recent_buffers[i].blkno = InvalidBlockNumber;
-			recent_buffers[i].buf = InvalidBuffer;
-		}
-	}
-
-	recent = &recent_buffers[(blkno + relnode * 0x9E3779B1u) % FOREIN_RECENT_BUFFERS];
-	if (recent->blkno == blkno && recent->relnode == relnode)
-	{
-		prefetch_page_ends(recent->buf);
-		if (ReadRecentBuffer(rnode, MAIN_FORKNUM, blkno, recent->buf))
+		prefetch_page_ends(*recent);
+		if (ReadRecentBuffer(rnode, MAIN_FORKNUM, blkno, *recent))
 		{
 			/* the statistics ReadBuffer keeps (ReadRecentBuffer counts usage) */
 			pgstat_count_buffer_read(index);
 			pgstat_count_buffer_hit(index);
-			return recent->buf;
+			return *recent;
 		}
 	}
 	buf = ReadBuffer(index, blkno);
 	prefetch_page_ends(buf);
-	recent->relnode = relnode;
-	recent->blkno = blkno;
-	recent->buf = buf;
+	if (recent != NULL)
+		*recent = buf;
 	return buf;
 }
 

@@ -5,7 +5,9 @@
 #    (pg_stat_get_xact_blocks_fetched/hit, EXPLAIN BUFFERS);
 #  - with a pool of 32 buffers, so that remembered buffers hold other blocks
 #    most of the time, answers equal btree's;
-#  - after REINDEX (new relfilenode, same block numbers) too.
+#  - after REINDEX (new relfilenode, same block numbers) too;
+#  - with more hinted indexes in one session than a backend remembers
+#    buffers for, and with an index growing past its remembered array.
 use strict;
 use warnings;
 
@@ -38,7 +40,7 @@ my $hits = "SELECT hint_hits FROM forein_stats('r_k')";
 
 SKIP:
 {
-	skip 'offload is inactive (forein not preloaded)', 10
+	skip 'offload is inactive (forein not preloaded)', 12
 	  if $node->safe_psql('postgres', "SELECT backend FROM forein_stats('r_k')") eq 'inactive';
 
 	cmp_ok($node->safe_psql('postgres', $refresh), '>', 0, 'switch_lpm table installed');
@@ -114,6 +116,52 @@ SKIP:
 	my @after = @r[ 102 .. 201 ];
 	compare_outputs('the same lookups before and after REINDEX in one session',
 		[ @queries[ 0 .. 99 ] ], \@after, \@before, 'after', 'before');
+
+	# More hinted indexes than a backend remembers buffers for (four,
+	# FOREIN_RECENT_INDEXES), looked up in turn in one session, so their
+	# arrays are forgotten and reused; and an index that grows past its
+	# array (made for its size at the first lookup) while the session runs.
+	$node->safe_psql('postgres',
+		join('', map {
+			"CREATE TABLE m$_ AS SELECT * FROM r WHERE id % 6 = $_;"
+			  . "CREATE INDEX m${_}_k ON m$_ USING forein (k) WITH (offload = 'switch_lpm');"
+			  . "SELECT forein_refresh('m${_}_k');"
+		} 0 .. 5)
+		  . q{CREATE TABLE grow (id int4, k int8);
+		INSERT INTO grow SELECT g, g * 3 FROM generate_series(1, 10000) g;
+		CREATE INDEX grow_k ON grow USING forein (k) WITH (offload = 'switch_lpm');
+		SELECT forein_refresh('grow_k');});
+	my (@mq, @mwant);
+	for my $round (1 .. 3)
+	{
+		for my $t (0 .. 5)
+		{
+			for (1 .. 10)
+			{
+				my $id = 1 + int(rand(200000));
+				push @mq, "SELECT id FROM m$t WHERE k = " . (3 * $id);
+				push @mwant, $id % 6 == $t ? "$id\n" : '';
+			}
+		}
+	}
+	my @ids = map { 1 + int(rand(10000)) } 1 .. 20;
+	push @mq, map { "SELECT id FROM grow WHERE k = " . (3 * $_) } @ids;
+	push @mwant, map { "$_\n" } @ids;
+	push @mq, 'INSERT INTO grow SELECT g, g * 3 FROM generate_series(10001, 400000) g',
+	  "SELECT forein_refresh('grow_k') > 0",
+	  "SELECT count(*) > 1024 FROM forein_debug_page_intervals('grow_k')";
+	push @mwant, '', "t\n", "t\n";
+	@ids = map { 300000 + int(rand(100001)) } 1 .. 40;
+	push @mq, map { "SELECT id FROM grow WHERE k = " . (3 * $_) } @ids;
+	push @mwant, map { "$_\n" } @ids;
+	my $mhits = 'SELECT sum(hint_hits) FROM pg_class c, forein_stats(c.oid::regclass) s '
+	  . "WHERE c.relname ~ '^(m[0-5]|grow)_k\$'";
+	my @mgot = run_marked_script($node, 'postgres', $force, [ $mhits, @mq, $mhits ]);
+	my ($mh0, $mh1) = (shift @mgot, pop @mgot);
+	s/\n*$/\n/ for grep { $_ ne '' } @mgot;
+	compare_outputs('six indexes in turn, and one growing past its array: the rows expected',
+		\@mq, \@mgot, \@mwant, 'forein', 'expected');
+	cmp_ok($mh1 - $mh0, '>=', 240, 'those lookups started from hints (' . ($mh1 - $mh0) . ')');
 }
 
 my ($ret, $out, $err) = $node->psql('postgres', "SELECT forein_check('r_k', true)");
