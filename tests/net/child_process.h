@@ -19,7 +19,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
@@ -104,6 +106,13 @@ class ChildProcess {
   void signal(int sig) {
     REQUIRE(pid_ > 0);
     REQUIRE(::kill(pid_, sig) == 0);
+  }
+  // The state letter of /proc/PID/stat (R, S, T for stopped ...), or '?'.
+  char state() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t paren = stat.rfind(')');
+    return paren == std::string::npos || paren + 2 >= stat.size() ? '?' : stat[paren + 2];
   }
   // SIGKILL and reap, if still running.
   void kill_now() {

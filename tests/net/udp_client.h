@@ -50,6 +50,7 @@ class UdpClient {
     const std::vector<std::byte> wire = net::encode_packet(p);
     std::vector<std::byte> buf(net::kMaxDatagram + 1);
     for (int attempt = 0; attempt < 20; ++attempt) {
+      if (attempt > 0) ++resends_;
       send_raw(wire);
       const auto deadline = Clock::now() + std::chrono::milliseconds(500);
       for (;;) {
@@ -72,9 +73,13 @@ class UdpClient {
     return {};
   }
 
+  // Requests sent again because no reply came in time, over all calls.
+  int resends() const { return resends_; }
+
  private:
   int fd_ = -1;
   std::uint64_t seq_ = 0;
+  int resends_ = 0;
 };
 
 inline net::Packet request(net::Op op, std::string key, std::string value = {},
