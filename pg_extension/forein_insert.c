@@ -32,8 +32,8 @@
 #include "utils/snapmgr.h"
 
 static bool insert_onto(Relation index, ForeinState *state, Relation heapRel,
-						Buffer buf, ForeinStack stack, IndexTuple itup,
-						OffsetNumber off, Buffer childbuf);
+						bool bottomup, Buffer buf, ForeinStack stack,
+						IndexTuple itup, OffsetNumber off, Buffer childbuf);
 
 static void
 page_add(Relation index, Page page, IndexTuple itup, OffsetNumber off)
@@ -421,6 +421,48 @@ deletion_horizon(Relation index, Relation heapRel, Buffer buf,
 }
 
 /*
+ * Deletes the n entries at offs (ascending) of the exclusively locked leaf
+ * buf in one record, with the recovery-conflict horizon when forein's
+ * resource manager is there (an invalid horizon otherwise: a generic
+ * record cannot carry one); returns where the insert position off is
+ * afterwards.
+ */
+static OffsetNumber
+delete_entries(Relation index, Buffer buf, OffsetNumber *offs, int n,
+			   TransactionId horizon, OffsetNumber off)
+{
+	Page		page = BufferGetPage(buf);
+	int			i;
+
+	if (n == 0)
+		return off;
+	if (forein_wal_rmgr_ready || !RelationNeedsWAL(index))
+	{
+		START_CRIT_SECTION();
+		PageIndexMultiDelete(page, offs, n);
+		MarkBufferDirty(buf);
+		if (RelationNeedsWAL(index))
+		{
+			XLogRecPtr	lsn = forein_log_delete(buf, offs, n, horizon);
+
+			PageSetLSN(page, lsn);
+		}
+		END_CRIT_SECTION();
+	}
+	else
+	{
+		GenericXLogState *xs = forein_xlog_start(index);
+
+		Assert(!TransactionIdIsValid(horizon));
+		PageIndexMultiDelete(forein_register_page(xs, buf, 0), offs, n);
+		forein_xlog_finish(xs);
+	}
+	for (i = 0; i < n && offs[i] < off; i++)
+		;
+	return off - i;
+}
+
+/*
  * Before a full leaf splits, deletes the entries scans marked LP_DEAD
  * (kill_items), as nbtree's simple deletion does; returns where the insert
  * position off is afterwards.  The deletion record carries the
@@ -476,50 +518,155 @@ delete_dead_entries(Relation index, Relation heapRel, Buffer buf,
 		}
 		horizon = InvalidTransactionId;
 	}
-	if (ndeletable == 0)
+	return delete_entries(index, buf, deletable, ndeletable, horizon, off);
+}
+
+/*
+ * Bottom-up deletion (nbtree's _bt_bottomupdel_pass): before a full leaf
+ * splits for an entry that is a new version of a row whose key did not
+ * change (the executor's indexUnchanged hint: a non-HOT update), or for a
+ * unique key that already has entries, asks the table which of the leaf's
+ * entries point to heap tuples dead to every transaction and deletes
+ * those.  Entries of duplicate keys are the promising ones: old versions
+ * sit beside their successors.  The table visits a few heap blocks, the
+ * most promising first, and stops once it has found bottomupfreespace
+ * (heapam's heap_index_delete_tuples).  This finds the old versions no
+ * scan has visited and marked yet, so version churn does not split leaves.
+ * A posting tuple goes only when all its TIDs are deletable.  The record
+ * needs a recovery-conflict horizon, so without forein's resource manager
+ * (forein not preloaded) a logged index does without.  Returns where the
+ * insert position off is afterwards.
+ */
+static OffsetNumber
+delete_old_versions(Relation index, ForeinState *state, Relation heapRel,
+					Buffer buf, OffsetNumber off, Size itemsz)
+{
+	Page		page = BufferGetPage(buf);
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	TM_IndexDeleteOp delstate;
+	OffsetNumber deletable[MaxIndexTuplesPerPage];
+	uint16		ndead[MaxIndexTuplesPerPage + 1];
+	int			ndeletable = 0;
+	int			ntids = 0;
+	bool		anydup = false;
+	OffsetNumber start;
+	OffsetNumber end;
+	OffsetNumber i;
+	int			j;
+	TransactionId horizon;
+
+	if ((RelationNeedsWAL(index) && !forein_wal_rmgr_ready) ||
+		maxoff < FOREIN_FIRST_ITEM)
 		return off;
+	for (i = FOREIN_FIRST_ITEM; i <= maxoff; i++)
+		ntids += forein_posting_count((IndexTuple) PageGetItem(page, PageGetItemId(page, i)));
 
-	if (forein_wal_rmgr_ready || !RelationNeedsWAL(index))
+	delstate.irel = index;
+	delstate.iblknum = BufferGetBlockNumber(buf);
+	delstate.bottomup = true;
+	delstate.bottomupfreespace = Max(BLCKSZ / 16, itemsz);
+	delstate.ndeltids = 0;
+	delstate.deltids = palloc(ntids * sizeof(TM_IndexDelete));
+	delstate.status = palloc(ntids * sizeof(TM_IndexStatus));
+	for (start = FOREIN_FIRST_ITEM; start <= maxoff; start = end)
 	{
-		START_CRIT_SECTION();
-		PageIndexMultiDelete(page, deletable, ndeletable);
-		MarkBufferDirty(buf);
-		if (RelationNeedsWAL(index))
+		IndexTuple	first = (IndexTuple) PageGetItem(page, PageGetItemId(page, start));
+		bool		dup;
+
+		for (end = start + 1; end <= maxoff; end++)
+			if (!forein_keys_equal(state, first,
+								   (IndexTuple) PageGetItem(page, PageGetItemId(page, end))))
+				break;
+		dup = end - start > 1;
+		anydup |= dup;
+		for (i = start; i < end; i++)
 		{
-			XLogRecPtr	lsn = forein_log_delete(buf, deletable, ndeletable, horizon);
+			ItemId		iid = PageGetItemId(page, i);
+			IndexTuple	itup = (IndexTuple) PageGetItem(page, iid);
+			int			count = forein_posting_count(itup);
+			int			k;
 
-			PageSetLSN(page, lsn);
+			if (ItemIdIsDead(iid))
+				continue;		/* left by simple deletion: not deletable yet */
+			for (k = 0; k < count; k++)
+			{
+				TM_IndexDelete *d = &delstate.deltids[delstate.ndeltids];
+				TM_IndexStatus *st = &delstate.status[delstate.ndeltids];
+
+				d->tid = *forein_posting_tid(itup, k);
+				d->id = delstate.ndeltids++;
+				st->idxoffnum = i;
+				st->knowndeletable = false;
+				/* a posting tuple's TIDs are duplicates, not versions */
+				st->promising = dup && count == 1;
+				st->freespace = count == 1 ?
+					ItemIdGetLength(iid) + sizeof(ItemIdData) : sizeof(ItemPointerData);
+			}
 		}
-		END_CRIT_SECTION();
 	}
-	else
+	/* no duplicates: nothing is likely an old version, spare the heap */
+	if (!anydup || delstate.ndeltids == 0)
 	{
-		GenericXLogState *xs = forein_xlog_start(index);
-
-		PageIndexMultiDelete(forein_register_page(xs, buf, 0), deletable, ndeletable);
-		forein_xlog_finish(xs);
+		pfree(delstate.deltids);
+		pfree(delstate.status);
+		return off;
 	}
-	for (i = 0; i < ndeletable && deletable[i] < off; i++)
-		;
-	return off - i;
+	horizon = table_index_delete_tuples(heapRel, &delstate);
+
+	/* the table may reorder and shorten deltids; status is by id */
+	memset(ndead, 0, sizeof(ndead));
+	for (j = 0; j < delstate.ndeltids; j++)
+	{
+		TM_IndexStatus *st = &delstate.status[delstate.deltids[j].id];
+
+		if (st->knowndeletable)
+			ndead[st->idxoffnum]++;
+	}
+	for (i = FOREIN_FIRST_ITEM; i <= maxoff; i++)
+		if (ndead[i] > 0 &&
+			ndead[i] == forein_posting_count((IndexTuple) PageGetItem(page, PageGetItemId(page, i))))
+			deletable[ndeletable++] = i;
+	pfree(delstate.deltids);
+	pfree(delstate.status);
+	return delete_entries(index, buf, deletable, ndeletable, horizon, off);
+}
+
+/*
+ * Makes room for an entry of itemsz bytes on the full, exclusively locked
+ * leaf buf before it splits: deletes the entries scans marked, then, for
+ * a new version of an unchanged key (bottomup), old versions no scan has
+ * marked.  Returns where the insert position off is afterwards.
+ */
+static OffsetNumber
+make_room(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
+		  OffsetNumber off, Size itemsz, bool bottomup)
+{
+	Page		page = BufferGetPage(buf);
+
+	off = delete_dead_entries(index, heapRel, buf, off);
+	if (bottomup && PageGetFreeSpace(page) < itemsz)
+		off = delete_old_versions(index, state, heapRel, buf, off, itemsz);
+	return off;
 }
 
 /*
  * Adds itup at off, splitting if needed; releases buf and childbuf.  Returns
  * false when a split could not take itup (split_page): buf is released,
  * childbuf still held, and the caller retries.  With heapRel (a leaf whose
- * caller has not tried yet), a full page first deletes its dead entries.
+ * caller has not tried yet), a full page first makes room (make_room;
+ * bottomup: itup is a new version of an unchanged key).
  */
 static bool
-insert_onto(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
-			ForeinStack stack, IndexTuple itup, OffsetNumber off,
-			Buffer childbuf)
+insert_onto(Relation index, ForeinState *state, Relation heapRel,
+			bool bottomup, Buffer buf, ForeinStack stack, IndexTuple itup,
+			OffsetNumber off, Buffer childbuf)
 {
 	Page		page = BufferGetPage(buf);
 
 	if (heapRel != NULL &&
 		PageGetFreeSpace(page) < MAXALIGN(IndexTupleSize(itup)))
-		off = delete_dead_entries(index, heapRel, buf, off);
+		off = make_room(index, state, heapRel, buf, off,
+						MAXALIGN(IndexTupleSize(itup)), bottomup);
 
 	if (PageGetFreeSpace(page) >= MAXALIGN(IndexTupleSize(itup)) &&
 		!BufferIsValid(childbuf))
@@ -625,19 +772,22 @@ dedup_page(Relation index, Buffer buf)
 /*
  * Inserts itup on the exclusively locked leaf buf of a deduplicating index:
  * into the posting tuple whose TID range holds itup's TID, if any; else as
- * a tuple of its own, after merging the page's duplicates when it is full.
- * Releases buf.  Returns false as insert_onto does.
+ * a tuple of its own, after making room (make_room) and then merging the
+ * page's duplicates when it is full.  Releases buf.  Returns false as
+ * insert_onto does.
  */
 static bool
-insert_dedup(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
-			 ForeinStack stack, IndexTuple itup, const ForeinSearchKey *key)
+insert_dedup(Relation index, ForeinState *state, Relation heapRel,
+			 bool bottomup, Buffer buf, ForeinStack stack, IndexTuple itup,
+			 const ForeinSearchKey *key)
 {
 	Page		page = BufferGetPage(buf);
 	OffsetNumber off = forein_binsearch_leaf(state, page, key);
 
 	if (PageGetFreeSpace(page) < MAXALIGN(IndexTupleSize(itup)))
 	{
-		off = delete_dead_entries(index, heapRel, buf, off);
+		off = make_room(index, state, heapRel, buf, off,
+						MAXALIGN(IndexTupleSize(itup)), bottomup);
 		if (PageGetFreeSpace(page) < MAXALIGN(IndexTupleSize(itup)) &&
 			dedup_page(index, buf))
 			off = forein_binsearch_leaf(state, page, key);
@@ -657,7 +807,7 @@ insert_dedup(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
 		}
 	}
 	/* (deletion was tried above if the page was full: no heapRel) */
-	return insert_onto(index, state, NULL, buf, stack, itup, off,
+	return insert_onto(index, state, NULL, false, buf, stack, itup, off,
 					   InvalidBuffer);
 }
 
@@ -798,8 +948,8 @@ retry:
 
 	downlink = forein_make_downlink(sep, rblkno);
 	parent_blkno = BufferGetBlockNumber(pbuf);	/* insert_onto releases pbuf */
-	if (!insert_onto(index, state, NULL, pbuf, parentstack, downlink, off + 1,
-					 lbuf))
+	if (!insert_onto(index, state, NULL, false, pbuf, parentstack, downlink,
+					 off + 1, lbuf))
 	{
 		/* the parent split without our downlink: find it again from there */
 		pfree(downlink);
@@ -815,12 +965,18 @@ retry:
  * Looks for a live duplicate of itup's key, starting at the first position
  * of the key on the exclusively locked leaf buf and moving right (share
  * locks, buf stays locked).  Returns true on a conflict; sets *xwait (and
- * *spec) when an in-progress transaction must be waited for first.
+ * *spec) when an in-progress transaction must be waited for first, and
+ * *anyentry when the key has entries at all, dead or alive (old versions:
+ * bottom-up deletion is worth trying).  Entries whose heap tuples are dead
+ * to every transaction are marked LP_DEAD on the way, as nbtree's
+ * _bt_check_unique does: later checks skip them, and a full leaf deletes
+ * them before it splits.  The mark is a hint, set under a share lock too.
  */
 static bool
 check_unique(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
 			 const ForeinSearchKey *first, IndexTuple itup,
-			 IndexUniqueCheck checkUnique, TransactionId *xwait, uint32 *spec)
+			 IndexUniqueCheck checkUnique, TransactionId *xwait, uint32 *spec,
+			 bool *anyentry)
 {
 	SnapshotData SnapshotDirty;
 	ForeinSearchKey after = *first;
@@ -833,6 +989,7 @@ check_unique(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
 	after.tidmode = FOREIN_TID_AFTER;
 	*xwait = InvalidTransactionId;
 	*spec = 0;
+	*anyentry = false;
 
 	for (;;)
 	{
@@ -847,6 +1004,7 @@ check_unique(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
 
 			if (forein_compare(state, &after, cand) <= 0)
 				goto done;		/* past the key's entries */
+			*anyentry = true;
 			if (ItemIdIsDead(iid))
 				continue;
 			htid = cand->t_tid;
@@ -855,7 +1013,14 @@ check_unique(Relation index, ForeinState *state, Relation heapRel, Buffer buf,
 				continue;		/* the entry being rechecked */
 			if (!table_index_fetch_tuple_check(heapRel, &htid, &SnapshotDirty,
 											   &all_dead))
+			{
+				if (all_dead && !ForeinTupleIsPosting(cand))
+				{
+					ItemIdMarkDead(iid);
+					MarkBufferDirtyHint(cur, true);
+				}
 				continue;
+			}
 			*xwait = TransactionIdIsValid(SnapshotDirty.xmin) ?
 				SnapshotDirty.xmin : SnapshotDirty.xmax;
 			if (TransactionIdIsValid(*xwait))
@@ -968,10 +1133,11 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 			}
 			CheckForSerializableConflictIn(index, NULL, BufferGetBlockNumber(buf));
 			if (dedup)
-				done = insert_dedup(index, state, heapRel, buf, stack, itup,
-									&key);
+				done = insert_dedup(index, state, heapRel, indexUnchanged, buf,
+									stack, itup, &key);
 			else
-				done = insert_onto(index, state, heapRel, buf, stack, itup,
+				done = insert_onto(index, state, heapRel, indexUnchanged, buf,
+								   stack, itup,
 								   forein_binsearch_leaf(state, page, &key), InvalidBuffer);
 			forein_free_stack(stack);
 			if (done)
@@ -984,6 +1150,8 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 			TransactionId xwait;
 			uint32		spec;
 			Buffer		target;
+			bool		anyentry;
+			bool		bottomup;
 
 			/*
 			 * Every inserter of this key locks the page of the key's first
@@ -1001,7 +1169,7 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 				continue;
 			}
 			if (check_unique(index, state, heapRel, buf, &first, itup,
-							 checkUnique, &xwait, &spec))
+							 checkUnique, &xwait, &spec, &anyentry))
 			{
 				if (checkUnique != UNIQUE_CHECK_PARTIAL)
 				{
@@ -1037,11 +1205,14 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 				break;
 			}
 
+			/* the key's other entries are likely old versions, as in nbtree */
+			bottomup = indexUnchanged || anyentry;
 			CheckForSerializableConflictIn(index, NULL, BufferGetBlockNumber(buf));
 			if (!forein_page_hi_le(state, page, &key))
 			{
-				done = insert_onto(index, state, heapRel, buf, stack, itup,
-								   forein_binsearch_leaf(state, page, &key), InvalidBuffer);
+				done = insert_onto(index, state, heapRel, bottomup, buf, stack,
+								   itup, forein_binsearch_leaf(state, page, &key),
+								   InvalidBuffer);
 				forein_free_stack(stack);
 				if (done)
 					break;
@@ -1074,7 +1245,7 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 				forein_free_stack(stack);
 				continue;
 			}
-			done = insert_onto(index, state, heapRel, target, NULL, itup,
+			done = insert_onto(index, state, heapRel, bottomup, target, NULL, itup,
 							   forein_binsearch_leaf(state, BufferGetPage(target), &key),
 							   InvalidBuffer);
 			forein_relbuf(buf);
