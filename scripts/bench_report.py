@@ -204,12 +204,22 @@ def buffer_reads(rows, test, index):
     return fmt(med(vals)) if vals else "-"
 
 
+def id_index_mb(rows, test, index):
+    """The id indexes' median size after a run, in MB, or "-" for CSVs from
+    before the column."""
+    vals = [float(r["id_index_bytes"]) / 1e6 for r in rows
+            if r["test"] == test and r["index"] == index and r.get("id_index_bytes") not in (None, "")]
+    return fmt(med(vals)) if vals else "-"
+
+
 def sysbench_table(rows):
     body = [[test, fmt(med(list(b.values()))), fmt(med(list(f.values()))), ratio_cell(ratios), str(len(ratios)),
-             f"{buffer_reads(rows, test, 'btree')} / {buffer_reads(rows, test, 'forein')}"]
+             f"{buffer_reads(rows, test, 'btree')} / {buffer_reads(rows, test, 'forein')}",
+             f"{id_index_mb(rows, test, 'btree')} / {id_index_mb(rows, test, 'forein')}"]
             for test, b, f, ratios in sysbench_tests(rows)]
     return table(["test", "btree tps", "forein tps", "forein / btree", "repetitions",
-                  "blocks read past shared_buffers per run, btree / forein"], body)
+                  "blocks read past shared_buffers per run, btree / forein",
+                  "id indexes after the run, MB, btree / forein"], body)
 
 
 def sysbench_block(out):

@@ -9,8 +9,14 @@
 # `sysbench ... prepare` and copied): in sb_btree they keep sysbench's
 # PRIMARY KEY (id), in sb_forein that key is replaced by
 #   CREATE UNIQUE INDEX sbtestN_id_forein ON sbtestN USING forein (id)
-# (the secondary btree index on k stays in both). Each repetition runs
-# every test on both databases, the order alternating per repetition.
+# (the secondary btree index on k stays in both). Each test runs REPS
+# times on both databases, the order alternating per repetition, before
+# the next test starts: the read-only tests measure the tables as loaded
+# in every repetition, and oltp_read_write, which leaves dead rows and
+# index entries behind, comes last. Then oltp_read_only runs again on the
+# tables oltp_read_write changed, after a VACUUM ANALYZE of both databases,
+# as "oltp_read_only_after_rw" (AFTER_WRITE=0 skips this). A CHECKPOINT
+# before every run keeps the previous run's dirty pages out of it.
 # sysbench's statements are prepared, and PostgreSQL switches a prepared
 # statement to a generic plan after five executions: the script checks
 # that the forein runs scanned the forein indexes and never a whole table
@@ -22,14 +28,15 @@
 # 10 x 1M rows) fit, so neither run evicts the other's pages; with 4 GB the
 # forein runs, whose database was warmed second, read tens of thousands of
 # blocks back from the kernel per run where btree's read none.  Each run's
-# buffer reads and hits (pg_stat_database) are in the CSVs.
+# buffer reads and hits (pg_stat_database) and the id indexes' size after
+# it are in the CSVs.
 # max_wal_size = 3GB (default 1GB): oltp_read_write otherwise forces a
 # checkpoint every few seconds, whose writes spill into the next runs.
 #
-# Then each test runs once more per repetition on both databases at once,
-# THREADS/2 threads each (the same total): the machine's other load falls
-# on both alike, where separate runs on a shared machine differ by up to
-# 10% from load alone (CONCURRENT=0 skips this).
+# After a test's separate runs, it runs REPS times more on both databases
+# at once, THREADS/2 threads each (the same total): the machine's other
+# load falls on both alike, where separate runs on a shared machine differ
+# by up to 10% from load alone (CONCURRENT=0 skips this).
 #
 # Needs the extension installed (make install), postgresql-15 and sysbench.
 # Writes OUTDIR/sysbench.csv (every alternating run),
@@ -37,15 +44,16 @@
 # tables that docs/BENCHMARKS.md quotes. Knobs (environment): TABLES (10),
 # TABLE_SIZE (1000000), RUN_SECONDS (60), REPS (3), THREADS (2), TESTS
 # ("oltp_point_select oltp_read_only oltp_read_write"), CONCURRENT (1),
+# AFTER_WRITE (1),
 # SHARED_BUFFERS (8GB; needs that much memory free).
-# SMOKE=1 is a quick check (1 table of 10,000 rows, 3-second runs, one
+# SMOKE=1 is a quick check (1 table of 10,000 rows, 2-second runs, one
 # repetition) for CI.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:-$ROOT/build/sysbench}
 if [ "${SMOKE:-0}" = 1 ]; then
-	: "${TABLES:=1}" "${TABLE_SIZE:=10000}" "${RUN_SECONDS:=3}" "${REPS:=1}" "${SHARED_BUFFERS:=128MB}"
+	: "${TABLES:=1}" "${TABLE_SIZE:=10000}" "${RUN_SECONDS:=2}" "${REPS:=1}" "${SHARED_BUFFERS:=128MB}"
 fi
 TABLES=${TABLES:-10}
 TABLE_SIZE=${TABLE_SIZE:-1000000}
@@ -54,6 +62,7 @@ REPS=${REPS:-3}
 THREADS=${THREADS:-2}
 TESTS=${TESTS:-oltp_point_select oltp_read_only oltp_read_write}
 CONCURRENT=${CONCURRENT:-1}
+AFTER_WRITE=${AFTER_WRITE:-1}
 SHARED_BUFFERS=${SHARED_BUFFERS:-8GB}
 CLUSTER=$OUT/cluster
 CSV=$OUT/sysbench.csv
@@ -117,6 +126,14 @@ scans() {
 		JOIN pg_stat_user_indexes i ON i.relname = t.relname AND i.indexrelname = $idx_name"
 }
 
+# id_index_bytes DB: the id indexes' size summed over the sbtest tables
+# (dead entries that deletion has not yet removed grow it)
+id_index_bytes() {
+	local idx_name
+	if [ "$1" = sb_forein ]; then idx_name="'sbtest' || n || '_id_forein'"; else idx_name="'sbtest' || n || '_pkey'"; fi
+	psqldb "$1" -c "SELECT sum(pg_relation_size(($idx_name)::regclass)) FROM generate_series(1, $TABLES) n"
+}
+
 # buffers DB: "blks_read blks_hit" of DB (pg_stat_database): reads that
 # missed shared_buffers, and hits.
 buffers() {
@@ -136,11 +153,12 @@ settled() {
 	return 1
 }
 
-# run_once DB TEST REP THREADS LOG CSV: one sysbench run; checks that it
-# kept to the id index and appends its row to CSV (false if it failed)
+# run_once DB TEST REP THREADS LOG CSV [LABEL]: one sysbench run; checks
+# that it kept to the id index and appends its row, named LABEL (default
+# TEST), to CSV (false if it failed)
 run_once() {
-	local db=$1 test=$2 rep=$3 threads=$4 log=$5 csv=$6 before after tps qps seq idx
-	local buf_before buf_after reads hits
+	local db=$1 test=$2 rep=$3 threads=$4 log=$5 csv=$6 label=${7:-$2} before after tps qps seq idx
+	local buf_before buf_after reads hits idx_bytes
 	before=$(scans "$db")
 	buf_before=$(buffers "$db")
 	sb "$db" "$test" --threads="$threads" --time="$RUN_SECONDS" --report-interval=0 run >"$log" 2>&1 || {
@@ -157,41 +175,56 @@ run_once() {
 	qps=$(sed -n 's/^ *queries: *[0-9]* *(\([0-9.]*\) per sec.*/\1/p' "$log")
 	seq=$(($(cut -d' ' -f1 <<<"$after") - $(cut -d' ' -f1 <<<"$before")))
 	idx=$(($(cut -d' ' -f2 <<<"$after") - $(cut -d' ' -f2 <<<"$before")))
-	echo "$test,${db#sb_},$rep,$tps,$qps,$seq,$idx,$reads,$hits" >>"$csv"
-	echo "   rep $rep $test ${db#sb_}: $tps tps, $qps qps, $seq seq scans, $idx id-index scans, $reads buffer reads, $hits hits" >&2
+	idx_bytes=$(id_index_bytes "$db")
+	echo "$label,${db#sb_},$rep,$tps,$qps,$seq,$idx,$reads,$hits,$idx_bytes" >>"$csv"
+	echo "   rep $rep $label ${db#sb_}: $tps tps, $qps qps, $seq seq scans, $idx id-index scans, $reads buffer reads, $hits hits, id indexes $idx_bytes bytes" >&2
 	if [ "$seq" != 0 ] || [ "$idx" = 0 ]; then
 		echo "run_sysbench: $test on $db did not keep to the id index ($seq sequential scans, $idx index scans)" >&2
 		return 1
 	fi
 }
 
-echo "test,index,rep,tps,qps,seq_scans,id_index_scans,blks_read,blks_hit" >"$CSV"
-status=0
-for rep in $(seq 1 "$REPS"); do
-	for test in $TESTS; do
+# measure TEST [LABEL]: TEST's separate runs, then its concurrent ones
+measure() {
+	local test=$1 label=${2:-$1} rep order db half pid_b pid_f
+	for rep in $(seq 1 "$REPS"); do
 		order="sb_btree sb_forein"
 		[ $((rep % 2)) = 0 ] && order="sb_forein sb_btree"
 		for db in $order; do
-			run_once "$db" "$test" "$rep" "$THREADS" "$OUT/${test}_${db}_$rep.log" "$CSV" || status=1
+			psqldb postgres -c CHECKPOINT
+			run_once "$db" "$test" "$rep" "$THREADS" "$OUT/${label}_${db}_$rep.log" "$CSV" "$label" || status=1
 		done
 	done
-done
-
-if [ "$CONCURRENT" = 1 ]; then
+	[ "$CONCURRENT" = 1 ] || return 0
 	half=$(((THREADS + 1) / 2))
-	echo "== concurrent: both databases at once, $half thread(s) each" >&2
-	echo "test,index,rep,tps,qps,seq_scans,id_index_scans,blks_read,blks_hit" >"$CCSV"
+	echo "== $label: both databases at once, $half thread(s) each" >&2
 	for rep in $(seq 1 "$REPS"); do
-		for test in $TESTS; do
-			# scans() counts per database, so the two runs' checks do not mix
-			run_once sb_btree "$test" "$rep" "$half" "$OUT/${test}_concurrent_btree_$rep.log" "$CCSV" &
-			pid_b=$!
-			run_once sb_forein "$test" "$rep" "$half" "$OUT/${test}_concurrent_forein_$rep.log" "$CCSV" &
-			pid_f=$!
-			wait "$pid_b" || status=1
-			wait "$pid_f" || status=1
-		done
+		psqldb postgres -c CHECKPOINT
+		# scans() counts per database, so the two runs' checks do not mix
+		run_once sb_btree "$test" "$rep" "$half" "$OUT/${label}_concurrent_btree_$rep.log" "$CCSV" "$label" &
+		pid_b=$!
+		run_once sb_forein "$test" "$rep" "$half" "$OUT/${label}_concurrent_forein_$rep.log" "$CCSV" "$label" &
+		pid_f=$!
+		wait "$pid_b" || status=1
+		wait "$pid_f" || status=1
 	done
+}
+
+header="test,index,rep,tps,qps,seq_scans,id_index_scans,blks_read,blks_hit,id_index_bytes"
+echo "$header" >"$CSV"
+if [ "$CONCURRENT" = 1 ]; then echo "$header" >"$CCSV"; fi
+status=0
+wrote=0
+for test in $TESTS; do
+	measure "$test"
+	if [ "$test" = oltp_read_write ]; then wrote=1; fi
+done
+if [ "$AFTER_WRITE" = 1 ] && [ "$wrote" = 1 ]; then
+	echo "== oltp_read_only after oltp_read_write (VACUUM ANALYZE first)" >&2
+	for db in sb_btree sb_forein; do
+		psqldb "$db" -c "VACUUM ANALYZE"
+	done
+	measure oltp_read_only oltp_read_only_after_rw
 fi
 
 # every forein index held a slot and gave hints

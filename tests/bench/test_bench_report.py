@@ -54,9 +54,9 @@ class BenchReportTest(unittest.TestCase):
               "oltp_point_select,btree,3,100,100,0,0\noltp_point_select,forein,3,100,100,0,5\n")
         # both databases at once: ratios 1.05, 1.02 -> 1.035 (1.02-1.05)
         write(os.path.join(self.out, "sysbench", "sysbench_concurrent.csv"),
-              "test,index,rep,tps,qps,seq_scans,id_index_scans,blks_read,blks_hit\n"
-              "oltp_point_select,btree,1,100,100,0,0,4,9\noltp_point_select,forein,1,105,105,0,5,30,9\n"
-              "oltp_point_select,forein,2,102,102,0,5,10,9\noltp_point_select,btree,2,100,100,0,0,6,9\n")
+              "test,index,rep,tps,qps,seq_scans,id_index_scans,blks_read,blks_hit,id_index_bytes\n"
+              "oltp_point_select,btree,1,100,100,0,0,4,9,2000000\noltp_point_select,forein,1,105,105,0,5,30,9,1500000\n"
+              "oltp_point_select,forein,2,102,102,0,5,10,9,1700000\noltp_point_select,btree,2,100,100,0,0,6,9,2200000\n")
         write(os.path.join(self.out, "machine.txt"), "machine: test box\n")
         write(os.path.join(self.out, "durations.csv"), "stage,seconds,commit,finished\nengine,120,aaa,t1\nengine,60,bbb,t2\n")
         names = ["machine", "engine", "engine-usage", "pg-backends", "testbed", "sysbench", "pgbench", "papers"]
@@ -89,9 +89,10 @@ class BenchReportTest(unittest.TestCase):
         self.assertIn("| 0.75 | 1.00 |", doc)
         # PostgreSQL per backend: medians of per-repetition ratios
         self.assertIn("2.000 (1.00-2.00)", doc)
-        # without the buffer columns (older CSVs) "-"; with them, median reads per run
-        self.assertIn("| oltp_point_select | 100 | 100 | 1.000 (0.90-1.10) | 3 | - / - |", doc)
-        self.assertIn("| oltp_point_select | 100 | 104 | 1.035 (1.02-1.05) | 2 | 5 / 20 |", doc)
+        # without the buffer and size columns (older CSVs) "-"; with them, median
+        # reads per run and median id index size in MB
+        self.assertIn("| oltp_point_select | 100 | 100 | 1.000 (0.90-1.10) | 3 | - / - | - / - |", doc)
+        self.assertIn("| oltp_point_select | 100 | 104 | 1.035 (1.02-1.05) | 2 | 5 / 20 | 2.1 / 1.6 |", doc)
         # the last duration of a stage counts
         self.assertIn("| engine | 1.0 | bbb | t2 |", doc)
         # stages that did not run say so
