@@ -584,6 +584,10 @@ extern char *forein_vacuum_updates(OffsetNumber *updated_off, IndexTuple *update
 								   int n_updated, Size *len);
 extern XLogRecPtr forein_log_vacuum(Buffer buf, OffsetNumber *deleted, int n_deleted,
 									int n_updated, char *updates, Size updates_len);
+extern XLogRecPtr forein_log_delete_update(Buffer buf, OffsetNumber *deleted,
+										   int n_deleted, int n_updated,
+										   char *updates, Size updates_len,
+										   TransactionId horizon);
 extern void forein_check_page(Relation index, Page page, BlockNumber blkno);
 extern void forein_get_root(Relation index, BlockNumber *root, uint32 *level);
 extern void forein_verify_metapage(Relation index, Page metapage);

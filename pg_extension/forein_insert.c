@@ -422,38 +422,57 @@ deletion_horizon(Relation index, Relation heapRel, Buffer buf,
 
 /*
  * Deletes the n entries at offs (ascending) of the exclusively locked leaf
- * buf in one record, with the recovery-conflict horizon when forein's
- * resource manager is there (an invalid horizon otherwise: a generic
- * record cannot carry one); returns where the insert position off is
- * afterwards.
+ * buf, after shrinking the nupdated posting tuples at updated_off to
+ * updated (bottom-up deletion), in one record with the recovery-conflict
+ * horizon when forein's resource manager is there (otherwise an invalid
+ * horizon and no updates: a generic record cannot carry the horizon);
+ * returns where the insert position off is afterwards.
  */
 static OffsetNumber
 delete_entries(Relation index, Buffer buf, OffsetNumber *offs, int n,
+			   OffsetNumber *updated_off, IndexTuple *updated, int nupdated,
 			   TransactionId horizon, OffsetNumber off)
 {
 	Page		page = BufferGetPage(buf);
 	int			i;
 
-	if (n == 0)
+	if (n == 0 && nupdated == 0)
 		return off;
 	if (forein_wal_rmgr_ready || !RelationNeedsWAL(index))
 	{
+		Size		updates_len = 0;
+		char	   *updates = NULL;
+
+		if (nupdated > 0 && RelationNeedsWAL(index))
+			updates = forein_vacuum_updates(updated_off, updated, nupdated, &updates_len);
 		START_CRIT_SECTION();
-		PageIndexMultiDelete(page, offs, n);
+		/* shrink posting tuples in place first: offsets do not move */
+		for (i = 0; i < nupdated; i++)
+			if (!PageIndexTupleOverwrite(page, updated_off[i], (Item) updated[i],
+										 IndexTupleSize(updated[i])))
+				elog(PANIC, "forein: failed to shrink a posting tuple in index \"%s\"",
+					 RelationGetRelationName(index));
+		if (n > 0)
+			PageIndexMultiDelete(page, offs, n);
 		MarkBufferDirty(buf);
 		if (RelationNeedsWAL(index))
 		{
-			XLogRecPtr	lsn = forein_log_delete(buf, offs, n, horizon);
+			XLogRecPtr	lsn = nupdated > 0 ?
+				forein_log_delete_update(buf, offs, n, nupdated, updates,
+										 updates_len, horizon) :
+				forein_log_delete(buf, offs, n, horizon);
 
 			PageSetLSN(page, lsn);
 		}
 		END_CRIT_SECTION();
+		if (updates)
+			pfree(updates);
 	}
 	else
 	{
 		GenericXLogState *xs = forein_xlog_start(index);
 
-		Assert(!TransactionIdIsValid(horizon));
+		Assert(!TransactionIdIsValid(horizon) && nupdated == 0);
 		PageIndexMultiDelete(forein_register_page(xs, buf, 0), offs, n);
 		forein_xlog_finish(xs);
 	}
@@ -518,7 +537,32 @@ delete_dead_entries(Relation index, Relation heapRel, Buffer buf,
 		}
 		horizon = InvalidTransactionId;
 	}
-	return delete_entries(index, buf, deletable, ndeletable, horizon, off);
+	return delete_entries(index, buf, deletable, ndeletable, NULL, NULL, 0,
+						  horizon, off);
+}
+
+/*
+ * Which TID of a posting tuple (the run of duplicates it holds) is
+ * promising for bottom-up deletion: as nbtree's
+ * _bt_bottomupdel_finish_pending, the first TID when most of the list
+ * points into the first TID's heap block (its first and middle TIDs share
+ * it), else the last when the middle and last share theirs, else none.
+ * Versions of one row made by updates cluster in a heap block; TIDs of
+ * distinct rows with one key spread out.
+ */
+static int
+promising_posting_tid(IndexTuple itup)
+{
+	int			n = forein_posting_count(itup);
+	BlockNumber first = ItemPointerGetBlockNumber(forein_posting_tid(itup, 0));
+	BlockNumber mid = ItemPointerGetBlockNumber(forein_posting_tid(itup, n / 2));
+	BlockNumber last = ItemPointerGetBlockNumber(forein_posting_tid(itup, n - 1));
+
+	if (first == mid)
+		return 0;
+	if (mid == last)
+		return n - 1;
+	return -1;
 }
 
 /*
@@ -532,7 +576,8 @@ delete_dead_entries(Relation index, Relation heapRel, Buffer buf,
  * most promising first, and stops once it has found bottomupfreespace
  * (heapam's heap_index_delete_tuples).  This finds the old versions no
  * scan has visited and marked yet, so version churn does not split leaves.
- * A posting tuple goes only when all its TIDs are deletable.  The record
+ * A posting tuple goes when all its TIDs are deletable, else it is
+ * shrunk to the others (a DELETE_UPDATE record: forein_xlog.c).  The record
  * needs a recovery-conflict horizon, so without forein's resource manager
  * (forein not preloaded) a logged index does without.  Returns where the
  * insert position off is afterwards.
@@ -545,10 +590,16 @@ delete_old_versions(Relation index, ForeinState *state, Relation heapRel,
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
 	TM_IndexDeleteOp delstate;
 	OffsetNumber deletable[MaxIndexTuplesPerPage];
+	OffsetNumber updated_off[MaxIndexTuplesPerPage];
+	IndexTuple	updated[MaxIndexTuplesPerPage];
 	uint16		ndead[MaxIndexTuplesPerPage + 1];
+	int			firstid[MaxIndexTuplesPerPage + 1];
+	bool	   *dead;
+	ItemPointer live;
 	int			ndeletable = 0;
+	int			nupdated = 0;
 	int			ntids = 0;
-	bool		anydup = false;
+	bool		anypromising = false;
 	OffsetNumber start;
 	OffsetNumber end;
 	OffsetNumber i;
@@ -578,16 +629,19 @@ delete_old_versions(Relation index, ForeinState *state, Relation heapRel,
 								   (IndexTuple) PageGetItem(page, PageGetItemId(page, end))))
 				break;
 		dup = end - start > 1;
-		anydup |= dup;
 		for (i = start; i < end; i++)
 		{
 			ItemId		iid = PageGetItemId(page, i);
 			IndexTuple	itup = (IndexTuple) PageGetItem(page, iid);
 			int			count = forein_posting_count(itup);
+			int			promising = count == 1 ? (dup ? 0 : -1) :
+				promising_posting_tid(itup);
 			int			k;
 
+			firstid[i] = delstate.ndeltids;
 			if (ItemIdIsDead(iid))
 				continue;		/* left by simple deletion: not deletable yet */
+			anypromising |= promising >= 0;
 			for (k = 0; k < count; k++)
 			{
 				TM_IndexDelete *d = &delstate.deltids[delstate.ndeltids];
@@ -597,15 +651,15 @@ delete_old_versions(Relation index, ForeinState *state, Relation heapRel,
 				d->id = delstate.ndeltids++;
 				st->idxoffnum = i;
 				st->knowndeletable = false;
-				/* a posting tuple's TIDs are duplicates, not versions */
-				st->promising = dup && count == 1;
+				st->promising = k == promising;
+				/* at worst, for a posting tuple's TID */
 				st->freespace = count == 1 ?
 					ItemIdGetLength(iid) + sizeof(ItemIdData) : sizeof(ItemPointerData);
 			}
 		}
 	}
-	/* no duplicates: nothing is likely an old version, spare the heap */
-	if (!anydup || delstate.ndeltids == 0)
+	/* nothing is likely an old version: spare the heap */
+	if (!anypromising)
 	{
 		pfree(delstate.deltids);
 		pfree(delstate.status);
@@ -613,22 +667,50 @@ delete_old_versions(Relation index, ForeinState *state, Relation heapRel,
 	}
 	horizon = table_index_delete_tuples(heapRel, &delstate);
 
-	/* the table may reorder and shorten deltids; status is by id */
+	/* the table may reorder and shorten deltids; status and ids are by TID */
 	memset(ndead, 0, sizeof(ndead));
+	dead = palloc0(ntids * sizeof(bool));
+	live = palloc(ntids * sizeof(ItemPointerData));
 	for (j = 0; j < delstate.ndeltids; j++)
 	{
-		TM_IndexStatus *st = &delstate.status[delstate.deltids[j].id];
+		int			id = delstate.deltids[j].id;
+		TM_IndexStatus *st = &delstate.status[id];
 
 		if (st->knowndeletable)
+		{
 			ndead[st->idxoffnum]++;
+			dead[id] = true;
+		}
 	}
 	for (i = FOREIN_FIRST_ITEM; i <= maxoff; i++)
-		if (ndead[i] > 0 &&
-			ndead[i] == forein_posting_count((IndexTuple) PageGetItem(page, PageGetItemId(page, i))))
+	{
+		IndexTuple	itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, i));
+		int			count = forein_posting_count(itup);
+		int			nlive = 0;
+		int			k;
+
+		if (ndead[i] == 0)
+			continue;
+		if (ndead[i] == count)
+		{
 			deletable[ndeletable++] = i;
+			continue;
+		}
+		for (k = 0; k < count; k++)
+			if (!dead[firstid[i] + k])
+				live[nlive++] = *forein_posting_tid(itup, k);
+		updated_off[nupdated] = i;
+		updated[nupdated++] = forein_form_posting(itup, live, nlive);
+	}
+	off = delete_entries(index, buf, deletable, ndeletable, updated_off, updated,
+						 nupdated, horizon, off);
+	for (j = 0; j < nupdated; j++)
+		pfree(updated[j]);
+	pfree(live);
+	pfree(dead);
 	pfree(delstate.deltids);
 	pfree(delstate.status);
-	return delete_entries(index, buf, deletable, ndeletable, horizon, off);
+	return off;
 }
 
 /*

@@ -18,7 +18,10 @@
  * and the shrunk tuples, as nbtree's xl_btree_vacuum does: a generic
  * record of a compacted leaf carried most of the page.  Its replay takes
  * a cleanup lock on the leaf, as nbtree's does, so a standby's scan still
- * pinning the leaf with TIDs it has not returned holds it off.  Everything
+ * pinning the leaf with TIDs it has not returned holds it off.  Bottom-up
+ * deletion (forein_insert.c), which may also shrink posting tuples, logs
+ * its changes as VACUUM's are logged, with the deletion's horizon and an
+ * ordinary exclusive lock for replay, as nbtree's xl_btree_delete.  Everything
  * else (splits, page deletion, posting list merges and cuts) stays generic
  * WAL.
  *
@@ -56,6 +59,7 @@
 #define XLOG_FOREIN_INSERT		0x00
 #define XLOG_FOREIN_DELETE		0x10
 #define XLOG_FOREIN_VACUUM		0x20
+#define XLOG_FOREIN_DELETE_UPDATE	0x30
 
 /* An insert: the offset; the tuple is block 0's data */
 typedef struct xl_forein_insert
@@ -91,6 +95,19 @@ typedef struct xl_forein_vacuum
 
 #define SizeOfForeinVacuum	(offsetof(xl_forein_vacuum, nupdated) + sizeof(uint16))
 
+/*
+ * A deletion that also shrinks posting tuples (bottom-up deletion): the
+ * horizon as in xl_forein_delete; block 0's data as in xl_forein_vacuum.
+ */
+typedef struct xl_forein_delete_update
+{
+	TransactionId horizon;
+	uint16		ndeleted;
+	uint16		nupdated;
+} xl_forein_delete_update;
+
+#define SizeOfForeinDeleteUpdate	(offsetof(xl_forein_delete_update, nupdated) + sizeof(uint16))
+
 bool		forein_wal_rmgr_ready = false;
 
 static void
@@ -116,20 +133,26 @@ forein_redo_insert(XLogReaderState *record)
 		UnlockReleaseBuffer(buf);
 }
 
+/* Before the entries go, queries that may see their rows are cancelled */
+static void
+resolve_conflict(XLogReaderState *record, TransactionId horizon)
+{
+	if (InHotStandby && TransactionIdIsValid(horizon))
+	{
+		RelFileNode rnode;
+
+		XLogRecGetBlockTag(record, 0, &rnode, NULL, NULL);
+		ResolveRecoveryConflictWithSnapshot(horizon, rnode);
+	}
+}
+
 static void
 forein_redo_delete(XLogReaderState *record)
 {
 	xl_forein_delete *xlrec = (xl_forein_delete *) XLogRecGetData(record);
 	Buffer		buf;
 
-	/* before the entries go: queries that may see their rows are cancelled */
-	if (InHotStandby && TransactionIdIsValid(xlrec->horizon))
-	{
-		RelFileNode rnode;
-
-		XLogRecGetBlockTag(record, 0, &rnode, NULL, NULL);
-		ResolveRecoveryConflictWithSnapshot(xlrec->horizon, rnode);
-	}
+	resolve_conflict(record, xlrec->horizon);
 	if (XLogReadBufferForRedo(record, 0, &buf) == BLK_NEEDS_REDO)
 	{
 		Page		page = BufferGetPage(buf);
@@ -147,49 +170,85 @@ forein_redo_delete(XLogReaderState *record)
 		UnlockReleaseBuffer(buf);
 }
 
+/*
+ * Applies block 0's data of a VACUUM or DELETE_UPDATE record to page: the
+ * shrunk posting tuples overwritten first (offsets do not move), then the
+ * deletions.
+ */
 static void
-forein_redo_vacuum(XLogReaderState *record)
+redo_leaf_changes(Page page, char *data, Size len, uint16 ndeleted,
+				  uint16 nupdated)
 {
-	xl_forein_vacuum *xlrec = (xl_forein_vacuum *) XLogRecGetData(record);
+	char	   *end = data + len;
+	OffsetNumber *deleted = (OffsetNumber *) data;
+	char	   *p = data + ndeleted * sizeof(OffsetNumber);
+	int			i;
+
+	if (p > end)
+		elog(PANIC, "forein_redo: truncated record of %u deletions", ndeleted);
+	for (i = 0; i < nupdated; i++)
+	{
+		OffsetNumber off;
+		uint16		size;
+
+		if (end - p < (ptrdiff_t) (sizeof(off) + sizeof(size)))
+			elog(PANIC, "forein_redo: truncated record of %u updates", nupdated);
+		memcpy(&off, p, sizeof(off));
+		memcpy(&size, p + sizeof(off), sizeof(size));
+		p += sizeof(off) + sizeof(size);
+		if (end - p < size ||
+			!PageIndexTupleOverwrite(page, off, (Item) p, size))
+			elog(PANIC, "forein_redo: failed to shrink the posting tuple at offset %u",
+				 off);
+		p += size;
+	}
+	if (p != end)
+		elog(PANIC, "forein_redo: record has %zu bytes past its %u updates",
+			 (size_t) (end - p), nupdated);
+	if (ndeleted > 0)
+		PageIndexMultiDelete(page, deleted, ndeleted);
+}
+
+/*
+ * Replays a VACUUM record (cleanup: the lock waits out scans pinning the
+ * leaf, as on the primary) or a DELETE_UPDATE one (an exclusive lock, as
+ * the primary's insert held).
+ */
+static void
+redo_leaf_record(XLogReaderState *record, uint16 ndeleted, uint16 nupdated,
+				 bool cleanup)
+{
 	Buffer		buf;
 
-	/* the cleanup lock waits out scans pinning the leaf, as on the primary */
-	if (XLogReadBufferForRedoExtended(record, 0, RBM_NORMAL, true, &buf) == BLK_NEEDS_REDO)
+	if (XLogReadBufferForRedoExtended(record, 0, RBM_NORMAL, cleanup, &buf) == BLK_NEEDS_REDO)
 	{
 		Page		page = BufferGetPage(buf);
 		Size		len;
 		char	   *data = XLogRecGetBlockData(record, 0, &len);
-		char	   *end = data + len;
-		OffsetNumber *deleted = (OffsetNumber *) data;
-		char	   *p = data + xlrec->ndeleted * sizeof(OffsetNumber);
-		int			i;
 
-		for (i = 0; i < xlrec->nupdated; i++)
-		{
-			OffsetNumber off;
-			uint16		size;
-
-			if (end - p < (ptrdiff_t) (sizeof(off) + sizeof(size)))
-				elog(PANIC, "forein_redo: truncated vacuum record");
-			memcpy(&off, p, sizeof(off));
-			memcpy(&size, p + sizeof(off), sizeof(size));
-			p += sizeof(off) + sizeof(size);
-			if (end - p < size ||
-				!PageIndexTupleOverwrite(page, off, (Item) p, size))
-				elog(PANIC, "forein_redo: failed to shrink the posting tuple at offset %u",
-					 off);
-			p += size;
-		}
-		if (p != end)
-			elog(PANIC, "forein_redo: vacuum record has %zu bytes past its %u updates",
-				 (size_t) (end - p), xlrec->nupdated);
-		if (xlrec->ndeleted > 0)
-			PageIndexMultiDelete(page, deleted, xlrec->ndeleted);
+		redo_leaf_changes(page, data, len, ndeleted, nupdated);
 		PageSetLSN(page, record->EndRecPtr);
 		MarkBufferDirty(buf);
 	}
 	if (BufferIsValid(buf))
 		UnlockReleaseBuffer(buf);
+}
+
+static void
+forein_redo_vacuum(XLogReaderState *record)
+{
+	xl_forein_vacuum *xlrec = (xl_forein_vacuum *) XLogRecGetData(record);
+
+	redo_leaf_record(record, xlrec->ndeleted, xlrec->nupdated, true);
+}
+
+static void
+forein_redo_delete_update(XLogReaderState *record)
+{
+	xl_forein_delete_update *xlrec = (xl_forein_delete_update *) XLogRecGetData(record);
+
+	resolve_conflict(record, xlrec->horizon);
+	redo_leaf_record(record, xlrec->ndeleted, xlrec->nupdated, false);
 }
 
 static void
@@ -207,6 +266,9 @@ forein_redo(XLogReaderState *record)
 			break;
 		case XLOG_FOREIN_VACUUM:
 			forein_redo_vacuum(record);
+			break;
+		case XLOG_FOREIN_DELETE_UPDATE:
+			forein_redo_delete_update(record);
 			break;
 		default:
 			elog(PANIC, "forein_redo: unknown record type %u", info);
@@ -235,6 +297,13 @@ forein_desc(StringInfo buf, XLogReaderState *record)
 		appendStringInfo(buf, "ndeleted %u; nupdated %u", xlrec->ndeleted,
 						 xlrec->nupdated);
 	}
+	else if (info == XLOG_FOREIN_DELETE_UPDATE)
+	{
+		xl_forein_delete_update *xlrec = (xl_forein_delete_update *) XLogRecGetData(record);
+
+		appendStringInfo(buf, "ndeleted %u; nupdated %u; horizon %u",
+						 xlrec->ndeleted, xlrec->nupdated, xlrec->horizon);
+	}
 }
 
 static const char *
@@ -248,6 +317,8 @@ forein_identify(uint8 info)
 			return "DELETE";
 		case XLOG_FOREIN_VACUUM:
 			return "VACUUM";
+		case XLOG_FOREIN_DELETE_UPDATE:
+			return "DELETE_UPDATE";
 	}
 	return NULL;
 }
@@ -376,4 +447,30 @@ forein_log_vacuum(Buffer buf, OffsetNumber *deleted, int n_deleted,
 	if (updates_len > 0)
 		XLogRegisterBufData(0, updates, updates_len);
 	return XLogInsert(FOREIN_RMGR_ID, XLOG_FOREIN_VACUUM);
+}
+
+/*
+ * Logs a deletion from leaf buf that also shrank n_updated posting tuples
+ * (made inside the caller's critical section): the horizon as
+ * forein_log_delete's, the changes as forein_log_vacuum's.
+ */
+XLogRecPtr
+forein_log_delete_update(Buffer buf, OffsetNumber *deleted, int n_deleted,
+						 int n_updated, char *updates, Size updates_len,
+						 TransactionId horizon)
+{
+	xl_forein_delete_update xlrec;
+
+	Assert(forein_wal_rmgr_ready);
+	xlrec.horizon = horizon;
+	xlrec.ndeleted = n_deleted;
+	xlrec.nupdated = n_updated;
+	XLogBeginInsert();
+	XLogRegisterData((char *) &xlrec, SizeOfForeinDeleteUpdate);
+	XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
+	if (n_deleted > 0)
+		XLogRegisterBufData(0, (char *) deleted, n_deleted * sizeof(OffsetNumber));
+	if (updates_len > 0)
+		XLogRegisterBufData(0, updates, updates_len);
+	return XLogInsert(FOREIN_RMGR_ID, XLOG_FOREIN_DELETE_UPDATE);
 }

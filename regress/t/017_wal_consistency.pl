@@ -1,7 +1,8 @@
 # WAL replay checked page by page: the primary runs with
 # wal_consistency_checking = 'generic,forein', so every WAL record forein
-# writes carries a full-page image of each page it touches: its own insert
-# records (forein_xlog.c) and its generic records (page splits, posting
+# writes carries a full-page image of each page it touches: its own records
+# (forein_xlog.c: inserts, deletions, bottom-up deletions that shrink
+# posting tuples, VACUUM) and its generic records (page splits, posting
 # list merges and cuts, VACUUM's posting list shrinking and page deletion,
 # new roots).  Replay on the streaming standby (and crash recovery on the
 # primary) applies the record, masks the page (LSN, checksum, the hole
@@ -249,6 +250,50 @@ $primary->safe_psql('postgres',
 is($primary->safe_psql('postgres', "SELECT pg_relation_size('w_k')"), $wk_marked,
 	'marked entries were deleted before leaves split: w_k did not grow');
 compare('after changes to leaves with entries marked dead');
+
+# Version churn: row-at-a-time non-HOT updates (k has a btree of its own)
+# with no scan of the forein indexes.  Full leaves delete old versions
+# bottom-up (forein_insert.c): whole entries in DELETE records with a
+# recovery-conflict horizon, and TIDs out of posting tuples (v_g holds four
+# rows a key) in DELETE_UPDATE records.
+my $churn_lsn = $primary->lsn('insert');
+$primary->safe_psql(
+	'postgres', q{
+	CREATE TABLE v (id int4, g int4, k int4) WITH (autovacuum_enabled = off);
+	INSERT INTO v SELECT i, i / 4, i * 100 FROM generate_series(1, 1500) i;
+	CREATE UNIQUE INDEX v_id ON v USING forein (id);
+	CREATE INDEX v_g ON v USING forein (g);
+	CREATE INDEX v_k ON v (k);
+	CREATE PROCEDURE v_churn(rounds int) LANGUAGE plpgsql AS $$
+	BEGIN
+		FOR r IN 0 .. rounds - 1 LOOP
+			FOR i IN 1 .. 1500 LOOP
+				UPDATE v SET k = k + 1 WHERE k = i * 100 + r;
+				COMMIT;
+			END LOOP;
+		END LOOP;
+	END $$;
+});
+$primary->safe_psql('postgres',
+	'SET enable_seqscan = off; SET enable_bitmapscan = off; CALL v_churn(4)');
+my $churn_records = $primary->safe_psql(
+	'postgres', qq{
+	SELECT count(*) FILTER (WHERE record_type = 'DELETE'),
+	       count(*) FILTER (WHERE record_type = 'DELETE_UPDATE'
+	                          AND substring(description from 'nupdated (\\d+)')::int > 0)
+	  FROM pg_get_wal_records_info('$churn_lsn', pg_current_wal_flush_lsn())
+	 WHERE resource_manager = 'forein'});
+like($churn_records, qr/^[1-9]\d*\|[1-9]\d*$/,
+	"version churn wrote DELETE and DELETE_UPDATE records (DELETE|DELETE_UPDATE: $churn_records)");
+push @queries,
+  'SELECT count(*), sum(k) FROM v WHERE id BETWEEN 1 AND 1500',
+  'SELECT g, count(*), sum(k) FROM v WHERE g BETWEEN 10 AND 40 GROUP BY g ORDER BY g';
+push @indexes, 'v_id', 'v_g';
+is( $primary->safe_psql(
+		'postgres', "$force SELECT count(*) || ' ' || sum(k) FROM v WHERE g BETWEEN 0 AND 375"),
+	'1500 ' . (100 * 1500 * 1501 / 2 + 4 * 1500),
+	'v_g returns every row once, at its latest version');
+compare('after version churn (bottom-up deletion)');
 
 # Crash recovery on the primary checks its own replay too.
 $primary->safe_psql('postgres', 'CHECKPOINT');
