@@ -27,6 +27,7 @@ CLUSTER=$OUT/cluster
 CSV=$OUT/pg_bench.csv
 
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd) # absolute: the interleaved runs work in a subdirectory
 # shellcheck source=tests/bench/pg_bench_cluster.sh
 source "$ROOT/tests/bench/pg_bench_cluster.sh"
 pg_bench_cluster_start "$CLUSTER" \
