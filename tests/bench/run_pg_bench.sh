@@ -94,9 +94,13 @@ for mode in S tpcb N; do
 		[ $((rep % 2)) = 1 ] && order="forein btree"
 		for kind in $order; do
 			t=acc_${kind:0:1}
-			# the previous run's dirty buffers are flushed now, not by the
-			# checkpointer during this run (the TPC-B-like runs leave many)
-			[ "$rep" = 0 ] || psqlq -c CHECKPOINT
+			# Each timed run starts clean: the run before it on the same copy
+			# (every other run is one) left dead versions and unpruned pages
+			# there, and dirty buffers everywhere. Without this the first run
+			# of each pair was the slower one, whichever index it had
+			# (TPC-B-like at scale 20: all three repetitions, twice).
+			[ "$rep" = 0 ] || psqlq -c "VACUUM $t" -c "VACUUM pgbench_tellers" \
+				-c "VACUUM pgbench_branches" -c CHECKPOINT
 			psqlq -c "ALTER TABLE $t RENAME TO pgbench_accounts"
 			tps=$(pgbench -n "${flags[@]}" -M prepared -c 2 -j 2 -T "$([ "$rep" = 0 ] && echo 3 || echo "$PGBENCH_SECONDS")" postgres 2>/dev/null |
 				sed -n 's/^tps = \([0-9.]*\).*/\1/p' | tail -1)
