@@ -62,7 +62,7 @@ pg-bench: install-pg
 bench: all
 	bash tests/bench/run_engine_bench.sh $(BUILD)
 
-# Every benchmark of docs/BENCHMARKS.md in one run (71 minutes on 2
+# Every benchmark of docs/BENCHMARKS.md in one run (80 minutes on 2
 # cores; root for the testbed): the engine per backend, PostgreSQL per
 # backend, the testbed per backend, sysbench and pgbench against btree,
 # then the report (docs/BENCHMARKS.md's tables, docs/bench/all/ plots and
