@@ -425,6 +425,27 @@ forein_vacuum_updates(OffsetNumber *updated_off, IndexTuple *updated, int n_upda
 }
 
 /*
+ * One record of changes to leaf buf: the header hdr (hdrsize bytes), then
+ * as block 0's data the deleted offsets and the shrunk posting tuples
+ * (updates, from forein_vacuum_updates).
+ */
+static XLogRecPtr
+log_leaf_changes(Buffer buf, uint8 info, char *hdr, Size hdrsize,
+				 OffsetNumber *deleted, int n_deleted, char *updates,
+				 Size updates_len)
+{
+	Assert(forein_wal_rmgr_ready);
+	XLogBeginInsert();
+	XLogRegisterData(hdr, hdrsize);
+	XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
+	if (n_deleted > 0)
+		XLogRegisterBufData(0, (char *) deleted, n_deleted * sizeof(OffsetNumber));
+	if (updates_len > 0)
+		XLogRegisterBufData(0, updates, updates_len);
+	return XLogInsert(FOREIN_RMGR_ID, info);
+}
+
+/*
  * Logs VACUUM's changes to leaf buf (made inside the caller's critical
  * section): n_updated posting tuples shrunk in place (updates, from
  * forein_vacuum_updates), then the n_deleted entries at deleted (sorted)
@@ -436,17 +457,11 @@ forein_log_vacuum(Buffer buf, OffsetNumber *deleted, int n_deleted,
 {
 	xl_forein_vacuum xlrec;
 
-	Assert(forein_wal_rmgr_ready);
 	xlrec.ndeleted = n_deleted;
 	xlrec.nupdated = n_updated;
-	XLogBeginInsert();
-	XLogRegisterData((char *) &xlrec, SizeOfForeinVacuum);
-	XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
-	if (n_deleted > 0)
-		XLogRegisterBufData(0, (char *) deleted, n_deleted * sizeof(OffsetNumber));
-	if (updates_len > 0)
-		XLogRegisterBufData(0, updates, updates_len);
-	return XLogInsert(FOREIN_RMGR_ID, XLOG_FOREIN_VACUUM);
+	return log_leaf_changes(buf, XLOG_FOREIN_VACUUM, (char *) &xlrec,
+							SizeOfForeinVacuum, deleted, n_deleted, updates,
+							updates_len);
 }
 
 /*
@@ -461,16 +476,10 @@ forein_log_delete_update(Buffer buf, OffsetNumber *deleted, int n_deleted,
 {
 	xl_forein_delete_update xlrec;
 
-	Assert(forein_wal_rmgr_ready);
 	xlrec.horizon = horizon;
 	xlrec.ndeleted = n_deleted;
 	xlrec.nupdated = n_updated;
-	XLogBeginInsert();
-	XLogRegisterData((char *) &xlrec, SizeOfForeinDeleteUpdate);
-	XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
-	if (n_deleted > 0)
-		XLogRegisterBufData(0, (char *) deleted, n_deleted * sizeof(OffsetNumber));
-	if (updates_len > 0)
-		XLogRegisterBufData(0, updates, updates_len);
-	return XLogInsert(FOREIN_RMGR_ID, XLOG_FOREIN_DELETE_UPDATE);
+	return log_leaf_changes(buf, XLOG_FOREIN_DELETE_UPDATE, (char *) &xlrec,
+							SizeOfForeinDeleteUpdate, deleted, n_deleted,
+							updates, updates_len);
 }
