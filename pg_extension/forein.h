@@ -578,16 +578,10 @@ extern void forein_xlog_abort(GenericXLogState *xs);
 extern bool forein_wal_rmgr_ready;
 extern void forein_register_wal_rmgr(void);
 extern XLogRecPtr forein_log_insert(Buffer buf, OffsetNumber off);
-extern XLogRecPtr forein_log_delete(Buffer buf, OffsetNumber *offs, int n,
-								   TransactionId horizon);
-extern char *forein_vacuum_updates(OffsetNumber *updated_off, IndexTuple *updated,
-								   int n_updated, Size *len);
-extern XLogRecPtr forein_log_vacuum(Buffer buf, OffsetNumber *deleted, int n_deleted,
-									int n_updated, char *updates, Size updates_len);
-extern XLogRecPtr forein_log_delete_update(Buffer buf, OffsetNumber *deleted,
-										   int n_deleted, int n_updated,
-										   char *updates, Size updates_len,
-										   TransactionId horizon);
+extern void forein_change_leaf(Relation index, Buffer buf, OffsetNumber *deleted,
+							  int n_deleted, OffsetNumber *updated_off,
+							  IndexTuple *updated, int n_updated, bool vacuum,
+							  TransactionId horizon);
 extern void forein_check_page(Relation index, Page page, BlockNumber blkno);
 extern void forein_get_root(Relation index, BlockNumber *root, uint32 *level);
 extern void forein_verify_metapage(Relation index, Page metapage);

@@ -424,58 +424,21 @@ deletion_horizon(Relation index, Relation heapRel, Buffer buf,
  * Deletes the n entries at offs (ascending) of the exclusively locked leaf
  * buf, after shrinking the nupdated posting tuples at updated_off to
  * updated (bottom-up deletion), in one record with the recovery-conflict
- * horizon when forein's resource manager is there (otherwise an invalid
- * horizon and no updates: a generic record cannot carry the horizon);
- * returns where the insert position off is afterwards.
+ * horizon (forein_change_leaf; without forein's resource manager callers
+ * pass no horizon and no updates); returns where the insert position off
+ * is afterwards.
  */
 static OffsetNumber
 delete_entries(Relation index, Buffer buf, OffsetNumber *offs, int n,
 			   OffsetNumber *updated_off, IndexTuple *updated, int nupdated,
 			   TransactionId horizon, OffsetNumber off)
 {
-	Page		page = BufferGetPage(buf);
 	int			i;
 
 	if (n == 0 && nupdated == 0)
 		return off;
-	if (forein_wal_rmgr_ready || !RelationNeedsWAL(index))
-	{
-		Size		updates_len = 0;
-		char	   *updates = NULL;
-
-		if (nupdated > 0 && RelationNeedsWAL(index))
-			updates = forein_vacuum_updates(updated_off, updated, nupdated, &updates_len);
-		START_CRIT_SECTION();
-		/* shrink posting tuples in place first: offsets do not move */
-		for (i = 0; i < nupdated; i++)
-			if (!PageIndexTupleOverwrite(page, updated_off[i], (Item) updated[i],
-										 IndexTupleSize(updated[i])))
-				elog(PANIC, "forein: failed to shrink a posting tuple in index \"%s\"",
-					 RelationGetRelationName(index));
-		if (n > 0)
-			PageIndexMultiDelete(page, offs, n);
-		MarkBufferDirty(buf);
-		if (RelationNeedsWAL(index))
-		{
-			XLogRecPtr	lsn = nupdated > 0 ?
-				forein_log_delete_update(buf, offs, n, nupdated, updates,
-										 updates_len, horizon) :
-				forein_log_delete(buf, offs, n, horizon);
-
-			PageSetLSN(page, lsn);
-		}
-		END_CRIT_SECTION();
-		if (updates)
-			pfree(updates);
-	}
-	else
-	{
-		GenericXLogState *xs = forein_xlog_start(index);
-
-		Assert(!TransactionIdIsValid(horizon) && nupdated == 0);
-		PageIndexMultiDelete(forein_register_page(xs, buf, 0), offs, n);
-		forein_xlog_finish(xs);
-	}
+	forein_change_leaf(index, buf, offs, n, updated_off, updated, nupdated,
+					   false, horizon);
 	for (i = 0; i < n && offs[i] < off; i++)
 		;
 	return off - i;

@@ -98,9 +98,6 @@ static bool forein_delete_page(ForeinVacState *vstate,
 static BlockNumber forein_find_parent(Relation index, ForeinState *fstate,
 									  ForeinDelCandidate *cand);
 static void forein_set_downlink(Page page, OffsetNumber off, BlockNumber child);
-static void apply_leaf_changes(Relation rel, Buffer buf, OffsetNumber *deleted,
-							   int n_deleted, OffsetNumber *updated_off,
-							   IndexTuple *updated, int n_updated);
 
 /*
  * Is this page safe to hand out again?  New (all-zero) pages always are; a
@@ -326,60 +323,6 @@ forein_vacuum_scan(ForeinVacState *vstate)
 }
 
 /*
- * Shrinks the n_updated posting tuples of leaf buf (cleanup-locked) in
- * place, then deletes its n_deleted entries, and logs it: with forein's own
- * VACUUM record when preloaded (offsets and shrunk tuples, as nbtree's
- * xl_btree_vacuum), else with a generic record of the page.
- */
-static void
-apply_leaf_changes(Relation rel, Buffer buf, OffsetNumber *deleted, int n_deleted,
-				   OffsetNumber *updated_off, IndexTuple *updated, int n_updated)
-{
-	Page		page;
-	GenericXLogState *gxstate = NULL;
-	Size		updates_len = 0;
-	char	   *updates = NULL;
-	bool		own_record = forein_wal_rmgr_ready && RelationNeedsWAL(rel);
-	int			i;
-
-	if (own_record)
-		updates = forein_vacuum_updates(updated_off, updated, n_updated, &updates_len);
-	if (forein_wal_rmgr_ready || !RelationNeedsWAL(rel))
-	{
-		START_CRIT_SECTION();
-		page = BufferGetPage(buf);
-	}
-	else
-	{
-		gxstate = forein_xlog_start(rel);
-		page = forein_register_page(gxstate, buf, 0);
-	}
-	/* shrink posting tuples in place first: offsets do not move */
-	for (i = 0; i < n_updated; i++)
-		if (!PageIndexTupleOverwrite(page, updated_off[i], (Item) updated[i],
-									 IndexTupleSize(updated[i])))
-			elog(gxstate ? ERROR : PANIC,
-				 "forein: failed to shrink a posting tuple in index \"%s\"",
-				 RelationGetRelationName(rel));
-	if (n_deleted > 0)
-		PageIndexMultiDelete(page, deleted, n_deleted);
-	if (gxstate)
-	{
-		forein_xlog_finish(gxstate);
-		return;
-	}
-	MarkBufferDirty(buf);
-	if (own_record)
-	{
-		XLogRecPtr	lsn = forein_log_vacuum(buf, deleted, n_deleted, n_updated,
-										updates, updates_len);
-
-		PageSetLSN(page, lsn);
-	}
-	END_CRIT_SECTION();
-}
-
-/*
  * Vacuum one page.  Returns the right link of a live leaf, else
  * InvalidBlockNumber.  With backtrack, the page is one that a concurrent
  * split filled after the main scan passed it: vacuum its tuples, but leave
@@ -515,8 +458,8 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 
 	if (ndeletable > 0 || nupdated > 0)
 	{
-		apply_leaf_changes(rel, buf, deletable, ndeletable, updated_off, updated,
-						   nupdated);
+		forein_change_leaf(rel, buf, deletable, ndeletable, updated_off, updated,
+						   nupdated, true, InvalidTransactionId);
 		stats->tuples_removed += ndeletable + removed_tids;
 		page = BufferGetPage(buf);
 		opaque = ForeinPageGetOpaque(page);

@@ -378,8 +378,8 @@ forein_log_insert(Buffer buf, OffsetNumber off)
  * caller deleted them inside its critical section), with horizon the
  * newest XID whose rows they pointed to (InvalidTransactionId: none).
  */
-XLogRecPtr
-forein_log_delete(Buffer buf, OffsetNumber *offs, int n, TransactionId horizon)
+static XLogRecPtr
+log_delete(Buffer buf, OffsetNumber *offs, int n, TransactionId horizon)
 {
 	xl_forein_delete xlrec;
 
@@ -398,9 +398,9 @@ forein_log_delete(Buffer buf, OffsetNumber *offs, int n, TransactionId horizon)
  * size and bytes, in one buffer (a record takes few data chunks).  Built
  * before the critical section, which may not allocate.
  */
-char *
-forein_vacuum_updates(OffsetNumber *updated_off, IndexTuple *updated, int n_updated,
-					  Size *len)
+static char *
+leaf_updates(OffsetNumber *updated_off, IndexTuple *updated, int n_updated,
+			 Size *len)
 {
 	Size		total = 0;
 	char	   *buf;
@@ -427,7 +427,7 @@ forein_vacuum_updates(OffsetNumber *updated_off, IndexTuple *updated, int n_upda
 /*
  * One record of changes to leaf buf: the header hdr (hdrsize bytes), then
  * as block 0's data the deleted offsets and the shrunk posting tuples
- * (updates, from forein_vacuum_updates).
+ * (updates, from leaf_updates).
  */
 static XLogRecPtr
 log_leaf_changes(Buffer buf, uint8 info, char *hdr, Size hdrsize,
@@ -448,12 +448,12 @@ log_leaf_changes(Buffer buf, uint8 info, char *hdr, Size hdrsize,
 /*
  * Logs VACUUM's changes to leaf buf (made inside the caller's critical
  * section): n_updated posting tuples shrunk in place (updates, from
- * forein_vacuum_updates), then the n_deleted entries at deleted (sorted)
+ * leaf_updates), then the n_deleted entries at deleted (sorted)
  * deleted.
  */
-XLogRecPtr
-forein_log_vacuum(Buffer buf, OffsetNumber *deleted, int n_deleted,
-				  int n_updated, char *updates, Size updates_len)
+static XLogRecPtr
+log_vacuum(Buffer buf, OffsetNumber *deleted, int n_deleted,
+		   int n_updated, char *updates, Size updates_len)
 {
 	xl_forein_vacuum xlrec;
 
@@ -467,12 +467,12 @@ forein_log_vacuum(Buffer buf, OffsetNumber *deleted, int n_deleted,
 /*
  * Logs a deletion from leaf buf that also shrank n_updated posting tuples
  * (made inside the caller's critical section): the horizon as
- * forein_log_delete's, the changes as forein_log_vacuum's.
+ * log_delete's, the changes as log_vacuum's.
  */
-XLogRecPtr
-forein_log_delete_update(Buffer buf, OffsetNumber *deleted, int n_deleted,
-						 int n_updated, char *updates, Size updates_len,
-						 TransactionId horizon)
+static XLogRecPtr
+log_delete_update(Buffer buf, OffsetNumber *deleted, int n_deleted,
+				  int n_updated, char *updates, Size updates_len,
+				  TransactionId horizon)
 {
 	xl_forein_delete_update xlrec;
 
@@ -482,4 +482,70 @@ forein_log_delete_update(Buffer buf, OffsetNumber *deleted, int n_deleted,
 	return log_leaf_changes(buf, XLOG_FOREIN_DELETE_UPDATE, (char *) &xlrec,
 							SizeOfForeinDeleteUpdate, deleted, n_deleted,
 							updates, updates_len);
+}
+
+/*
+ * Shrinks the n_updated posting tuples of the exclusively locked leaf buf
+ * in place (offsets do not move), then deletes its n_deleted entries at
+ * deleted (sorted), and logs both in one record.  With forein's resource
+ * manager that is VACUUM's record (vacuum) or a deletion's carrying the
+ * recovery-conflict horizon; without it a generic record of the page,
+ * which cannot carry a horizon, so callers then pass none.  An unlogged
+ * index logs nothing.
+ */
+void
+forein_change_leaf(Relation index, Buffer buf, OffsetNumber *deleted, int n_deleted,
+				   OffsetNumber *updated_off, IndexTuple *updated, int n_updated,
+				   bool vacuum, TransactionId horizon)
+{
+	bool		own_record = forein_wal_rmgr_ready && RelationNeedsWAL(index);
+	GenericXLogState *gxstate = NULL;
+	Size		updates_len = 0;
+	char	   *updates = NULL;
+	Page		page;
+	int			i;
+
+	Assert(own_record || !TransactionIdIsValid(horizon));
+	if (own_record && n_updated > 0)	/* the critical section may not allocate */
+		updates = leaf_updates(updated_off, updated, n_updated, &updates_len);
+	if (own_record || !RelationNeedsWAL(index))
+	{
+		START_CRIT_SECTION();
+		page = BufferGetPage(buf);
+	}
+	else
+	{
+		gxstate = forein_xlog_start(index);
+		page = forein_register_page(gxstate, buf, 0);
+	}
+	for (i = 0; i < n_updated; i++)
+		if (!PageIndexTupleOverwrite(page, updated_off[i], (Item) updated[i],
+									 IndexTupleSize(updated[i])))
+			elog(gxstate ? ERROR : PANIC,
+				 "forein: failed to shrink a posting tuple in index \"%s\"",
+				 RelationGetRelationName(index));
+	if (n_deleted > 0)
+		PageIndexMultiDelete(page, deleted, n_deleted);
+	if (gxstate)
+	{
+		forein_xlog_finish(gxstate);
+		return;
+	}
+	MarkBufferDirty(buf);
+	if (own_record)
+	{
+		XLogRecPtr	lsn;
+
+		if (vacuum)
+			lsn = log_vacuum(buf, deleted, n_deleted, n_updated, updates, updates_len);
+		else if (n_updated > 0)
+			lsn = log_delete_update(buf, deleted, n_deleted, n_updated, updates,
+									updates_len, horizon);
+		else
+			lsn = log_delete(buf, deleted, n_deleted, horizon);
+		PageSetLSN(page, lsn);
+	}
+	END_CRIT_SECTION();
+	if (updates)
+		pfree(updates);
 }
