@@ -94,13 +94,15 @@ for mode in S tpcb N; do
 		[ $((rep % 2)) = 1 ] && order="forein btree"
 		for kind in $order; do
 			t=acc_${kind:0:1}
-			# Each timed run starts clean: the run before it on the same copy
-			# (every other run is one) left dead versions and unpruned pages
-			# there, and dirty buffers everywhere. Without this the first run
-			# of each pair was the slower one, whichever index it had
-			# (TPC-B-like at scale 20: all three repetitions, twice).
-			[ "$rep" = 0 ] || psqlq -c "VACUUM $t" -c "VACUUM pgbench_tellers" \
-				-c "VACUUM pgbench_branches" -c CHECKPOINT
+			# Each timed run starts from the same state, whichever copy ran
+			# before: the run before left dead versions and unpruned pages
+			# in its copy, the shared tables and pgbench_history, and dirty
+			# buffers everywhere. With nothing vacuumed the first run of each
+			# pair was the slower, whichever index it had (TPC-B-like at
+			# scale 20: all three repetitions, twice); with only the copy
+			# about to run vacuumed, the faster (all three, once).
+			[ "$rep" = 0 ] || psqlq -c "VACUUM acc_b, acc_f, pgbench_tellers, pgbench_branches, pgbench_history" \
+				-c CHECKPOINT
 			psqlq -c "ALTER TABLE $t RENAME TO pgbench_accounts"
 			tps=$(pgbench -n "${flags[@]}" -M prepared -c 2 -j 2 -T "$([ "$rep" = 0 ] && echo 3 || echo "$PGBENCH_SECONDS")" postgres 2>/dev/null |
 				sed -n 's/^tps = \([0-9.]*\).*/\1/p' | tail -1)
