@@ -18,7 +18,7 @@
 # the CSVs and plots to docs/bench/all/ and rewrites the generated blocks
 # of docs/BENCHMARKS.md. --smoke runs every stage at toy size (about two
 # minutes, CI's check that the scripts still run) and writes its report
-# under OUT only, never into docs/. The whole run took 79 minutes
+# under OUT only, never into docs/. The whole run takes about 80 minutes
 # on the 2-core machine of docs/BENCHMARKS.md.
 #
 # Needs the programs built (make) and the extension installed (make
