@@ -374,29 +374,9 @@ forein_log_insert(Buffer buf, OffsetNumber off)
 }
 
 /*
- * Logs the deletion of the n entries at offs of leaf buf (sorted; the
- * caller deleted them inside its critical section), with horizon the
- * newest XID whose rows they pointed to (InvalidTransactionId: none).
- */
-static XLogRecPtr
-log_delete(Buffer buf, OffsetNumber *offs, int n, TransactionId horizon)
-{
-	xl_forein_delete xlrec;
-
-	Assert(forein_wal_rmgr_ready);
-	xlrec.horizon = horizon;
-	xlrec.ndeleted = n;
-	XLogBeginInsert();
-	XLogRegisterData((char *) &xlrec, SizeOfForeinDelete);
-	XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
-	XLogRegisterBufData(0, (char *) offs, n * sizeof(OffsetNumber));
-	return XLogInsert(FOREIN_RMGR_ID, XLOG_FOREIN_DELETE);
-}
-
-/*
- * The update part of a VACUUM record: per shrunk posting tuple its offset,
- * size and bytes, in one buffer (a record takes few data chunks).  Built
- * before the critical section, which may not allocate.
+ * The update part of a VACUUM or DELETE_UPDATE record: per shrunk posting
+ * tuple its offset, size and bytes, in one buffer (a record takes few data
+ * chunks).  Built before the critical section, which may not allocate.
  */
 static char *
 leaf_updates(OffsetNumber *updated_off, IndexTuple *updated, int n_updated,
@@ -427,7 +407,7 @@ leaf_updates(OffsetNumber *updated_off, IndexTuple *updated, int n_updated,
 /*
  * One record of changes to leaf buf: the header hdr (hdrsize bytes), then
  * as block 0's data the deleted offsets and the shrunk posting tuples
- * (updates, from leaf_updates).
+ * (updates, from leaf_updates; none in a DELETE record).
  */
 static XLogRecPtr
 log_leaf_changes(Buffer buf, uint8 info, char *hdr, Size hdrsize,
@@ -446,10 +426,25 @@ log_leaf_changes(Buffer buf, uint8 info, char *hdr, Size hdrsize,
 }
 
 /*
+ * Logs the deletion of the n entries at offs of leaf buf (sorted; the
+ * caller deleted them inside its critical section), with horizon the
+ * newest XID whose rows they pointed to (InvalidTransactionId: none).
+ */
+static XLogRecPtr
+log_delete(Buffer buf, OffsetNumber *offs, int n, TransactionId horizon)
+{
+	xl_forein_delete xlrec;
+
+	xlrec.horizon = horizon;
+	xlrec.ndeleted = n;
+	return log_leaf_changes(buf, XLOG_FOREIN_DELETE, (char *) &xlrec,
+							SizeOfForeinDelete, offs, n, NULL, 0);
+}
+
+/*
  * Logs VACUUM's changes to leaf buf (made inside the caller's critical
  * section): n_updated posting tuples shrunk in place (updates, from
- * leaf_updates), then the n_deleted entries at deleted (sorted)
- * deleted.
+ * leaf_updates), then the n_deleted entries at deleted (sorted) removed.
  */
 static XLogRecPtr
 log_vacuum(Buffer buf, OffsetNumber *deleted, int n_deleted,
