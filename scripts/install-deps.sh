@@ -15,6 +15,7 @@ packages=(
   libipc-run-perl   # its TAP tests (regress/t/)
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev  # the control plane (proto/, net/)
   libdpdk-dev  # forein-switch, the DPDK data plane (net/switch/)
+  iproute2     # ip netns: the network tests, testbed and Switch-delta benchmark run in namespaces of their own
   gnuplot-nox  # the benchmark plots (scripts/testbed.sh, tests/bench/run_*_experiments.sh)
   sysbench     # tests/bench/run_sysbench.sh (make bench-all), pgsql driver
   python3      # benchmark summaries and make bench-all's report (scripts/bench_report.py)

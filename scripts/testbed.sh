@@ -16,8 +16,13 @@
 #   bash scripts/testbed.sh [flags]          (scripts/testbed.sh --help)
 #   make testbed TESTBED_FLAGS="--seconds 5"
 #
-# Needs root and /dev/net/tun (the switches' TAP ports) and the built
-# programs (forein-switch is built when libdpdk-dev is installed). Writes
+# Needs root, /dev/net/tun (the switches' TAP ports), iproute2 (`ip
+# netns`) and the built programs (forein-switch is built when libdpdk-dev
+# is installed). Every program runs inside one network namespace the run
+# makes, forein-testbed-PID (scripts/netns.sh): the TAP devices, their
+# 10.77.x.0/24 addresses, the agent's loopback and all the traffic stay
+# there, and the namespace is deleted when the run ends, also on a
+# failure or a signal; the machine's own namespace is never touched. Writes
 # to the results folder: testbed.csv (every run), summary.csv (one row per
 # backend), testbed.png (gnuplot, when installed), results.jsonl and every
 # program's output. Every process it starts is stopped when it ends, also
@@ -48,8 +53,9 @@ usage: scripts/testbed.sh [--backend NAME[,NAME...]] [--keys N] [--servers K]
   --results DIR         where the CSVs, the plot and the logs go
                         (default results/testbed-<timestamp>)
   --help                this text
-Needs root and /dev/net/tun (the switch's TAP ports). The last lines on
-stdout are one JSON object per backend. Exit 1 if a program fails or any
+Needs root, /dev/net/tun (the switch's TAP ports) and iproute2: everything
+runs inside a network namespace of its own (forein-testbed-PID), deleted at
+the end. The last lines on stdout are one JSON object per backend. Exit 1 if a program fails or any
 answer is wrong, 2 on a bad flag.
 EOF
 }
@@ -147,6 +153,9 @@ fail() {
 # What the run needs: root, /dev/net/tun, the programs.
 [ "$(id -u)" -eq 0 ] || fail "needs root: forein-switch creates TAP devices (CAP_NET_ADMIN); run it with sudo"
 [ -c /dev/net/tun ] || fail "needs /dev/net/tun for forein-switch's TAP devices (modprobe tun)"
+# shellcheck source=netns.sh
+. "$ROOT/scripts/netns.sh"
+why=$(netns_check 2>&1) || fail "$why"
 BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || fail "--build: no such folder (build first: make)"
 SWITCH=$BUILD/net/switch/forein-switch
 SERVER=$BUILD/net/kv_server/forein-kv-server
@@ -208,6 +217,7 @@ cleanup() {
 	# Newest first: the load client, then the servers, then the switches.
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill -TERM "${pids[i]}" 2>/dev/null || true; done
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop_proc "${pids[i]}"; done
+	netns_cleanup
 	if [ "$rc" -ne 0 ] && [ -d "${LOGS:-}" ]; then echo "testbed: the programs' output is in $LOGS" >&2; fi
 	exit "$rc"
 }
@@ -220,7 +230,8 @@ trap 'exit 143' TERM HUP
 start() {
 	local name=$1
 	shift
-	"$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" &
+	# (ip execs the program: $! is its pid, for stop_proc and the CPU counts)
+	ip netns exec "$NETNS" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" &
 	STARTED=$!
 	LABEL[$STARTED]=$name
 	track "$STARTED"
@@ -249,10 +260,10 @@ json_get() {
 	printf '%s\n' "${v%\"}"
 }
 
-# Free UDP ports for the servers (from /proc/net/udp*, not in use, distinct).
+# Free UDP ports for the servers (the namespace's /proc/net/udp*, not in use, distinct).
 pick_ports() {
 	local n=$1 used port tries=0
-	used=" $(awk 'FNR > 1 {n = split($2, a, ":"); print a[n]}' /proc/net/udp /proc/net/udp6 2>/dev/null |
+	used=" $(netns_exec awk 'FNR > 1 {n = split($2, a, ":"); print a[n]}' /proc/net/udp /proc/net/udp6 2>/dev/null |
 		while read -r h; do printf '%d ' "$((16#$h))"; done) "
 	PORTS=()
 	while [ "${#PORTS[@]}" -lt "$n" ]; do
@@ -265,39 +276,32 @@ pick_ports() {
 	done
 }
 
-# Per backend run: TAP names and /24s no other run on this machine uses
-# (derived from this shell's pid; skipped forward while any is taken).
+# Per backend run: TAP names and /24s, inside the run's own namespace (so
+# nothing else can hold them): backend K's hinting switch on 10.77.4K and
+# 10.77.4K+1, its plain one on 10.77.4K+2 and 10.77.4K+3.
 pick_nets() {
-	local k=$1 tag=$(($$ % 3200)) tries a b j taken addrs
-	addrs=$(ip -4 -o addr show 2>/dev/null || true)
-	for ((tries = 0; tries < 3200; tries++)); do
-		a=$((200 + tag % 50))
-		b=$((4 * (tag / 50)))
-		NETS=("10.$a.$b" "10.$a.$((b + 1))" "10.$a.$((b + 2))" "10.$a.$((b + 3))")
-		IFACES=("ftb${k}hc$tag" "ftb${k}hs$tag" "ftb${k}pc$tag" "ftb${k}ps$tag")
-		taken=0
-		for j in 0 1 2 3; do
-			[ -e "/sys/class/net/${IFACES[j]}" ] && taken=1
-			grep -qF " ${NETS[j]}." <<<"$addrs" && taken=1
-		done
-		[ "$taken" -eq 0 ] && return 0
-		tag=$(((tag + 1) % 3200))
-	done
-	fail "found no free 10.x.y.0/24 networks for the TAP ports"
+	local k=$1 b=$((4 * $1))
+	NETS=("10.77.$b" "10.77.$((b + 1))" "10.77.$((b + 2))" "10.77.$((b + 3))")
+	IFACES=("ftb${k}hc" "ftb${k}hs" "ftb${k}pc" "ftb${k}ps")
 }
 
-# server_stats PORT: one STATS request to 127.0.0.1:PORT over bash's
-# /dev/udp; prints the JSON counters (the reply's value: 24-byte header,
-# no key). Resent up to 5 times, 1 s each.
+# server_stats PORT: one STATS request to 127.0.0.1:PORT (the namespace's
+# loopback) over bash's /dev/udp; prints the JSON counters (the reply's
+# value: 24-byte header, no key). Resent up to 5 times, 1 s each.
 STATS_REQUEST='\xf0\xe1\x01\x07\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x2a\x00\x00\x00\x00\x00\x00\x00\x00'
+stats_once() { # PORT REQUEST: one try, run inside the namespace
+	local fd reply
+	exec {fd}<>"/dev/udp/127.0.0.1/$1"
+	# shellcheck disable=SC2059
+	printf "$2" >&"$fd"
+	reply=$(timeout 1 dd bs=65536 count=1 status=none <&"$fd" 2>/dev/null | tail -c +25) || true
+	exec {fd}>&-
+	[[ $reply == '{'* ]] && printf '%s\n' "$reply"
+}
 server_stats() {
-	local port=$1 fd reply
+	local port=$1 reply
 	for _ in 1 2 3 4 5; do
-		exec {fd}<>"/dev/udp/127.0.0.1/$port"
-		# shellcheck disable=SC2059
-		printf "$STATS_REQUEST" >&"$fd"
-		reply=$(timeout 1 dd bs=65536 count=1 status=none <&"$fd" 2>/dev/null | tail -c +25) || true
-		exec {fd}>&-
+		reply=$(netns_exec bash -c "$(declare -f stats_once); stats_once $port '$STATS_REQUEST'") || true
 		if [[ $reply == '{'* ]]; then
 			printf '%s\n' "$reply"
 			return 0
@@ -421,6 +425,9 @@ echo "== date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-par
 echo "== backends $BACKENDS; $KEYS keys on $SERVERS servers ($THREADS threads each); workload $WORKLOAD, zipf $ZIPF;" \
 	"$ROUNDS round(s) of ${SECONDS_PER_RUN} s with and without hints, $OUTSTANDING outstanding"
 echo "== results: $RESULTS"
+netns_sweep
+netns_add testbed || fail "could not create a network namespace (ip netns add forein-testbed-$$)"
+echo "== network namespace: $NETNS (TAP ports, their addresses and every program's traffic stay inside it)"
 
 TOTAL_WRONG=0
 json_lines=()

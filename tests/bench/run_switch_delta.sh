@@ -26,7 +26,11 @@
 #        [--experiments latency,mixed,dmp,bound]
 #        [--build DIR] [--results DIR]
 #
-# Needs root and /dev/net/tun. Writes runs.csv (every run), summary.csv
+# Needs root, /dev/net/tun and iproute2: every program runs inside one
+# network namespace the run makes, forein-switch-delta-PID
+# (scripts/netns.sh), where the switches' TAP ports and their 10.77.x
+# addresses live; it is deleted when the run ends, also on a failure or a
+# signal, and the machine's own namespace is never touched. Writes runs.csv (every run), summary.csv
 # (medians per experiment, level and side), latency.png and throughput.png
 # (gnuplot) and the
 # programs' logs to the results folder; prints the summary. Exit 1 when a
@@ -82,7 +86,13 @@ done
 wants() { [[ ,$EXPERIMENTS, == *,$1,* ]]; }
 [[ $METADATA_CPU =~ ^0?\.[0-9]+$|^1(\.0*)?$ ]] || bad "--metadata-cpu: a fraction of one core, 0 < F <= 1"
 [ "$(id -u)" -eq 0 ] || {
-	echo "run_switch_delta: needs root (forein-switch's TAP ports)" >&2
+	echo "run_switch_delta: needs root (forein-switch's TAP ports, a network namespace)" >&2
+	exit 1
+}
+# shellcheck source=../../scripts/netns.sh
+. "$ROOT/scripts/netns.sh"
+why=$(netns_check 2>&1) || {
+	echo "run_switch_delta: $why" >&2
 	exit 1
 }
 BUILD=$(cd "$BUILD" && pwd)
@@ -101,7 +111,12 @@ mkdir -p "$LOGS"
 # The CPU cgroup that holds the metadata node in the bound experiment
 # (v1 cpu controller or v2 cpu.max), removed on exit.
 CG=""
-trap 'cleanup; [ -z "$CG" ] || rmdir "$CG" 2>/dev/null || true' EXIT
+trap 'cleanup; netns_cleanup; [ -z "$CG" ] || rmdir "$CG" 2>/dev/null || true' EXIT
+netns_sweep
+netns_add switch-delta || {
+	echo "run_switch_delta: could not create a network namespace" >&2
+	exit 1
+}
 limit_cpu() { # PID: into a cgroup with METADATA_CPU of one core; false if none can be made
 	local quota
 	quota=$(awk -v f="$METADATA_CPU" 'BEGIN {printf "%d", f * 100000}')
@@ -124,20 +139,22 @@ fail() {
 json_get() { grep -o "\"$2\":[-0-9.eE+]*" <<<"$1" | head -n 1 | cut -d: -f2; }
 # json_obj_get JSON OBJECT KEY: KEY inside the object OBJECT.
 json_obj_get() { grep -o "\"$2\":{[^}]*}" <<<"$1" | head -n 1 | grep -o "\"$3\":[-0-9.eE+]*" | cut -d: -f2; }
+# A UDP port nobody in the run's namespace holds.
 free_port() {
 	local p
 	while :; do
 		p=$((20000 + RANDOM % 12000))
-		grep -qi ":$(printf '%04X' "$p") " /proc/net/udp || {
+		netns_exec grep -qi ":$(printf '%04X' "$p") " /proc/net/udp || {
 			echo "$p"
 			return
 		}
 	done
 }
 
-TAG=$(($$ % 200))
-NET_A="10.$((150 + TAG % 50)).$((4 * (TAG / 50)))"
-NET_B="10.$((150 + TAG % 50)).$((4 * (TAG / 50) + 2))"
+# The two switches' client sides, inside the run's namespace (nothing else
+# holds them there); each switch's server side is the next /24.
+NET_A=10.77.0
+NET_B=10.77.2
 SERVICE=$(free_port)
 META_PORT=$(free_port)
 DATA_PORTS=()
@@ -150,7 +167,8 @@ data_list=$(
 start() { # NAME PROGRAM ARGS...: runs it in the background, logs in $LOGS
 	local name=$1
 	shift
-	"$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" &
+	# (ip execs the program: $! is its pid, for stop_proc and the CPU counts)
+	ip netns exec "$NETNS" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" &
 	STARTED=$!
 	PIDS+=("$STARTED")
 }
@@ -158,7 +176,7 @@ start() { # NAME PROGRAM ARGS...: runs it in the background, logs in $LOGS
 # Two switches: "on" (client side NET_A.0/24, server side NET_A+1) and "off".
 start_switch() { # NAME NET VISIBILITY
 	local base=${2%.*} third=${2##*.}
-	start "$1" "$SWITCH" --agent-listen 127.0.0.1:0 --client-iface "fsd${1}c$TAG" --server-iface "fsd${1}s$TAG" \
+	start "$1" "$SWITCH" --agent-listen 127.0.0.1:0 --client-iface "fsd${1}c" --server-iface "fsd${1}s" \
 		--client-net "$2" --server-net "$base.$((third + 1))" --backend switch_visibility \
 		--data-nodes "$data_list" --metadata-nodes "$META_PORT" --service-port "$SERVICE" --visibility "$3"
 	wait_ready "$LOGS/$1.out" "$STARTED"
@@ -194,7 +212,7 @@ run() {
 	[ "$side" = off ] && net=$NET_B
 	target="$net.2:$SERVICE"
 	local name="load-$exp-$level-$side-$round"
-	"$LOAD" --target "$target" --keys "$KEYS" --workload "$workload" --dist zipf --zipf 0.99 \
+	netns_exec "$LOAD" --target "$target" --keys "$KEYS" --workload "$workload" --dist zipf --zipf 0.99 \
 		--seconds "$SECONDS_PER_RUN" --outstanding "$level" --timeout-ms 500 --retries 20 --seed "$round" \
 		>"$LOGS/$name.out" 2>"$LOGS/$name.err" || true
 	js=$(tail -n 1 "$LOGS/$name.out")

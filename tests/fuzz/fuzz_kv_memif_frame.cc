@@ -25,7 +25,7 @@ void require(bool ok) {
   if (!ok) std::abort();
 }
 
-constexpr std::uint32_t kOurIp = (10u << 24) | (77u << 16) | (1u << 8) | 1u;  // 10.77.1.1
+constexpr std::uint32_t kOurIp = (10u << 24) | (77u << 16) | (1u << 8) | 1u;  // 10.77.1.1 (no-kernel-traffic: a frame parsed in user space)
 
 void try_frame(std::span<const std::byte> frame) {
   UdpFrame got;

@@ -1,10 +1,11 @@
 // What the forein-switch end-to-end tests share: whether TAP devices can be
-// made here, interface names and /24s unique to a run, free UDP ports, raw
-// frames into a TAP, and reading the switch's exit JSON line.
+// made here, interface names and /24s, free UDP ports, raw frames into a
+// TAP, and reading the switch's exit JSON line. The tests run in a network
+// namespace of their own (private_netns.h, netns_main.cc): the TAP devices,
+// their private-range addresses and all the traffic stay inside it.
 #pragma once
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
@@ -14,40 +15,32 @@
 
 #include <catch2/catch.hpp>
 
+#include "private_netns.h"
+
 #include <cstdint>
 #include <cstring>
-#include <set>
 #include <string>
 #include <vector>
 
 namespace forein::testing {
 
-// TAP ports need root (CAP_NET_ADMIN) and /dev/net/tun.
-inline bool can_make_taps() { return ::geteuid() == 0 && ::access("/dev/net/tun", R_OK | W_OK) == 0; }
-
-// The A.B.C of every IPv4 address this host's interfaces have now.
-inline std::set<std::string> host_ipv4_nets() {
-  std::set<std::string> nets;
-  ifaddrs* all = nullptr;
-  if (::getifaddrs(&all) != 0) return nets;
-  for (const ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    const std::uint32_t a = ntohl(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
-    nets.insert(std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 0xFF) + "." +
-                std::to_string((a >> 8) & 0xFF));
-  }
-  ::freeifaddrs(all);
-  return nets;
+// TAP ports need root (CAP_NET_ADMIN), /dev/net/tun and this process in a
+// network namespace of its own (netns_main.cc entered one at start-up).
+inline bool can_make_taps() {
+  return ::geteuid() == 0 && ::access("/dev/net/tun", R_OK | W_OK) == 0 && in_private_netns();
 }
 
-// Interface names and the two /24s of one switch, unique to this process
-// and `variant` (0..3), so parallel tests and runs do not share them. The
-// /24s are in 10.100-149.x (scripts/testbed.sh takes 10.200-249.x,
-// tests/bench/run_switch_delta.sh 10.150-199.x): 1,600 places of 8 /24s,
-// the first from the pid, skipped forward while an interface here has an
-// address in either /24 (another test's switch already up). Two processes
-// that start their switches at the same moment still collide when their
-// pids agree modulo 1,600.
+// Why can_make_taps() is false, for the skip message.
+inline std::string no_taps_reason() {
+  if (::geteuid() != 0) return "TAP ports need root";
+  if (::access("/dev/net/tun", R_OK | W_OK) != 0) return "TAP ports need /dev/net/tun";
+  if (!in_private_netns()) return "no network namespace of its own: " + private_netns_problem();
+  return "";
+}
+
+// Interface names and the two /24s of one switch: `variant` (0..3) keeps
+// the switches of one test apart. Nothing else can hold them: the test's
+// namespace is its own.
 struct TapNets {
   std::string client_iface, server_iface;
   std::string client_net, server_net;  // A.B.C
@@ -55,18 +48,11 @@ struct TapNets {
   TapNets(const std::string& name, int variant) {
     REQUIRE(variant >= 0);
     REQUIRE(variant < 4);
-    const int tag = static_cast<int>(::getpid()) % 100000;
-    client_iface = "fc" + name + std::to_string(tag) + "v" + std::to_string(variant);
-    server_iface = "fs" + name + std::to_string(tag) + "v" + std::to_string(variant);
-    const std::set<std::string> taken = host_ipv4_nets();
-    for (int k = 0; k < 1600; ++k) {
-      const int place = (tag + k) % 1600;
-      const std::string prefix = "10." + std::to_string(100 + place % 50) + ".";
-      const int third = 8 * (place / 50) + 2 * variant;
-      client_net = prefix + std::to_string(third);
-      server_net = prefix + std::to_string(third + 1);
-      if (taken.count(client_net) == 0 && taken.count(server_net) == 0) return;
-    }
+    REQUIRE(in_private_netns());  // never these addresses in the machine's own namespace
+    client_iface = "fc" + name + "v" + std::to_string(variant);
+    server_iface = "fs" + name + "v" + std::to_string(variant);
+    client_net = "10.77." + std::to_string(2 * variant);
+    server_net = "10.77." + std::to_string(2 * variant + 1);
   }
 
   // IPv4 (host order) of A.B.C.host on either side.

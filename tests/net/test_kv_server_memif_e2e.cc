@@ -263,7 +263,7 @@ TEST_CASE("forein-kv-server: --memif flag errors exit 2", "[memif]") {
 
 TEST_CASE("forein-kv-server --memif: load through forein-switch's memif server side", "[e2e][memif]") {
   if (!forein::testing::can_make_taps()) {
-    WARN("the client side is a TAP device: needs root and /dev/net/tun: skipped");
+    WARN("the client side is a TAP device: skipped: " << forein::testing::no_taps_reason());
     return;
   }
   using forein::net::Op;

@@ -35,7 +35,7 @@ using forein::testing::TapNets;
 
 TEST_CASE("forein-switch chain: core, aggregation and edge switches hand the fattree walk on", "[e2e][switch]") {
   if (!forein::testing::can_make_taps()) {
-    WARN("the chain's end switches need root and /dev/net/tun for their TAP ports: skipped");
+    WARN("the chain's end switches: skipped: " << forein::testing::no_taps_reason());
     return;
   }
   TempDir dir;

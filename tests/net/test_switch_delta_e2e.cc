@@ -162,7 +162,7 @@ std::map<std::string, forein::net::StampedLocation> newest_in_logs(const Testbed
 
 TEST_CASE("Switch-delta through forein-switch: one-round-trip writes, reads from the slot", "[e2e][switch]") {
   if (!forein::testing::can_make_taps()) {
-    WARN("forein-switch needs root and /dev/net/tun for its TAP ports: skipped");
+    WARN("forein-switch: skipped: " << forein::testing::no_taps_reason());
     return;
   }
   Testbed bed(true, 0);
@@ -241,7 +241,7 @@ TEST_CASE("Switch-delta through forein-switch: one-round-trip writes, reads from
 
 TEST_CASE("Switch-delta with the visibility table off: every write takes phase 2", "[e2e][switch]") {
   if (!forein::testing::can_make_taps()) {
-    WARN("forein-switch needs root and /dev/net/tun for its TAP ports: skipped");
+    WARN("forein-switch: skipped: " << forein::testing::no_taps_reason());
     return;
   }
   Testbed bed(false, 1);
@@ -260,7 +260,7 @@ TEST_CASE("Switch-delta with the visibility table off: every write takes phase 2
 
 TEST_CASE("Switch-delta: the metadata node killed mid-run loses nothing committed", "[e2e][switch]") {
   if (!forein::testing::can_make_taps()) {
-    WARN("forein-switch needs root and /dev/net/tun for its TAP ports: skipped");
+    WARN("forein-switch: skipped: " << forein::testing::no_taps_reason());
     return;
   }
   Testbed bed(true, 2);

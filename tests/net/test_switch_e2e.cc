@@ -42,7 +42,7 @@ using forein::testing::ready_port;
 TEST_CASE("forein-switch: load through the DPDK switch with hints; malformed frames counted",
           "[e2e][switch]") {
   if (!can_make_taps()) {
-    WARN("forein-switch needs root and /dev/net/tun for its TAP ports: skipped");
+    WARN("forein-switch: skipped: " << forein::testing::no_taps_reason());
     return;
   }
   for (const std::string backend : {"switch_lpm", "fattree"}) {

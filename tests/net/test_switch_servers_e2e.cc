@@ -127,7 +127,7 @@ long long routed_to(const std::string& counters, std::uint16_t port) {
 
 TEST_CASE("forein-switch with three servers: every key answered by its owner", "[e2e][switch]") {
   if (!forein::testing::can_make_taps()) {
-    WARN("forein-switch needs root and /dev/net/tun for its TAP ports: skipped");
+    WARN("forein-switch: skipped: " << forein::testing::no_taps_reason());
     return;
   }
   for (const std::string backend : {"switch_lpm", "fattree"}) {
@@ -201,7 +201,7 @@ TEST_CASE("forein-switch with three servers: every key answered by its owner", "
 
 TEST_CASE("forein-switch with three servers: a server and the switch killed mid-run", "[e2e][switch]") {
   if (!forein::testing::can_make_taps()) {
-    WARN("forein-switch needs root and /dev/net/tun for its TAP ports: skipped");
+    WARN("forein-switch: skipped: " << forein::testing::no_taps_reason());
     return;
   }
   Testbed bed("switch_lpm", 2);

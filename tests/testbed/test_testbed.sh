@@ -6,10 +6,12 @@
 #       --help prints the usage and exits 0. Needs nothing built.
 #   bash tests/testbed/test_testbed.sh e2e BUILD_DIR
 #       a short real run (20,000 keys, 3 servers, 1 s runs, switch_lpm):
-#       the JSON line has its keys, wrong == 0, hints hit, and no process
-#       or TAP device is left; then a run stopped by SIGTERM mid-way leaves
-#       none either. Exit 77 (skipped) without root, /dev/net/tun or a
-#       built forein-switch.
+#       the JSON line has its keys, wrong == 0, hints hit, and no process,
+#       TAP device or network namespace is left; then a run stopped by
+#       SIGTERM mid-way, whose TAP ports were in its namespace and never
+#       in the machine's own, leaves none either; the root namespace's
+#       interfaces and addresses are unchanged. Exit 77 (skipped) without
+#       root, /dev/net/tun, `ip netns` or a built forein-switch.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TESTBED=$ROOT/scripts/testbed.sh
@@ -74,8 +76,8 @@ children() { ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' || true; }
 
 e2e_tests() {
 	local build=$1 out rc=0 json
-	if [ "$(id -u)" -ne 0 ] || [ ! -c /dev/net/tun ]; then
-		echo "skipped: forein-switch's TAP ports need root and /dev/net/tun"
+	if [ "$(id -u)" -ne 0 ] || [ ! -c /dev/net/tun ] || ! ip netns list >/dev/null 2>&1; then
+		echo "skipped: forein-switch's TAP ports need root, /dev/net/tun and 'ip netns' (iproute2)"
 		exit 77
 	fi
 	if [ ! -x "$build/net/switch/forein-switch" ]; then
@@ -84,6 +86,8 @@ e2e_tests() {
 	fi
 	results=$(mktemp -d)
 	trap 'rm -rf "$results"' EXIT
+	local guard=$ROOT/tests/net/root_netns_guard.sh
+	bash "$guard" snapshot "$results/root-netns" >/dev/null
 
 	# 1. A short run: the JSON lines, wrong 0, hints hit.
 	out=$(bash "$TESTBED" --build "$build" --keys 20000 --servers 3 --seconds 1 --backend switch_lpm \
@@ -102,10 +106,13 @@ e2e_tests() {
 	check "servers 3, keys 20000" grep -q '"servers":3,"keys":20000,' <<<"$json"
 	check "CSV written" test -s "$results/run/testbed.csv"
 	if command -v gnuplot >/dev/null 2>&1; then check "PNG written" test -s "$results/run/testbed.png"; fi
-	local taps
+	local taps ns
 	taps=$(sed -n 's/.*switch with hints \([^/]*\)\/\([^ ]*\) .*without \([^/]*\)\/\([^ ]*\) .*/\1 \2 \3 \4/p' <<<"$out")
+	ns=$(sed -n 's/^== network namespace: \(forein-testbed-[0-9]*\) .*/\1/p' <<<"$out")
 	check "TAP names printed" test -n "$taps"
-	for t in $taps; do check "TAP $t removed" test ! -e "/sys/class/net/$t"; done
+	check "namespace named forein-testbed-PID" test -n "$ns"
+	check "namespace $ns deleted" namespace_gone "$ns"
+	for t in $taps; do check "TAP $t never in the root namespace" test ! -e "/sys/class/net/$t"; done
 
 	# 2. SIGTERM mid-run: every process it started is stopped, the TAPs go.
 	bash "$TESTBED" --build "$build" --keys 20000 --servers 3 --seconds 5 --backend switch_lpm \
@@ -117,15 +124,39 @@ e2e_tests() {
 	done
 	kids=$(children "$tb")
 	taps=$(sed -n 's/.*switch with hints \([^/]*\)\/\([^ ]*\) .*without \([^/]*\)\/\([^ ]*\) .*/\1 \2 \3 \4/p' "$results/term.out")
+	ns=$(sed -n 's/^== network namespace: \(forein-testbed-[0-9]*\) .*/\1/p' "$results/term.out")
 	check "the run got to its measured rounds" grep -q "warm-up:" "$results/term.out"
+	check "mid-run: namespace $ns exists" test -e "/run/netns/$ns"
+	for t in $taps; do
+		check "mid-run: TAP $t is in $ns" has_link "$ns" "$t"
+		check "mid-run: TAP $t is not in the root namespace" test ! -e "/sys/class/net/$t"
+	done
+	# (the forein programs among them, started as the script's own
+	# children so that it can stop them and count their CPU; a shell's
+	# $(...) may come and go)
+	local inside programs=0
+	inside=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
+	for p in $kids; do
+		[[ $(ps -o comm= -p "$p" 2>/dev/null) == forein-* ]] || continue
+		programs=$((programs + 1))
+		check "mid-run: $(ps -o comm= -p "$p") ($p) runs in $ns" grep -qw "$p" <<<"$inside"
+	done
+	check "mid-run: 2 switches and 3 servers among the children (found $programs programs)" test "$programs" -ge 5
 	kill -TERM "$tb"
 	rc=0
 	wait "$tb" || rc=$?
 	check "SIGTERM: exit 143 (got $rc)" test "$rc" -eq 143
 	check "SIGTERM: it had started children" test -n "$kids"
 	for p in $kids; do check "SIGTERM: child $p stopped" test ! -e "/proc/$p"; done
-	for t in $taps; do check "SIGTERM: TAP $t removed" test ! -e "/sys/class/net/$t"; done
+	check "SIGTERM: namespace $ns deleted" namespace_gone "$ns"
+	check "the root namespace's interfaces and addresses are as before" \
+		bash "$guard" compare "$results/root-netns"
 }
+
+# has_link NS IFACE: the namespace NS has the interface IFACE.
+has_link() { ip -n "$1" link show dev "$2" >/dev/null 2>&1; }
+# namespace_gone NAME: no network namespace NAME any more.
+namespace_gone() { [ -n "$1" ] && [ ! -e "/run/netns/$1" ] && ! ip netns list | awk '{print $1}' | grep -qx -- "$1"; }
 
 case "${1:-}" in
 args) args_tests ;;
