@@ -2,7 +2,7 @@
 # run-doc-blocks.sh: runs the fenced code blocks of the docs that claim to
 # run, exactly as written.
 #
-#   tests/docs/run-doc-blocks.sh [--kind sqlite3|psql] [--ext PATH] DOCS_DIR
+#   tests/docs/run-doc-blocks.sh [--kind sqlite3|psql|netns] [--ext PATH] [--build DIR] DOCS_DIR
 #
 # A block claims to run when the line before its opening fence (blank
 # lines aside) is a marker:
@@ -18,6 +18,18 @@
 #                            database of a private PostgreSQL cluster on a
 #                            free port (scripts/pg-cluster.sh, with forein
 #                            preloaded), stopped on exit, also on failure.
+#   <!-- runs: netns -->     bash (-e, pipefail), as root, in a fresh
+#                            directory where build/ is a link to the
+#                            build folder (--build, default the
+#                            repository's build/): a block of the network
+#                            programs that makes its own network namespace
+#                            and runs them inside it (docs/network.md).
+#                            After the block, a forein-* namespace it left
+#                            is emptied (its processes killed) and deleted,
+#                            and the block fails; so does a block that
+#                            changed the root namespace's interfaces or
+#                            addresses. Skipped (77) without root,
+#                            `ip netns` or a built forein-switch.
 #
 # Every block runs on its own: nothing carries over from the block before.
 # Each DOCS_DIR/*.md is read; --kind runs only blocks of that kind (marker
@@ -27,27 +39,29 @@
 # Exit status: 0 every block ran; 1 a block (or a marker) failed, each
 # failure named as "FAIL <doc> block <n> (line <l>, <kind>)" with the
 # block and its output; 77 psql blocks are due but PostgreSQL or the
-# installed forein extension is missing (CTest: skipped), and nothing
-# failed.  Environment: SQLITE3 (the shell, default sqlite3), PG_CONFIG,
+# installed forein extension is missing, or netns blocks are due but
+# cannot run here (CTest: skipped), and nothing failed.  Environment: SQLITE3 (the shell, default sqlite3), PG_CONFIG,
 # PG_CLUSTER_USER (see scripts/pg-cluster.sh).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd -P)
 only=""
 ext=""
+build=$root/build
 while [ $# -gt 0 ]; do
 	case $1 in
 		--kind) only=$2; shift ;;
 		--ext) ext=$2; shift ;;
-		-h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+		--build) build=$2; shift ;;
+		-h|--help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 		-*) echo "run-doc-blocks: unknown option $1" >&2; exit 2 ;;
 		*) break ;;
 	esac
 	shift
 done
-[ $# -eq 1 ] || { echo "usage: $0 [--kind sqlite3|psql] [--ext PATH] DOCS_DIR" >&2; exit 2; }
+[ $# -eq 1 ] || { echo "usage: $0 [--kind sqlite3|psql|netns] [--ext PATH] [--build DIR] DOCS_DIR" >&2; exit 2; }
 docs=$(cd "$1" && pwd -P) || exit 2
-case $only in ""|sqlite3|psql) ;; *) echo "run-doc-blocks: unknown kind $only" >&2; exit 2 ;; esac
+case $only in ""|sqlite3|psql|netns) ;; *) echo "run-doc-blocks: unknown kind $only" >&2; exit 2 ;; esac
 
 SQLITE3=${SQLITE3:-sqlite3}
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -93,8 +107,8 @@ for f in "${docfiles[@]}"; do
 					print doc " line " NR ": malformed marker: " line > err; next
 				}
 				sub(/^[ \t]*<!--[ \t]*runs:[ \t]*/, "", kind); sub(/[ \t]*-->[ \t]*$/, "", kind)
-				if (kind != "sqlite3" && kind != "psql") {
-					print doc " line " NR ": unknown kind \"" kind "\" (sqlite3 or psql)" > err; next
+				if (kind != "sqlite3" && kind != "psql" && kind != "netns") {
+					print doc " line " NR ": unknown kind \"" kind "\" (sqlite3, psql or netns)" > err; next
 				}
 				mline = NR; state = 1; next
 			}
@@ -221,6 +235,51 @@ run_psql() {
 	ran=$((ran + 1))
 }
 
+# 4. netns blocks: network programs in a namespace the block makes.
+netns_skipped=""
+netns_reported=""
+netns_ready() {
+	[ -z "$netns_skipped" ] || return 1
+	if [ "$(id -u)" -ne 0 ]; then netns_skipped="they need root"
+	elif ! ip netns list >/dev/null 2>&1; then netns_skipped="'ip netns' does not work here (iproute2)"
+	elif [ ! -c /dev/net/tun ]; then netns_skipped="no /dev/net/tun"
+	elif [ ! -x "$build/net/switch/forein-switch" ]; then netns_skipped="no $build/net/switch/forein-switch (libdpdk-dev)"
+	fi
+	[ -z "$netns_skipped" ]
+}
+forein_namespaces() { ip netns list 2>/dev/null | awk '{print $1}' | grep '^forein-' | sort || true; }
+
+run_netns() {
+	local doc=$1 n=$2 line=$3 block=$work/blocks/$1/$2
+	local dir=$work/run-$doc-$n rc=0 before left ns pids
+	local guard=$root/tests/net/root_netns_guard.sh
+	mkdir -p "$dir"
+	ln -s "$(cd "$build" && pwd -P)" "$dir/build"
+	before=$(forein_namespaces)
+	bash "$guard" snapshot "$dir.root-netns" >/dev/null
+	# In the background, so that a signal runs the traps instead of waiting.
+	(cd "$dir" && timeout 300 bash -e -o pipefail "$block") </dev/null >"$dir.out" 2>&1 &
+	wait $! || rc=$?
+	left=$(comm -13 <(echo "$before") <(forein_namespaces))
+	for ns in $left; do
+		pids=$(ip netns pids "$ns" 2>/dev/null || true)
+		# shellcheck disable=SC2086
+		[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+		ip netns del "$ns" 2>/dev/null || true
+		echo "(the block left network namespace $ns behind${pids:+, with processes $(echo $pids)}: deleted)" >>"$dir.out"
+		[ "$rc" -ne 0 ] || rc=1
+	done
+	if ! bash "$guard" compare "$dir.root-netns" >>"$dir.out" 2>&1 && [ "$rc" -eq 0 ]; then rc=1; fi
+	if [ "$rc" -eq 0 ]; then
+		report PASS "$doc" "$n" "$line" netns
+	else
+		echo "(exit status $rc)" >>"$dir.out"
+		report FAIL "$doc" "$n" "$line" netns "$block" "$dir.out"
+		failures=$((failures + 1))
+	fi
+	ran=$((ran + 1))
+}
+
 while IFS=$'\t' read -r -u 3 doc n line kind; do
 	[ -z "$only" ] || [ "$only" = "$kind" ] || continue
 	case $kind in
@@ -240,10 +299,18 @@ while IFS=$'\t' read -r -u 3 doc n line kind; do
 			fi
 			run_psql "$doc" "$n" "$line"
 			;;
+		netns)
+			if ! netns_ready; then
+				[ -n "$netns_reported" ] || echo "SKIP netns blocks: $netns_skipped"
+				netns_reported=1
+				continue
+			fi
+			run_netns "$doc" "$n" "$line"
+			;;
 	esac
 done 3<"$index"
 
-echo "run-doc-blocks: $docs: ran $ran block(s), $failures failure(s)${skipped:+, psql blocks skipped}"
+echo "run-doc-blocks: $docs: ran $ran block(s), $failures failure(s)${skipped:+, psql blocks skipped}${netns_skipped:+, netns blocks skipped}"
 [ $failures -eq 0 ] || exit 1
-[ -z "$skipped" ] || exit 77
+[ -z "$skipped" ] && [ -z "$netns_skipped" ] || exit 77
 exit 0
