@@ -25,9 +25,10 @@
 #   netns_cleanup            for every namespace netns_add made: stops what
 #                            still runs in it (SIGTERM, SIGKILL after 10 s)
 #                            and deletes it. Call it from the EXIT trap.
-#   netns_sweep              deletes forein-*-PID namespaces whose PID no
-#                            longer runs and that hold no process: what a
-#                            run killed with SIGKILL left
+#   netns_sweep              for every forein-*-PID namespace whose PID
+#                            no longer runs (a run killed with SIGKILL, whose
+#                            traps never ran): stops what still runs in it
+#                            and deletes it
 #
 # The names are forein-<role>-<pid>, so `ip netns list | grep forein-`
 # shows every run's namespace and which shell made it.
@@ -89,11 +90,12 @@ netns_cleanup() {
 
 netns_sweep() {
 	local ns pid
-	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^forein-.+-[0-9]+$'); do
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^forein-.+-[0-9]+$' || true); do
 		pid=${ns##*-}
+		# Its maker still runs (or its pid is taken again): leave it.
 		[ ! -e "/proc/$pid" ] || continue
-		[ -z "$(ip netns pids "$ns" 2>/dev/null)" ] || continue
-		echo "netns: deleting $ns, left by a run that died (pid $pid)" >&2
+		echo "netns: deleting $ns and what runs in it, left by a run that died (pid $pid)" >&2
+		netns_stop_all "$ns"
 		ip netns del "$ns" 2>/dev/null || true
 	done
 }

@@ -10,7 +10,9 @@
 #       TAP device or network namespace is left; then a run stopped by
 #       SIGTERM mid-way, whose TAP ports were in its namespace and never
 #       in the machine's own, leaves none either; the root namespace's
-#       interfaces and addresses are unchanged. Exit 77 (skipped) without
+#       interfaces and addresses are unchanged; a run killed by SIGKILL
+#       leaves its namespace, which netns_sweep (run by the next run)
+#       empties and deletes. Exit 77 (skipped) without
 #       root, /dev/net/tun, `ip netns` or a built forein-switch.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -149,10 +151,38 @@ e2e_tests() {
 	check "SIGTERM: it had started children" test -n "$kids"
 	for p in $kids; do check "SIGTERM: child $p stopped" test ! -e "/proc/$p"; done
 	check "SIGTERM: namespace $ns deleted" namespace_gone "$ns"
+
+	# 3. SIGKILL mid-run: no trap runs, so the namespace and its programs
+	# stay; the next run's sweep (netns_sweep) stops them and deletes it.
+	bash "$TESTBED" --build "$build" --keys 20000 --servers 1 --seconds 5 --backend switch_lpm \
+		--results "$results/kill" >"$results/kill.out" 2>&1 &
+	tb=$!
+	end=$((SECONDS + 60))
+	until grep -q "warm-up:" "$results/kill.out" 2>/dev/null; do
+		if [ "$SECONDS" -ge "$end" ] || ! kill -0 "$tb" 2>/dev/null; then break; fi
+		sleep 0.1
+	done
+	ns=$(sed -n 's/^== network namespace: \(forein-testbed-[0-9]*\) .*/\1/p' "$results/kill.out")
+	check "SIGKILL run: got to its measured rounds" grep -q "warm-up:" "$results/kill.out"
+	kill -KILL "$tb"
+	wait "$tb" 2>/dev/null || true
+	local left
+	left=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
+	check "SIGKILL: $ns and its programs ($left) outlive the script" test -n "$left"
+	(
+		# shellcheck source=../../scripts/netns.sh
+		. "$ROOT/scripts/netns.sh"
+		netns_sweep
+	)
+	check "SIGKILL: the sweep deleted $ns" namespace_gone "$ns"
+	for p in $left; do check "SIGKILL: the sweep stopped $p" gone_or_zombie "$p"; done
 	check "the root namespace's interfaces and addresses are as before" \
 		bash "$guard" compare "$results/root-netns"
 }
 
+# gone_or_zombie PID: the process has exited (an orphan's zombie waits for
+# init to reap it).
+gone_or_zombie() { [ ! -e "/proc/$1" ] || [ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" = Z ]; }
 # has_link NS IFACE: the namespace NS has the interface IFACE.
 has_link() { ip -n "$1" link show dev "$2" >/dev/null 2>&1; }
 # namespace_gone NAME: no network namespace NAME any more.
