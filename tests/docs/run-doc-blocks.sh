@@ -160,20 +160,29 @@ report() {
 	fi
 }
 
+# conclude RC DOC N LINE KIND: counts block N of DOC as run, passed when RC
+# is 0 (its block and output are $work/blocks/DOC/N and $work/run-DOC-N.out).
+conclude() {
+	local rc=$1 doc=$2 n=$3 line=$4 kind=$5 out=$work/run-$2-$3.out
+	if [ "$rc" -eq 0 ]; then
+		report PASS "$doc" "$n" "$line" "$kind"
+	else
+		echo "(exit status $rc)" >>"$out"
+		report FAIL "$doc" "$n" "$line" "$kind" "$work/blocks/$doc/$n" "$out"
+		failures=$((failures + 1))
+	fi
+	ran=$((ran + 1))
+}
+
 # 2. sqlite3 blocks.
 run_sqlite3() {
 	local doc=$1 n=$2 line=$3 block=$work/blocks/$1/$2
 	local dir=$work/run-$doc-$n
 	mkdir -p "$dir/build/sqlite_vfs"
 	ln -s "$ext" "$dir/build/sqlite_vfs/forein.so"
-	if (cd "$dir" && timeout 300 "$SQLITE3" -init /dev/null -bail <"$block" >"$dir.out" 2>&1); then
-		report PASS "$doc" "$n" "$line" sqlite3
-	else
-		echo "(exit status $?)" >>"$dir.out"
-		report FAIL "$doc" "$n" "$line" sqlite3 "$block" "$dir.out"
-		failures=$((failures + 1))
-	fi
-	ran=$((ran + 1))
+	local rc=0
+	(cd "$dir" && timeout 300 "$SQLITE3" -init /dev/null -bail <"$block" >"$dir.out" 2>&1) || rc=$?
+	conclude "$rc" "$doc" "$n" "$line" sqlite3
 }
 
 # 3. psql blocks: one cluster for the run, a fresh database per block.
@@ -225,14 +234,7 @@ run_psql() {
 			(cd "$dir" && timeout 300 bash "$root/scripts/pg-cluster.sh" psql "$cluster" -d "$db" -f "$sql")
 	} </dev/null >"$dir.out" 2>&1 &
 	wait $! || rc=$?
-	if [ $rc -eq 0 ]; then
-		report PASS "$doc" "$n" "$line" psql
-	else
-		echo "(exit status $rc)" >>"$dir.out"
-		report FAIL "$doc" "$n" "$line" psql "$block" "$dir.out"
-		failures=$((failures + 1))
-	fi
-	ran=$((ran + 1))
+	conclude "$rc" "$doc" "$n" "$line" psql
 }
 
 # 4. netns blocks: network programs in a namespace the block makes.
@@ -270,14 +272,7 @@ run_netns() {
 		[ "$rc" -ne 0 ] || rc=1
 	done
 	if ! bash "$guard" compare "$dir.root-netns" >>"$dir.out" 2>&1 && [ "$rc" -eq 0 ]; then rc=1; fi
-	if [ "$rc" -eq 0 ]; then
-		report PASS "$doc" "$n" "$line" netns
-	else
-		echo "(exit status $rc)" >>"$dir.out"
-		report FAIL "$doc" "$n" "$line" netns "$block" "$dir.out"
-		failures=$((failures + 1))
-	fi
-	ran=$((ran + 1))
+	conclude "$rc" "$doc" "$n" "$line" netns
 }
 
 while IFS=$'\t' read -r -u 3 doc n line kind; do
