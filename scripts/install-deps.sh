@@ -15,6 +15,7 @@ packages=(
   libipc-run-perl   # its TAP tests (regress/t/)
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev  # the control plane (proto/, net/)
   libdpdk-dev  # forein-switch, the DPDK data plane (net/switch/)
+  libcli11-dev nlohmann-json3-dev  # the network programs' flags and JSON lines (header-only)
   iproute2     # ip netns: the network tests, testbed and Switch-delta benchmark run in namespaces of their own
   gnuplot-nox  # the benchmark plots (scripts/testbed.sh, tests/bench/run_*_experiments.sh)
   sysbench     # tests/bench/run_sysbench.sh (make bench-all), pgsql driver
