@@ -10,6 +10,7 @@
 #include <exception>
 #include <string>
 
+#include "common/cli.h"
 #include "data_node/options.h"
 #include "data_node/server.h"
 
@@ -19,11 +20,10 @@ int main(int argc, char** argv) {
   std::string error;
   bool help = false;
   if (!parse_options(argc, argv, &options, &error, &help)) {
-    std::fprintf(stderr, "forein-data-node: %s\n%s", error.c_str(), usage_text(argv[0]).c_str());
-    return 2;
+    return forein::net::cli::refuse("forein-data-node", error);
   }
   if (help) {
-    std::fputs(usage_text(argv[0]).c_str(), stdout);
+    std::fputs(usage_text("forein-data-node").c_str(), stdout);
     return 0;
   }
 

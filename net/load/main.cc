@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 
+#include "common/cli.h"
 #include "load/engine.h"
 #include "load/options.h"
 #include "load/report.h"
@@ -20,11 +21,10 @@ int main(int argc, char** argv) {
   std::string error;
   bool help = false;
   if (!parse_options(argc, argv, &options, &error, &help)) {
-    std::cerr << "forein-load: " << error << "\n" << usage_text(argv[0]);
-    return 2;
+    return forein::net::cli::refuse("forein-load", error);
   }
   if (help) {
-    std::cout << usage_text(argv[0]);
+    std::cout << usage_text("forein-load");
     return 0;
   }
   if (!options.seed_given) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/cli.h"
 #include "protocol/dataset.h"
 
 namespace forein::net::load {
@@ -68,142 +69,116 @@ bool split_host_port(const std::string& s, std::string* host, std::uint16_t* por
   return true;
 }
 
+namespace {
+
+// Which flags were given, for the checks across flags.
+struct Given {
+  bool target = false, workload = false, dist = false, index = false, record = false;
+};
+
+// Every flag, once: what --help prints and what parse_options takes.
+void declare(CLI::App& app, LoadOptions* o, Given* g) {
+  cli::configure(app);
+  app.description("forein-load: YCSB-style load against forein-kv-server (or Switch-delta's ordered writes "
+                  "through forein-switch), with --verify (docs/network.md)");
+  cli::value(
+      app, "--target", "HOST:PORT", [o](const std::string& v) { return split_host_port(v, &o->target_host, &o->target_port); },
+      "HOST:PORT with PORT from 1 to 65535",
+      "forein-kv-server's UDP address (IPv4 or a host name); for write-only/write-heavy the switch's "
+      "service address (required)")
+      ->each([g](const std::string&) { g->target = true; });
+  cli::number<std::uint64_t>(app, "--keys", &o->keys, 1, std::uint64_t{1} << 40,
+                             "keys 0..N-1 the server was loaded with (required)")
+      ->default_str("");
+  cli::choice<Workload>(app, "--workload", &o->workload,
+                        {{"a", Workload::kA},
+                         {"b", Workload::kB},
+                         {"c", Workload::kC},
+                         {"d", Workload::kD},
+                         {"e", Workload::kE},
+                         {"f", Workload::kF},
+                         {"getputdel", Workload::kGetPutDel},
+                         {"write-only", Workload::kWriteOnly},
+                         {"write-heavy", Workload::kWriteHeavy}},
+                        "YCSB a (50% read/50% update), b (95/5), c (100% read), d (95% read/5% insert, reads "
+                        "latest), e (95% scan/5% insert), f (50% read/50% read-modify-write), getputdel (90% get, "
+                        "5% put of a new key, 5% delete); Switch-delta's ordered writes: write-only (100% write), "
+                        "write-heavy (50% read/50% write): LOG_APPEND, then META_PUT unless the switch took it; "
+                        "reads META_GET then LOG_READ (required)")
+      ->each([g](const std::string&) { g->workload = true; });
+  cli::choice<Distribution>(app, "--dist", &o->dist,
+                            {{"uniform", Distribution::kUniform},
+                             {"zipf", Distribution::kZipf},
+                             {"latest", Distribution::kLatest}},
+                            "key distribution (default uniform; latest for workload d)")
+      ->each([g](const std::string&) { g->dist = true; });
+  cli::value(
+      app, "--zipf", "THETA", [o](const std::string& v) { return parse_double(v, &o->theta) && o->theta > 0 && o->theta < 1; },
+      "a number with 0 < THETA < 1", "Zipf exponent")
+      ->default_str("0.99");
+  cli::value(
+      app, "--seconds", "S",
+      [o](const std::string& v) { return parse_double(v, &o->seconds) && o->seconds > 0 && o->seconds <= 86400; },
+      "a number of seconds with 0 < S <= 86400", "run time")
+      ->default_str("10");
+  cli::number<unsigned>(app, "--outstanding", &o->outstanding, 1, 4096, "requests in flight");
+  app.add_flag("--verify", o->verify,
+               "check every GET/SCAN answer (write-only/write-heavy: every record read back by the "
+               "workload's reads; write-only reads none); exit 1 if any is wrong");
+  cli::number<std::uint32_t>(app, "--timeout-ms", &o->timeout_ms, 1, 60000, "per-attempt timeout");
+  cli::number<std::uint32_t>(app, "--retries", &o->retries, 0, 100, "resends after a timeout");
+  cli::number<std::uint64_t>(app, "--seed", &o->seed, 0, ~std::uint64_t{0},
+                             "random seed (default: drawn; printed in the JSON)")
+      ->default_str("")
+      ->each([o](const std::string&) { o->seed_given = true; });
+  cli::number<std::size_t>(app, "--record-bytes", &o->record_bytes, kMinRecordBytes, kMaxRecordBytes,
+                           "write-only/write-heavy: bytes per record")
+      ->each([g](const std::string&) { g->record = true; });
+  cli::value(
+      app, "--agent", "HOST:PORT",
+      [o](const std::string& v) {
+        std::string host;
+        std::uint16_t port = 0;
+        if (!split_host_port(v, &host, &port)) return false;
+        o->agent = v;
+        return true;
+      },
+      "HOST:PORT with PORT from 1 to 65535",
+      "forein-agent to fetch the index's offload image from (a few times a second); requests carry its hints "
+      "(not with write-only/write-heavy)");
+  cli::text(app, "--agent-token", &o->agent_token, "bearer token for the agent's calls (needs --agent)")
+      ->type_name("T");
+  cli::number<std::uint64_t>(app, "--index", &o->index_id, 0, ~std::uint64_t{0},
+                             "the agent's index id (needs --agent; forein-kv-server publishes under 0)")
+      ->type_name("ID")
+      ->each([g](const std::string&) { g->index = true; });
+  cli::number<unsigned>(app, "--route-by-key", &o->route_by_key, 1, 64,
+                        "forein-kv-server --engine dpa with N ports (--threads N): send each request to the "
+                        "target's PORT + the key's DPA-Store traverser (traverser_of(key, 176)) mod N (not with "
+                        "write-only/write-heavy)")
+      ->default_str("");
+}
+
+}  // namespace
+
 std::string usage_text(const char* argv0) {
-  return std::string("usage: ") + argv0 +
-         " --target HOST:PORT --keys N\n"
-         "         --workload a|b|c|d|e|f|getputdel|write-only|write-heavy\n"
-         "         [--dist uniform|zipf|latest] [--zipf THETA] [--seconds S]\n"
-         "         [--outstanding K] [--verify] [--timeout-ms T] [--retries R] [--seed S]\n"
-         "         [--record-bytes N] [--agent HOST:PORT [--agent-token T] [--index ID]]\n"
-         "         [--route-by-key N]\n"
-         "  --target HOST:PORT   forein-kv-server's UDP address (IPv4 or a host name); for\n"
-         "                       write-only/write-heavy the switch's service address\n"
-         "  --keys N             keys 0..N-1 the server was loaded with (N >= 1)\n"
-         "  --workload W         YCSB a (50% read/50% update), b (95/5), c (100% read),\n"
-         "                       d (95% read/5% insert, reads latest), e (95% scan/5% insert),\n"
-         "                       f (50% read/50% read-modify-write), getputdel (90% get,\n"
-         "                       5% put of a new key, 5% delete); Switch-delta's ordered\n"
-         "                       writes: write-only (100% write), write-heavy (50% read/\n"
-         "                       50% write): LOG_APPEND, then META_PUT unless the switch\n"
-         "                       took it; reads META_GET then LOG_READ\n"
-         "  --dist D             key distribution: uniform (default), zipf, latest\n"
-         "  --zipf THETA         Zipf exponent, 0 < THETA < 1 (default 0.99)\n"
-         "  --seconds S          run time (default 10)\n"
-         "  --outstanding K      requests in flight, 1..4096 (default 16)\n"
-         "  --verify             check every GET/SCAN answer; exit 1 if any is wrong\n"
-         "  --timeout-ms T       per-attempt timeout, 1..60000 (default 200)\n"
-         "  --retries R          resends after a timeout, 0..100 (default 3)\n"
-         "  --seed S             random seed (default: drawn; printed in the JSON)\n"
-         "  --record-bytes N     write-only/write-heavy: bytes per record, 27..4096\n"
-         "                       (default 128)\n"
-         "  --agent HOST:PORT    forein-agent to fetch the index's offload image from\n"
-         "                       (a few times a second); requests carry its hints\n"
-         "                       (not with write-only/write-heavy)\n"
-         "  --agent-token T      bearer token for the agent's calls (needs --agent)\n"
-         "  --index ID           the agent's index id (default 0, the one\n"
-         "                       forein-kv-server publishes under; needs --agent)\n"
-         "  --route-by-key N     forein-kv-server --engine dpa with N ports (--threads N):\n"
-         "                       send each request to the target's PORT + the key's\n"
-         "                       DPA-Store traverser (traverser_of(key, 176)) mod N,\n"
-         "                       1..64 (not with write-only/write-heavy)\n";
+  LoadOptions o;
+  Given g;
+  CLI::App app{"", argv0};
+  declare(app, &o, &g);
+  return app.help();
 }
 
 bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, bool* help) {
   LoadOptions o;
   o.index_id = kDatasetIndexId;
-  bool target = false, workload = false, dist_given = false, index_given = false, record_given = false;
-  *help = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      *help = true;
-      return true;
-    }
-    if (arg == "--verify") {
-      o.verify = true;
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0) {
-      *error = "unexpected argument '" + arg + "'";
-      return false;
-    }
-    if (i + 1 >= argc) {
-      *error = arg + " needs a value";
-      return false;
-    }
-    const std::string val = argv[++i];
-    auto bad = [&](const char* what) {
-      *error = "bad value for " + arg + ": '" + val + "' (" + what + ")";
-      return false;
-    };
-    if (arg == "--target") {
-      if (!split_host_port(val, &o.target_host, &o.target_port)) return bad("HOST:PORT");
-      target = true;
-    } else if (arg == "--keys") {
-      if (!parse_uint(val, &o.keys) || o.keys == 0 || o.keys > (1ull << 40)) return bad("1..2^40");
-    } else if (arg == "--workload") {
-      static constexpr std::pair<const char*, Workload> kNames[] = {
-          {"a", Workload::kA}, {"b", Workload::kB}, {"c", Workload::kC},
-          {"d", Workload::kD}, {"e", Workload::kE}, {"f", Workload::kF},
-          {"getputdel", Workload::kGetPutDel}, {"write-only", Workload::kWriteOnly},
-          {"write-heavy", Workload::kWriteHeavy}};
-      bool found = false;
-      for (const auto& [name, w] : kNames) {
-        if (val == name) {
-          o.workload = w;
-          found = true;
-        }
-      }
-      if (!found) return bad("a|b|c|d|e|f|getputdel|write-only|write-heavy");
-      workload = true;
-    } else if (arg == "--dist") {
-      if (val == "uniform") {
-        o.dist = Distribution::kUniform;
-      } else if (val == "zipf") {
-        o.dist = Distribution::kZipf;
-      } else if (val == "latest") {
-        o.dist = Distribution::kLatest;
-      } else {
-        return bad("uniform|zipf|latest");
-      }
-      dist_given = true;
-    } else if (arg == "--zipf") {
-      if (!parse_double(val, &o.theta) || !(o.theta > 0) || !(o.theta < 1)) return bad("0 < THETA < 1");
-    } else if (arg == "--seconds") {
-      if (!parse_double(val, &o.seconds) || !(o.seconds > 0) || o.seconds > 86400) return bad("0 < S <= 86400");
-    } else if (arg == "--outstanding") {
-      if (!parse_uint(val, &o.outstanding) || o.outstanding == 0 || o.outstanding > 4096) return bad("1..4096");
-    } else if (arg == "--timeout-ms") {
-      if (!parse_uint(val, &o.timeout_ms) || o.timeout_ms == 0 || o.timeout_ms > 60000) return bad("1..60000");
-    } else if (arg == "--retries") {
-      if (!parse_uint(val, &o.retries) || o.retries > 100) return bad("0..100");
-    } else if (arg == "--seed") {
-      if (!parse_uint(val, &o.seed)) return bad("an unsigned integer");
-      o.seed_given = true;
-    } else if (arg == "--record-bytes") {
-      if (!parse_uint(val, &o.record_bytes) || o.record_bytes < kMinRecordBytes ||
-          o.record_bytes > kMaxRecordBytes) {
-        return bad("27..4096");
-      }
-      record_given = true;
-    } else if (arg == "--agent") {
-      std::string host;
-      std::uint16_t port = 0;
-      if (!split_host_port(val, &host, &port)) return bad("HOST:PORT");
-      o.agent = val;
-    } else if (arg == "--agent-token") {
-      if (val.empty()) return bad("a non-empty token");
-      o.agent_token = val;
-    } else if (arg == "--route-by-key") {
-      if (!parse_uint(val, &o.route_by_key) || o.route_by_key == 0 || o.route_by_key > 64) return bad("1..64");
-    } else if (arg == "--index") {
-      if (!parse_uint(val, &o.index_id)) return bad("an unsigned integer");
-      index_given = true;
-    } else {
-      *error = "unknown flag '" + arg + "'";
-      return false;
-    }
-  }
+  Given g;
+  CLI::App app{"", "forein-load"};
+  declare(app, &o, &g);
+  if (!cli::parse(app, argc, argv, error, help)) return false;
+  if (*help) return true;
+  const bool target = g.target, workload = g.workload, dist_given = g.dist, index_given = g.index,
+             record_given = g.record;
   if (!target) {
     *error = "--target HOST:PORT is required";
     return false;
