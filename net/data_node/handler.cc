@@ -59,7 +59,7 @@ std::uint64_t preload(DataLog& log, NodeId node, std::uint64_t keys, std::size_t
   return appended;
 }
 
-Handler::Handler(DataLog& log, NodeId node, DataNodeStats& stats, std::function<std::string()> extra_json)
+Handler::Handler(DataLog& log, NodeId node, DataNodeStats& stats, std::function<Json()> extra_json)
     : log_(log), node_(node), stats_(stats), extra_json_(std::move(extra_json)) {}
 
 Packet Handler::handle(const Packet& request) {
@@ -203,15 +203,16 @@ std::optional<std::vector<std::byte>> Handler::serve(std::span<const std::byte> 
 }
 
 std::string Handler::stats_json() const {
-  std::string extra = "\"log_entries\":" + std::to_string(log_.entries());
-  extra += ",\"log_bytes\":" + std::to_string(log_.bytes());
-  extra += ",\"node\":" + std::to_string(node_.index);
-  extra += ",\"nodes\":" + std::to_string(node_.count);
+  Json out = stats_.json();
+  out["log_entries"] = log_.entries();
+  out["log_bytes"] = log_.bytes();
+  out["node"] = node_.index;
+  out["nodes"] = node_.count;
   if (extra_json_) {
-    const std::string more = extra_json_();
-    if (!more.empty()) extra += "," + more;
+    const Json more = extra_json_();
+    if (more.is_object()) out.update(more);
   }
-  return stats_.json(extra);
+  return json_line(out);
 }
 
 }  // namespace forein::net::data_node

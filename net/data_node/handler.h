@@ -39,9 +39,9 @@ std::uint64_t preload(DataLog& log, NodeId node, std::uint64_t keys, std::size_t
 
 class Handler {
  public:
-  // extra_json: more `"name":value` members for the STATS object (may be
-  // empty or null).
-  Handler(DataLog& log, NodeId node, DataNodeStats& stats, std::function<std::string()> extra_json = {});
+  // extra_json: more members for the STATS object, appended in their
+  // order (an object; may be empty or null).
+  Handler(DataLog& log, NodeId node, DataNodeStats& stats, std::function<Json()> extra_json = {});
 
   // The reply to `request`: REPLY (kOk; LOG_READ also kNotFound and
   // kMismatch) or ERROR (kBadRequest, kTooLarge, kServerError) with a
@@ -66,7 +66,7 @@ class Handler {
   DataLog& log_;
   NodeId node_;
   DataNodeStats& stats_;
-  std::function<std::string()> extra_json_;
+  std::function<Json()> extra_json_;
 };
 
 }  // namespace forein::net::data_node

@@ -28,8 +28,11 @@ Server::Server(const Options& options) : options_(options) {
   const NodeId node{options_.node, options_.nodes};
   preloaded_ = preload(log_, node, options_.keys, options_.record_bytes);
   handler_ = std::make_unique<Handler>(log_, node, stats_, [this] {
-    return "\"preloaded\":" + std::to_string(preloaded_) + ",\"threads\":" + std::to_string(options_.threads) +
-           ",\"port\":" + std::to_string(port_.load());
+    Json more = Json::object();
+    more["preloaded"] = preloaded_;
+    more["threads"] = options_.threads;
+    more["port"] = port_.load();
+    return more;
   });
 }
 

@@ -6,19 +6,14 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <string>
 
+#include "common/stats_json.h"
 #include "protocol/packet.h"
 
 namespace forein::net::data_node {
 
-// Drops that are not parse errors.
-enum class DropReason : std::uint8_t {
-  kNotRequest,  // a well-formed REPLY or ERROR packet sent to the data node
-  kSendFailed,  // the reply could not be encoded or sent
-  kOversized,   // the datagram was larger than the receive buffer
-};
-inline constexpr std::size_t kDropReasons = 3;
+// Shared with forein-kv-server (net/common/stats_json.h).
+using forein::net::DropReason;
 
 enum class Counter : std::uint8_t {
   kDatagrams,       // datagrams received
@@ -39,32 +34,22 @@ enum class Counter : std::uint8_t {
 };
 inline constexpr std::size_t kCounters = 15;
 
-class DataNodeStats {
+class DataNodeStats : public DropCounters {
  public:
   void count(Counter c) { bump(counters_[static_cast<std::size_t>(c)]); }
   void add(Counter c, std::uint64_t n) {
     counters_[static_cast<std::size_t>(c)].fetch_add(n, std::memory_order_relaxed);
   }
   void count_reply(Status status);
-  void count_parse_error(ParseError e) { bump(parse_errors_[static_cast<std::size_t>(e) % kParseErrors]); }
-  void count_drop(DropReason r) { bump(drops_[static_cast<std::size_t>(r)]); }
 
   std::uint64_t get(Counter c) const { return counters_[static_cast<std::size_t>(c)].load(); }
-  std::uint64_t parse_errors(ParseError e) const {
-    return parse_errors_[static_cast<std::size_t>(e) % kParseErrors].load();
-  }
-  std::uint64_t drops(DropReason r) const { return drops_[static_cast<std::size_t>(r)].load(); }
 
-  // Everything as one JSON object, `extra` (pre-rendered `"name":value`
-  // members, may be empty) appended at the end.
-  std::string json(const std::string& extra) const;
+  // Everything as one JSON object: the counters and the drops; the
+  // handler appends its own members.
+  Json json() const;
 
  private:
-  static void bump(std::atomic<std::uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
-
   std::array<std::atomic<std::uint64_t>, kCounters> counters_{};
-  std::array<std::atomic<std::uint64_t>, kParseErrors> parse_errors_{};
-  std::array<std::atomic<std::uint64_t>, kDropReasons> drops_{};
 };
 
 }  // namespace forein::net::data_node

@@ -259,15 +259,17 @@ void LogCatchup::receive(Clock::time_point now,
   }
 }
 
-std::string LogCatchup::json() const {
-  std::string out = "[";
+Json LogCatchup::json() const {
+  Json out = Json::array();
   for (const DataNode& n : nodes_) {
-    if (out.size() > 1) out += ',';
-    out += "{\"address\":" + json_string(n.name) + ",\"applied_through\":" + std::to_string(n.applied.through()) +
-           ",\"applied_above\":" + std::to_string(n.applied.above()) +
-           ",\"missing\":" + std::to_string(n.missing.size()) + "}";
+    Json node = Json::object();
+    node["address"] = n.name;
+    node["applied_through"] = n.applied.through();
+    node["applied_above"] = n.applied.above();
+    node["missing"] = n.missing.size();
+    out.push_back(std::move(node));
   }
-  return out + "]";
+  return out;
 }
 
 }  // namespace forein::net::kv

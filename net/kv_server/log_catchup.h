@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json.h"
 #include "kv_server/udp_address.h"
 #include "protocol/packet.h"
 #include "protocol/visibility.h"
@@ -120,7 +121,7 @@ class LogCatchup {
   const CatchupCounters& counters() const { return counters_; }
   // Per data node: address, applied_through, applied_above, missing; a
   // JSON array.
-  std::string json() const;
+  Json json() const;
 
  private:
   struct DataNode {

@@ -271,20 +271,27 @@ void MemifPort::stop() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-std::string MemifPort::json() const {
+Json MemifPort::json() const {
   const Impl& p = *impl_;
   std::uint64_t dropped = 0;
-  std::string reasons;
+  Json reasons = Json::object();
   for (std::size_t i = 1; i < kDropKinds; ++i) {
     const std::uint64_t d = load(p.drops[i]);
     dropped += d;
-    reasons += std::string(reasons.empty() ? "" : ",") + "\"" + kDropNames[i] + "\":" + std::to_string(d);
+    reasons[kDropNames[i]] = d;
   }
-  return "{\"socket\":" + json_string(p.config.socket) + ",\"address\":" + json_string(p.config.net + ".1") +
-         ",\"link\":" + (p.link_up.load() ? "\"up\"" : "\"down\"") + ",\"rx\":" + std::to_string(load(p.rx)) +
-         ",\"tx\":" + std::to_string(load(p.tx)) + ",\"replies\":" + std::to_string(load(p.replies)) +
-         ",\"rejoins\":" + std::to_string(load(p.rejoins)) + ",\"dropped\":" + std::to_string(dropped) + ",\"fragments_sent\":" + std::to_string(load(p.fragments_sent)) +
-         ",\"dropped_by_reason\":{" + reasons + "}}";
+  Json out = Json::object();
+  out["socket"] = p.config.socket;
+  out["address"] = p.config.net + ".1";
+  out["link"] = p.link_up.load() ? "up" : "down";
+  out["rx"] = load(p.rx);
+  out["tx"] = load(p.tx);
+  out["replies"] = load(p.replies);
+  out["rejoins"] = load(p.rejoins);
+  out["dropped"] = dropped;
+  out["fragments_sent"] = load(p.fragments_sent);
+  out["dropped_by_reason"] = std::move(reasons);
+  return out;
 }
 
 }  // namespace forein::net::kv

@@ -45,9 +45,9 @@ class MemifPort {
   void start();
   // Stops and joins the poll thread; idempotent.
   void stop();
-  // The "memif" object of the stats: socket, link, rx, tx, replies,
-  // dropped, fragments_sent, dropped_by_reason.
-  std::string json() const;
+  // The "memif" object of the stats: socket, address, link, rx, tx,
+  // replies, rejoins, dropped, fragments_sent, dropped_by_reason.
+  Json json() const;
 
  private:
   struct Impl;

@@ -15,6 +15,6 @@ MemifPort::MemifPort(const MemifConfig&, PacketHandler&, ServerStats&) {
 MemifPort::~MemifPort() = default;
 void MemifPort::start() {}
 void MemifPort::stop() {}
-std::string MemifPort::json() const { return "{}"; }
+Json MemifPort::json() const { return Json::object(); }
 
 }  // namespace forein::net::kv

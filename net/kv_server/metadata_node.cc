@@ -418,44 +418,36 @@ void MetadataNode::run(int fd, int stop_fd) {
   flush_deferred();
 }
 
-std::string MetadataNode::json() const {
+Json MetadataNode::json() const {
   const CatchupCounters& c = catchup_.counters();
-  std::string out;
-  const auto member = [&out](const char* name, std::uint64_t v) {
-    if (!out.empty()) out += ',';
-    out += '"';
-    out += name;
-    out += "\":";
-    out += std::to_string(v);
-  };
-  out += "\"mode\":\"metadata\"";
-  member("meta_get", counters_.meta_get);
-  member("meta_put", counters_.meta_put);
-  member("meta_async", counters_.meta_async);
-  member("bad_async", counters_.bad_async);
-  member("clears_sent", counters_.clears_sent);
-  member("batches", counters_.batches);
-  member("batched_updates", counters_.batched_updates);
-  member("combined", counters_.combined);
-  member("applied", counters_.applied);
-  member("ignored_older", counters_.ignored_older);
-  member("held_bounces", counters_.held_bounces);
-  member("resent", counters_.resent);
-  member("caught_up", c.caught_up);
-  member("replayed", counters_.replayed);
-  member("skipped", counters_.skipped);
-  member("fetches", c.fetches);
-  member("fetch_replies", c.fetch_replies);
-  member("fetch_timeouts", c.fetch_timeouts);
-  member("fetch_errors", c.fetch_errors);
-  member("data_nodes", catchup_.data_nodes());
-  out += ",\"deferred\":";
-  out += options_.deferred ? "true" : "false";
-  member("batch", options_.batch);
-  member("visibility_timeout_us", options_.visibility_timeout_us);
-  out += ",\"switch\":" + json_string(switch_.empty() ? std::string() : switch_.text());
+  Json out = Json::object();
+  out["mode"] = "metadata";
+  out["meta_get"] = counters_.meta_get;
+  out["meta_put"] = counters_.meta_put;
+  out["meta_async"] = counters_.meta_async;
+  out["bad_async"] = counters_.bad_async;
+  out["clears_sent"] = counters_.clears_sent;
+  out["batches"] = counters_.batches;
+  out["batched_updates"] = counters_.batched_updates;
+  out["combined"] = counters_.combined;
+  out["applied"] = counters_.applied;
+  out["ignored_older"] = counters_.ignored_older;
+  out["held_bounces"] = counters_.held_bounces;
+  out["resent"] = counters_.resent;
+  out["caught_up"] = c.caught_up;
+  out["replayed"] = counters_.replayed;
+  out["skipped"] = counters_.skipped;
+  out["fetches"] = c.fetches;
+  out["fetch_replies"] = c.fetch_replies;
+  out["fetch_timeouts"] = c.fetch_timeouts;
+  out["fetch_errors"] = c.fetch_errors;
+  out["data_nodes"] = catchup_.data_nodes();
+  out["deferred"] = options_.deferred;
+  out["batch"] = options_.batch;
+  out["visibility_timeout_us"] = options_.visibility_timeout_us;
+  out["switch"] = switch_.empty() ? std::string() : switch_.text();
   // Per data node (up to 64 of them: the STATS reply is one datagram).
-  if (catchup_.data_nodes() <= 64) out += ",\"logs\":" + catchup_.json();
+  if (catchup_.data_nodes() <= 64) out["logs"] = catchup_.json();
   return out;
 }
 

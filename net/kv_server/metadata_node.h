@@ -81,8 +81,9 @@ class MetadataNode {
   // The event loop on the bound socket fd until stop_fd is readable.
   void run(int fd, int stop_fd);
 
-  // `"name":value` members for the stats line (no braces).
-  std::string json() const;
+  // Its members of the stats object ("mode":"metadata" first), as an
+  // object the server appends to it.
+  Json json() const;
 
  private:
   struct Outgoing {

@@ -190,118 +190,105 @@ void Server::stop() {
 std::string Server::stats_json() {
   const offload::ManagerStats ms = manager_->stats();
   const offload::BackendUsage usage = backend_->usage();
-  std::string extra;
-  extra += "\"engine\":" + json_string(to_string(options_.engine));
-  extra += ",\"keys\":" + std::to_string(honeycomb_ ? honeycomb_loaded_ : dpa_ ? dpa_->stats().keys : tree_->size());
-  extra += ",\"height\":" + std::to_string(tree_->height());
-  extra += ",\"threads\":" + std::to_string(options_.threads);
-  extra += ",\"port\":" + std::to_string(port_);
-  extra += ",\"shard\":" + std::to_string(options_.shard);
-  extra += ",\"shards\":" + std::to_string(options_.shards);
-  extra += ",\"offload\":{\"backend\":" + json_string(backend_->name());
-  extra += ",\"refreshes\":" + std::to_string(ms.refreshes);
-  extra += ",\"sampled_accesses\":" + std::to_string(ms.sampled_accesses);
-  extra += ",\"entries_installed\":" + std::to_string(ms.entries_installed);
-  extra += ",\"entries_removed\":" + std::to_string(ms.entries_removed);
-  extra += ",\"failed_installs\":" + std::to_string(ms.failed_installs);
-  extra += ",\"used\":" + std::to_string(usage.used);
-  extra += ",\"capacity\":" + std::to_string(usage.capacity);
-  extra += ",\"unit\":" + json_string(usage.unit);
-  extra += "}";
-  extra += ",\"agent\":{\"target\":" + json_string(options_.agent);
+  Json out = stats_.json(tree_->stats());
+  out["engine"] = to_string(options_.engine);
+  out["keys"] = honeycomb_ ? honeycomb_loaded_ : dpa_ ? dpa_->stats().keys : tree_->size();
+  out["height"] = tree_->height();
+  out["threads"] = options_.threads;
+  out["port"] = port_;
+  out["shard"] = options_.shard;
+  out["shards"] = options_.shards;
+  Json& offload = out["offload"] = Json::object();
+  offload["backend"] = backend_->name();
+  offload["refreshes"] = ms.refreshes;
+  offload["sampled_accesses"] = ms.sampled_accesses;
+  offload["entries_installed"] = ms.entries_installed;
+  offload["entries_removed"] = ms.entries_removed;
+  offload["failed_installs"] = ms.failed_installs;
+  offload["used"] = usage.used;
+  offload["capacity"] = usage.capacity;
+  offload["unit"] = usage.unit;
+  Json& agent = out["agent"] = Json::object();
+  agent["target"] = options_.agent;
 #ifdef FOREIN_KV_WITH_AGENT
   if (mirror_) {
     const AgentMirrorStats as = mirror_->stats();
-    extra += ",\"batches_forwarded\":" + std::to_string(as.batches_forwarded);
-    extra += ",\"publishes\":" + std::to_string(as.publishes);
-    extra += ",\"heals\":" + std::to_string(as.heals);
-    extra += ",\"retries\":" + std::to_string(as.retries);
-    extra += ",\"pending\":" + std::to_string(as.pending);
-    extra += ",\"published\":" + std::string(as.published ? "true" : "false");
-    extra += ",\"last_error\":" + json_string(as.last_error);
+    agent["batches_forwarded"] = as.batches_forwarded;
+    agent["publishes"] = as.publishes;
+    agent["heals"] = as.heals;
+    agent["retries"] = as.retries;
+    agent["pending"] = as.pending;
+    agent["published"] = as.published;
+    agent["last_error"] = as.last_error;
   }
 #endif
-  extra += "}";
-  if (memif_) extra += ",\"memif\":" + memif_->json();
-  if (metadata_) extra += "," + metadata_->json();
-  if (honeycomb_) extra += "," + honeycomb_json();
-  if (dpa_) extra += "," + dpa_json();
-  return stats_.json(tree_->stats(), extra);
+  if (memif_) out["memif"] = memif_->json();
+  if (metadata_) out.update(metadata_->json());
+  if (honeycomb_) out["honeycomb"] = honeycomb_json();
+  if (dpa_) out["dpa"] = dpa_json();
+  return json_line(out);
 }
 
 // Honeycomb's counters: the store's (CPU side) and the accelerator's (its
 // cache, PCIe and on-board DRAM traffic, and the modelled throughput).
-std::string Server::honeycomb_json() {
+Json Server::honeycomb_json() {
   const offload::fpga::StoreStats st = honeycomb_->stats();
   const offload::fpga::AcceleratorStats as = accelerator_->stats();
   const offload::fpga::AcceleratorModel m = accelerator_->model();
-  std::string j = "\"honeycomb\":{";
-  j += "\"loaded_keys\":" + std::to_string(honeycomb_loaded_);
-  j += ",\"height\":" + std::to_string(st.height);
-  j += ",\"nodes\":" + std::to_string(st.nodes_live);
-  j += ",\"log_appends\":" + std::to_string(st.log_appends);
-  j += ",\"merges\":" + std::to_string(st.merges);
-  j += ",\"splits\":" + std::to_string(st.splits);
-  j += ",\"read_version\":" + std::to_string(honeycomb_->read_version());
-  j += ",\"nic_requests\":" + std::to_string(as.requests);
-  j += ",\"interior_hit_rate\":" + std::to_string(as.hit_rate());
-  j += ",\"pcie_reads\":" + std::to_string(as.pcie_reads);
-  j += ",\"pcie_bytes\":" + std::to_string(as.pcie_bytes);
-  j += ",\"dram_bytes\":" + std::to_string(as.dram_bytes);
-  j += ",\"cache_bytes_used\":" + std::to_string(as.cache_bytes_used);
-  j += ",\"cache_bytes_capacity\":" + std::to_string(as.cache_bytes_capacity);
-  j += ",\"modelled_requests_per_second\":" + std::to_string(m.requests_per_second);
-  j += ",\"bottleneck\":" + json_string(m.bottleneck);
-  j += "}";
+  Json j = Json::object();
+  j["loaded_keys"] = honeycomb_loaded_;
+  j["height"] = st.height;
+  j["nodes"] = st.nodes_live;
+  j["log_appends"] = st.log_appends;
+  j["merges"] = st.merges;
+  j["splits"] = st.splits;
+  j["read_version"] = honeycomb_->read_version();
+  j["nic_requests"] = as.requests;
+  j["interior_hit_rate"] = json_fixed(as.hit_rate(), 6);
+  j["pcie_reads"] = as.pcie_reads;
+  j["pcie_bytes"] = as.pcie_bytes;
+  j["dram_bytes"] = as.dram_bytes;
+  j["cache_bytes_used"] = as.cache_bytes_used;
+  j["cache_bytes_capacity"] = as.cache_bytes_capacity;
+  j["modelled_requests_per_second"] = json_fixed(m.requests_per_second, 6);
+  j["bottleneck"] = m.bottleneck;
   return j;
 }
-
-namespace {
-
-// A JSON number (null when not finite: JSON has no infinity).
-std::string json_double(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  return buf;
-}
-
-}  // namespace
 
 // DPA-Store's counters: the store's (tree, DPA memory, patches, stitches,
 // hot-entry caches), the misrouted requests, the ports, and per op kind
 // the paper's model (dpa_model.h) over the OpCosts the operations summed.
-std::string Server::dpa_json() {
+Json Server::dpa_json() {
   const offload::dpa::StoreStats st = dpa_->stats();
-  std::string j = "\"dpa\":{";
-  j += "\"loaded_keys\":" + std::to_string(dpa_loaded_);
-  j += ",\"leaves\":" + std::to_string(st.leaves);
-  j += ",\"inner_nodes\":" + std::to_string(st.inner_nodes);
-  j += ",\"depth\":" + std::to_string(st.depth);
-  j += ",\"dpa_bytes\":" + std::to_string(st.dpa_bytes);
-  j += ",\"dpa_capacity\":" + std::to_string(st.dpa_capacity);
-  j += ",\"host_bytes\":" + std::to_string(st.host_bytes);
-  j += ",\"patches\":" + std::to_string(st.patches);
-  j += ",\"update_only_patches\":" + std::to_string(st.update_only_patches);
-  j += ",\"failed_patches\":" + std::to_string(st.failed_patches);
-  j += ",\"leaf_splits\":" + std::to_string(st.leaf_splits);
-  j += ",\"inner_splits\":" + std::to_string(st.inner_splits);
-  j += ",\"root_splits\":" + std::to_string(st.root_splits);
-  j += ",\"copy_stitches\":" + std::to_string(st.copy_stitches);
-  j += ",\"connect_stitches\":" + std::to_string(st.connect_stitches);
-  j += ",\"reset_stitches\":" + std::to_string(st.reset_stitches);
-  j += ",\"stitched_bytes\":" + std::to_string(st.stitched_bytes);
-  j += ",\"stitcher_lines\":" + std::to_string(st.stitcher_lines);
-  j += ",\"retired_nodes\":" + std::to_string(st.retired_nodes);
-  j += ",\"reclaimed_nodes\":" + std::to_string(st.reclaimed_nodes);
-  j += ",\"write_waits\":" + std::to_string(st.write_waits);
-  j += ",\"hot_hits\":" + std::to_string(st.hot_hits);
-  j += ",\"hot_lookups\":" + std::to_string(st.hot_lookups);
-  j += ",\"misrouted\":" + std::to_string(dpa_counters_.misrouted());
-  j += ",\"range_calls\":" + std::to_string(dpa_counters_.range_calls());
-  j += ",\"ports\":[";
-  for (unsigned i = 0; i < options_.threads; ++i) j += (i ? "," : "") + std::to_string(port_ + i);
-  j += "],\"model\":{";
+  Json j = Json::object();
+  j["loaded_keys"] = dpa_loaded_;
+  j["leaves"] = st.leaves;
+  j["inner_nodes"] = st.inner_nodes;
+  j["depth"] = st.depth;
+  j["dpa_bytes"] = st.dpa_bytes;
+  j["dpa_capacity"] = st.dpa_capacity;
+  j["host_bytes"] = st.host_bytes;
+  j["patches"] = st.patches;
+  j["update_only_patches"] = st.update_only_patches;
+  j["failed_patches"] = st.failed_patches;
+  j["leaf_splits"] = st.leaf_splits;
+  j["inner_splits"] = st.inner_splits;
+  j["root_splits"] = st.root_splits;
+  j["copy_stitches"] = st.copy_stitches;
+  j["connect_stitches"] = st.connect_stitches;
+  j["reset_stitches"] = st.reset_stitches;
+  j["stitched_bytes"] = st.stitched_bytes;
+  j["stitcher_lines"] = st.stitcher_lines;
+  j["retired_nodes"] = st.retired_nodes;
+  j["reclaimed_nodes"] = st.reclaimed_nodes;
+  j["write_waits"] = st.write_waits;
+  j["hot_hits"] = st.hot_hits;
+  j["hot_lookups"] = st.hot_lookups;
+  j["misrouted"] = dpa_counters_.misrouted();
+  j["range_calls"] = dpa_counters_.range_calls();
+  Json& ports = j["ports"] = Json::array();
+  for (unsigned i = 0; i < options_.threads; ++i) ports.push_back(port_ + i);
+  Json& model = j["model"] = Json::object();
   // The store's stitchers run behind the writes: what they did since the
   // bulk load (bytes copied, commands polled, lines written) is amortized
   // over the PUTs and DELETEs by count (op_cost.h: "amortized by the
@@ -329,23 +316,23 @@ std::string Server::dpa_json() {
   for (const DpaOpKind kind : kKinds) {
     const std::uint64_t ops = ops_of[static_cast<std::size_t>(kind)];
     const offload::dpa::OpCost& total = totals[static_cast<std::size_t>(kind)];
-    if (kind != DpaOpKind::kGet) j += ",";
-    j += "\"" + std::string(to_string(kind)) + "\":{\"ops\":" + std::to_string(ops);
+    Json& k = model[to_string(kind)] = Json::object();
+    k["ops"] = ops;
     if (ops > 0) {
       const offload::dpa::ModelFigures m = offload::dpa::model_figures(total, ops);
-      j += ",\"latency_ns\":" + json_double(m.latency_ns);
-      j += ",\"mops\":" + json_double(m.ops_per_second / 1e6);
-      j += ",\"bottleneck\":" + json_string(m.bottleneck);
+      k["latency_ns"] = json_fixed(m.latency_ns, 3);
+      k["mops"] = json_fixed(m.ops_per_second / 1e6, 3);
+      k["bottleneck"] = m.bottleneck;
     } else {
-      j += ",\"latency_ns\":0,\"mops\":0,\"bottleneck\":\"\"";
+      k["latency_ns"] = 0;
+      k["mops"] = 0;
+      k["bottleneck"] = "";
     }
-    j += ",\"dpa_lines\":" + std::to_string(total.dpa_lines);
-    j += ",\"dmas\":" + std::to_string(total.dmas);
-    j += ",\"stitched_bytes\":" + std::to_string(total.stitched_bytes);
-    j += ",\"stitch_commands\":" + std::to_string(total.stitch_commands);
-    j += "}";
+    k["dpa_lines"] = total.dpa_lines;
+    k["dmas"] = total.dmas;
+    k["stitched_bytes"] = total.stitched_bytes;
+    k["stitch_commands"] = total.stitch_commands;
   }
-  j += "}}";
   return j;
 }
 

@@ -64,8 +64,8 @@ class Server {
 
  private:
   void worker(int fd, PacketHandler& handler);
-  std::string honeycomb_json();
-  std::string dpa_json();
+  Json honeycomb_json();  // the "honeycomb" object
+  Json dpa_json();        // the "dpa" object
 
   ServerOptions options_;
   std::unique_ptr<offload::Backend> backend_;

@@ -1,40 +1,6 @@
 #include "kv_server/stats.h"
 
-#include <cstdio>
-
 namespace forein::net::kv {
-
-namespace {
-
-void member(std::string& out, const char* name, std::uint64_t v) {
-  if (out.back() != '{') out += ',';
-  out += '"';
-  out += name;
-  out += "\":";
-  out += std::to_string(v);
-}
-
-std::uint64_t load(const std::atomic<std::uint64_t>& c) { return c.load(std::memory_order_relaxed); }
-
-
-}  // namespace
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 void ServerStats::count_reply(Op op, Status status) {
   (void)op;
@@ -48,48 +14,33 @@ void ServerStats::count_reply(Op op, Status status) {
   }
 }
 
-std::string ServerStats::json(const TreeStats& tree, const std::string& extra) const {
-  std::string out = "{";
-  member(out, "datagrams", load(datagrams_));
+Json ServerStats::json(const TreeStats& tree) const {
+  Json out = Json::object();
+  out["datagrams"] = load(datagrams_);
   std::uint64_t total = 0;
   for (const auto& c : requests_) total += load(c);
-  member(out, "requests", total);
+  out["requests"] = total;
   const auto req = [&](Op op) { return load(requests_[static_cast<std::size_t>(op)]); };
-  member(out, "get", req(Op::kGet));
-  member(out, "put", req(Op::kPut));
-  member(out, "delete", req(Op::kDelete));
-  member(out, "scan", req(Op::kScan));
-  member(out, "stats", req(Op::kStats));
-  member(out, "hinted", load(hinted_));
-  member(out, "hint_hits", tree.hint_hits);
-  member(out, "secondary_hits", tree.secondary_hits);
-  member(out, "fallbacks", tree.fallbacks);
-  member(out, "tree_hinted", tree.hinted);
-  member(out, "tree_operations", tree.operations);
-  member(out, "nodes_visited", tree.nodes_visited);
-  member(out, "move_rights", tree.move_rights);
-  member(out, "ok", load(ok_));
-  member(out, "not_found", load(not_found_));
-  member(out, "bad_request", load(bad_request_));
-  member(out, "too_large", load(too_large_));
-  member(out, "server_error", load(server_error_));
-  std::uint64_t drops = 0;
-  for (const auto& c : parse_errors_) drops += load(c);
-  for (const auto& c : drops_) drops += load(c);
-  member(out, "drops", drops);
-  out += ",\"drops_by_reason\":{";
-  for (std::size_t i = 1; i < kParseErrors; ++i) {
-    member(out, to_string(static_cast<ParseError>(i)), load(parse_errors_[i]));
-  }
-  member(out, "not_request", load(drops_[static_cast<std::size_t>(DropReason::kNotRequest)]));
-  member(out, "send_failed", load(drops_[static_cast<std::size_t>(DropReason::kSendFailed)]));
-  member(out, "oversized", load(drops_[static_cast<std::size_t>(DropReason::kOversized)]));
-  out += '}';
-  if (!extra.empty()) {
-    out += ',';
-    out += extra;
-  }
-  return out + "}";
+  out["get"] = req(Op::kGet);
+  out["put"] = req(Op::kPut);
+  out["delete"] = req(Op::kDelete);
+  out["scan"] = req(Op::kScan);
+  out["stats"] = req(Op::kStats);
+  out["hinted"] = load(hinted_);
+  out["hint_hits"] = tree.hint_hits;
+  out["secondary_hits"] = tree.secondary_hits;
+  out["fallbacks"] = tree.fallbacks;
+  out["tree_hinted"] = tree.hinted;
+  out["tree_operations"] = tree.operations;
+  out["nodes_visited"] = tree.nodes_visited;
+  out["move_rights"] = tree.move_rights;
+  out["ok"] = load(ok_);
+  out["not_found"] = load(not_found_);
+  out["bad_request"] = load(bad_request_);
+  out["too_large"] = load(too_large_);
+  out["server_error"] = load(server_error_);
+  add_drops_json(out);
+  return out;
 }
 
 }  // namespace forein::net::kv

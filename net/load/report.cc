@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/json.h"
+
 namespace forein::net::load {
 
 namespace {
@@ -16,13 +18,17 @@ std::string fmt(const char* f, double v) {
 }
 
 // A histogram's figures in ns, as one JSON object.
-std::string latency_object(const LatencyHistogram& h) {
-  std::ostringstream o;
-  o << "{\"count\":" << h.count() << ",\"min\":" << h.min() << ",\"p50\":" << h.percentile(0.50)
-    << ",\"p90\":" << h.percentile(0.90) << ",\"p99\":" << h.percentile(0.99)
-    << ",\"p999\":" << h.percentile(0.999) << ",\"max\":" << h.max() << ",\"mean\":" << fmt("%.0f", h.mean())
-    << "}";
-  return o.str();
+Json latency_object(const LatencyHistogram& h) {
+  Json o = Json::object();
+  o["count"] = h.count();
+  o["min"] = h.min();
+  o["p50"] = h.percentile(0.50);
+  o["p90"] = h.percentile(0.90);
+  o["p99"] = h.percentile(0.99);
+  o["p999"] = h.percentile(0.999);
+  o["max"] = h.max();
+  o["mean"] = json_whole(h.mean());
+  return o;
 }
 
 std::string latency_line(const LatencyHistogram& h) {
@@ -34,39 +40,55 @@ std::string latency_line(const LatencyHistogram& h) {
 }  // namespace
 
 std::string report_json(const RunReport& r) {
-  std::ostringstream o;
   const LoadOptions& opt = r.options;
-  o << "{\"ops\":" << r.ops << ",\"ops_per_s\":" << fmt("%.1f", r.ops_per_s())
-    << ",\"seconds\":" << fmt("%.3f", r.elapsed_s)
-    << ",\"p50_us\":" << fmt("%.1f", us(r.latency.percentile(0.50)))
-    << ",\"p90_us\":" << fmt("%.1f", us(r.latency.percentile(0.90)))
-    << ",\"p99_us\":" << fmt("%.1f", us(r.latency.percentile(0.99)))
-    << ",\"p999_us\":" << fmt("%.1f", us(r.latency.percentile(0.999)))
-    << ",\"max_us\":" << fmt("%.1f", us(r.latency.max()))
-    << ",\"mean_us\":" << fmt("%.1f", r.latency.mean() / 1000.0) << ",\"errors\":" << r.errors
-    << ",\"timeouts\":" << r.timeouts;
-  if (r.timeouts > 0) o << ",\"timeout_key_min\":" << r.timeout_key_min << ",\"timeout_key_max\":" << r.timeout_key_max;
-  o << ",\"retries\":" << r.retries << ",\"wrong\":" << r.wrong
-    << ",\"verified\":" << r.verified << ",\"not_found\":" << r.not_found
-    << ",\"late_replies\":" << r.late_replies << ",\"send_failures\":" << r.send_failures
-    << ",\"hinted\":" << r.hinted << ",\"agent_fetches\":" << r.agent_fetches
-    << ",\"agent_errors\":" << r.agent_errors;
+  Json o = Json::object();
+  o["ops"] = r.ops;
+  o["ops_per_s"] = json_fixed(r.ops_per_s(), 1);
+  o["seconds"] = json_fixed(r.elapsed_s, 3);
+  o["p50_us"] = json_fixed(us(r.latency.percentile(0.50)), 1);
+  o["p90_us"] = json_fixed(us(r.latency.percentile(0.90)), 1);
+  o["p99_us"] = json_fixed(us(r.latency.percentile(0.99)), 1);
+  o["p999_us"] = json_fixed(us(r.latency.percentile(0.999)), 1);
+  o["max_us"] = json_fixed(us(r.latency.max()), 1);
+  o["mean_us"] = json_fixed(r.latency.mean() / 1000.0, 1);
+  o["errors"] = r.errors;
+  o["timeouts"] = r.timeouts;
+  if (r.timeouts > 0) {
+    o["timeout_key_min"] = r.timeout_key_min;
+    o["timeout_key_max"] = r.timeout_key_max;
+  }
+  o["retries"] = r.retries;
+  o["wrong"] = r.wrong;
+  o["verified"] = r.verified;
+  o["not_found"] = r.not_found;
+  o["late_replies"] = r.late_replies;
+  o["send_failures"] = r.send_failures;
+  o["hinted"] = r.hinted;
+  o["agent_fetches"] = r.agent_fetches;
+  o["agent_errors"] = r.agent_errors;
   for (std::size_t k = 0; k < kOpKinds; ++k) {
-    o << ",\"" << to_string(static_cast<OpKind>(k)) << "s\":" << r.per_op[k];
+    o[std::string(to_string(static_cast<OpKind>(k))) + "s"] = r.per_op[k];
   }
   if (is_ordered(opt.workload)) {
-    o << ",\"writes_one_rtt\":" << r.writes_one_rtt << ",\"writes_two_phase\":" << r.writes_two_phase
-      << ",\"reads_from_switch\":" << r.reads_from_switch << ",\"read_retries\":" << r.read_retries
-      << ",\"write_latency_ns\":" << latency_object(r.write_latency)
-      << ",\"read_latency_ns\":" << latency_object(r.read_latency) << ",\"record_bytes\":" << opt.record_bytes;
+    o["writes_one_rtt"] = r.writes_one_rtt;
+    o["writes_two_phase"] = r.writes_two_phase;
+    o["reads_from_switch"] = r.reads_from_switch;
+    o["read_retries"] = r.read_retries;
+    o["write_latency_ns"] = latency_object(r.write_latency);
+    o["read_latency_ns"] = latency_object(r.read_latency);
+    o["record_bytes"] = opt.record_bytes;
   }
-  o << ",\"workload\":\"" << to_string(opt.workload) << "\",\"dist\":\"" << to_string(opt.dist)
-    << "\",\"zipf\":" << fmt("%.3f", opt.theta) << ",\"keys\":" << opt.keys
-    << ",\"outstanding\":" << opt.outstanding << ",\"verify\":" << (opt.verify ? "true" : "false")
-    << ",\"seed\":" << opt.seed << ",\"agent\":\"" << opt.agent << "\",\"index\":" << opt.index_id
-    << ",\"route_by_key\":" << opt.route_by_key
-    << "}";
-  return o.str();
+  o["workload"] = to_string(opt.workload);
+  o["dist"] = to_string(opt.dist);
+  o["zipf"] = json_fixed(opt.theta, 3);
+  o["keys"] = opt.keys;
+  o["outstanding"] = opt.outstanding;
+  o["verify"] = opt.verify;
+  o["seed"] = opt.seed;
+  o["agent"] = opt.agent;
+  o["index"] = opt.index_id;
+  o["route_by_key"] = opt.route_by_key;
+  return json_line(o);
 }
 
 std::string format_report(const RunReport& r) {

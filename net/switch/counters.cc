@@ -28,40 +28,46 @@ void add_port_stats(const Side* sides, forein::control::v1::StatsReply* reply) {
 }
 
 std::string counters_json(const Side* sides, const SwitchTotals& totals) {
-  const std::vector<ServerCounters>& servers = totals.servers;
-  auto v = [](const std::atomic<std::uint64_t>& a) { return std::to_string(a.load(std::memory_order_relaxed)); };
-  std::string s = "{";
+  auto v = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  Json s = Json::object();
   std::uint64_t tot[6] = {0, 0, 0, 0, 0, 0};
   for (int i = 0; i < 2; ++i) {
     const PortCounters& c = sides[i].counters;
-    s += "\"" + std::string(kPortNames[i]) + "\":{\"iface\":\"" + sides[i].iface + "\",\"rx\":" + v(c.rx) +
-         ",\"forwarded\":" + v(c.forwarded) + ",\"hinted\":" + v(c.hinted) + ",\"misses\":" + v(c.misses) +
-         ",\"malformed\":" + v(c.malformed) + ",\"dropped\":" + v(c.dropped) +
-         ",\"arp_replies\":" + v(c.arp_replies) + ",\"dropped_by_reason\":{";
-    for (const auto& r : kDropReasons) {
-      s += std::string(&r == kDropReasons ? "\"" : ",\"") + r.name + "\":" + v(c.*r.counter);
-    }
-    s += "}},";
+    Json& port = s[kPortNames[i]] = Json::object();
+    port["iface"] = sides[i].iface;
+    port["rx"] = v(c.rx);
+    port["forwarded"] = v(c.forwarded);
+    port["hinted"] = v(c.hinted);
+    port["misses"] = v(c.misses);
+    port["malformed"] = v(c.malformed);
+    port["dropped"] = v(c.dropped);
+    port["arp_replies"] = v(c.arp_replies);
+    Json& by_reason = port["dropped_by_reason"] = Json::object();
+    for (const auto& r : kDropReasons) by_reason[r.name] = v(c.*r.counter);
     const std::atomic<std::uint64_t>* t[6] = {&c.rx, &c.forwarded, &c.hinted, &c.misses, &c.malformed, &c.dropped};
-    for (int k = 0; k < 6; ++k) tot[k] += t[k]->load(std::memory_order_relaxed);
+    for (int k = 0; k < 6; ++k) tot[k] += v(*t[k]);
   }
-  s += "\"rx\":" + std::to_string(tot[0]) + ",\"forwarded\":" + std::to_string(tot[1]) +
-       ",\"hinted\":" + std::to_string(tot[2]) + ",\"misses\":" + std::to_string(tot[3]) +
-       ",\"malformed\":" + std::to_string(tot[4]) + ",\"dropped\":" + std::to_string(tot[5]) +
-       ",\"lookups\":" + std::to_string(totals.lookups) + ",\"stage\":\"" + totals.stage +
-       "\",\"deeper\":" + std::to_string(totals.deeper);
-  if (!servers.empty()) {
-    s += ",\"servers\":[";
-    for (std::size_t i = 0; i < servers.size(); ++i) {
-      s += (i > 0 ? ",{\"port\":" : "{\"port\":") + std::to_string(servers[i].port) +
-           ",\"requests\":" + std::to_string(servers[i].requests) +
-           ",\"lookups\":" + std::to_string(servers[i].lookups) + "}";
+  s["rx"] = tot[0];
+  s["forwarded"] = tot[1];
+  s["hinted"] = tot[2];
+  s["misses"] = tot[3];
+  s["malformed"] = tot[4];
+  s["dropped"] = tot[5];
+  s["lookups"] = totals.lookups;
+  s["stage"] = totals.stage;
+  s["deeper"] = totals.deeper;
+  if (!totals.servers.empty()) {
+    Json& servers = s["servers"] = Json::array();
+    for (const ServerCounters& server : totals.servers) {
+      Json one = Json::object();
+      one["port"] = server.port;
+      one["requests"] = server.requests;
+      one["lookups"] = server.lookups;
+      servers.push_back(std::move(one));
     }
-    s += "]";
   }
-  if (!totals.members.empty()) s += "," + totals.members;
-  s += "}";
-  return s;
+  if (totals.members.is_object()) s.update(totals.members);
+  return json_line(s);
 }
 
 }  // namespace forein::net::sw

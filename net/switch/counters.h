@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/json.h"
+
 namespace forein::control::v1 {
 class StatsReply;
 }
@@ -49,7 +51,7 @@ struct SwitchTotals {
   std::vector<ServerCounters> servers;   // with --servers
   const char* stage = "all";             // --stage
   std::uint64_t deeper = 0;              // chain stages: requests this switch's node sets took deeper
-  std::string members;                   // more JSON members (no braces): Switch-delta's counters
+  Json members;                          // more members (an object, or null): Switch-delta's counters
 };
 
 // Both ports' counters, their totals and the switch's (a "servers" array

@@ -247,31 +247,34 @@ rte_mbuf* VisibilityPlane::async_copy(rte_mbuf* m, std::size_t udp_offset, std::
   return c;
 }
 
-std::string VisibilityPlane::json() const {
+Json VisibilityPlane::json() const {
   const auto c = table_.counters();
   const auto u = table_.usage();
   const auto l = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  char buf[1024];
-  std::snprintf(
-      buf, sizeof buf,
-      "\"backend\":\"switch_visibility\",\"visibility\":%s,\"slots\":%u,\"slots_used\":%llu,"
-      "\"register_bytes_used\":%llu,\"stored\":%llu,\"slot_busy\":%llu,\"stale\":%llu,\"too_large\":%llu,"
-      "\"cleared\":%llu,\"clear_ignored\":%llu,\"read_hits\":%llu,\"read_misses\":%llu,\"held\":%llu,"
-      "\"released\":%llu,\"to_data_nodes\":%llu,\"to_metadata_nodes\":%llu,\"write_replies\":%llu,"
-      "\"async_copies\":%llu,\"copy_failed\":%llu,\"clears\":%llu,\"reply_rechecks\":%llu",
-      routing_.visibility ? "true" : "false", table_.slots(), static_cast<unsigned long long>(u.used),
-      static_cast<unsigned long long>(u.hardware_bytes), static_cast<unsigned long long>(c.stored),
-      static_cast<unsigned long long>(c.slot_busy), static_cast<unsigned long long>(c.stale),
-      static_cast<unsigned long long>(c.too_large), static_cast<unsigned long long>(c.cleared),
-      static_cast<unsigned long long>(c.clear_ignored), static_cast<unsigned long long>(c.read_hits),
-      static_cast<unsigned long long>(c.read_misses), static_cast<unsigned long long>(c.held),
-      static_cast<unsigned long long>(c.released), static_cast<unsigned long long>(l(counters_.to_data_nodes)),
-      static_cast<unsigned long long>(l(counters_.to_metadata_nodes)),
-      static_cast<unsigned long long>(l(counters_.write_replies)),
-      static_cast<unsigned long long>(l(counters_.async_copies)),
-      static_cast<unsigned long long>(l(counters_.copy_failed)), static_cast<unsigned long long>(l(counters_.clears)),
-      static_cast<unsigned long long>(l(counters_.reply_rechecks)));
-  return buf;
+  Json j = Json::object();
+  j["backend"] = "switch_visibility";
+  j["visibility"] = routing_.visibility;
+  j["slots"] = table_.slots();
+  j["slots_used"] = u.used;
+  j["register_bytes_used"] = u.hardware_bytes;
+  j["stored"] = c.stored;
+  j["slot_busy"] = c.slot_busy;
+  j["stale"] = c.stale;
+  j["too_large"] = c.too_large;
+  j["cleared"] = c.cleared;
+  j["clear_ignored"] = c.clear_ignored;
+  j["read_hits"] = c.read_hits;
+  j["read_misses"] = c.read_misses;
+  j["held"] = c.held;
+  j["released"] = c.released;
+  j["to_data_nodes"] = l(counters_.to_data_nodes);
+  j["to_metadata_nodes"] = l(counters_.to_metadata_nodes);
+  j["write_replies"] = l(counters_.write_replies);
+  j["async_copies"] = l(counters_.async_copies);
+  j["copy_failed"] = l(counters_.copy_failed);
+  j["clears"] = l(counters_.clears);
+  j["reply_rechecks"] = l(counters_.reply_rechecks);
+  return j;
 }
 
 }  // namespace forein::net::sw

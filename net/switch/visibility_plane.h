@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json.h"
 #include "ports.h"
 #include "switch_visibility/visibility_table.h"
 
@@ -70,9 +71,9 @@ class VisibilityPlane {
   const offload::switch_visibility::VisibilityTable& table() const { return table_; }
   const VisibilityPlaneCounters& counters() const { return counters_; }
 
-  // The table's and the plane's counters and usage, as JSON members
-  // (no braces), for the exit line.
-  std::string json() const;
+  // The table's and the plane's counters and usage ("backend" first), as
+  // an object whose members the exit line appends.
+  Json json() const;
 
  private:
   int from_client(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* ip, std::size_t ihl, rte_udp_hdr* udp,

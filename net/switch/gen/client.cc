@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "common/json.h"
 #include "cpu_time.h"
 #include "gen_limits.h"
 #include "load/workload.h"
@@ -29,12 +30,6 @@ using Clock = std::chrono::steady_clock;
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
-std::string number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  return buf;
 }
 
 // One request in flight.
@@ -166,38 +161,40 @@ class Client {
 
   std::string report(double gen_cpu, double switch_cpu, double server_cpu, const std::string& stats_before,
                      const std::string& stats_after) {
-    auto u = [](std::uint64_t v) { return std::to_string(v); };
     const double ops = seconds_ > 0 ? static_cast<double>(window_.ok) / seconds_ : 0;
-    std::string s = "{\"mode\":\"client\",\"sent\":" + u(t_.sent) + ",\"replies\":" + u(t_.replies) +
-                    ",\"ok\":" + u(t_.ok) + ",\"wrong\":" + u(t_.wrong) + ",\"unmatched\":" + u(t_.unmatched) +
-                    ",\"lost\":" + u(t_.lost) + ",\"seconds\":" + number(seconds_) +
-                    ",\"window_ok\":" + u(window_.ok) + ",\"ops_per_s\":" + number(ops);
-    s += ",\"p50_us\":" + number(percentile(0.50)) + ",\"p99_us\":" + number(percentile(0.99)) +
-         ",\"p999_us\":" + number(percentile(0.999));
-    s += ",\"keys\":" + u(o_.keys) + ",\"dist\":\"" +
-         (o_.dist == forein::net::load::Distribution::kZipf ? "zipf" : "uniform") + "\",\"burst\":" + u(o_.burst) +
-         ",\"window\":" + u(o_.window) + ",\"timeout_ms\":" + u(o_.timeout_ms) +
-         ",\"probe_rounds\":" + u(probe_rounds_);
-    s += ",\"gen_cpu_s\":" + number(gen_cpu);
-    if (switch_cpu >= 0) s += ",\"switch_cpu_s\":" + number(switch_cpu);
-    if (server_cpu >= 0) s += ",\"server_cpu_s\":" + number(server_cpu);
+    Json s = Json::object();
+    s["mode"] = "client";
+    s["sent"] = t_.sent;
+    s["replies"] = t_.replies;
+    s["ok"] = t_.ok;
+    s["wrong"] = t_.wrong;
+    s["unmatched"] = t_.unmatched;
+    s["lost"] = t_.lost;
+    s["seconds"] = json_fixed(seconds_, 3);
+    s["window_ok"] = window_.ok;
+    s["ops_per_s"] = json_fixed(ops, 3);
+    s["p50_us"] = json_fixed(percentile(0.50), 3);
+    s["p99_us"] = json_fixed(percentile(0.99), 3);
+    s["p999_us"] = json_fixed(percentile(0.999), 3);
+    s["keys"] = o_.keys;
+    s["dist"] = o_.dist == forein::net::load::Distribution::kZipf ? "zipf" : "uniform";
+    s["burst"] = o_.burst;
+    s["window"] = o_.window;
+    s["timeout_ms"] = o_.timeout_ms;
+    s["probe_rounds"] = probe_rounds_;
+    s["gen_cpu_s"] = json_fixed(gen_cpu, 3);
+    if (switch_cpu >= 0) s["switch_cpu_s"] = json_fixed(switch_cpu, 3);
+    if (server_cpu >= 0) s["server_cpu_s"] = json_fixed(server_cpu, 3);
     if (!stats_before.empty() && !stats_after.empty()) {
       // The server's counters over the run (and the drain): its kernel
       // port's own STATS requests aside.
-      s += ",\"server\":{";
+      Json server = Json::object();
       const char* fields[] = {"requests", "get", "hinted", "hint_hits", "secondary_hits", "fallbacks",
                               "tree_operations", "nodes_visited", "move_rights", "drops"};
-      bool first = true;
-      for (const char* f : fields) {
-        const double d = json_field(stats_after, f) - json_field(stats_before, f);
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.0f", d);
-        s += std::string(first ? "" : ",") + "\"" + f + "\":" + buf;
-        first = false;
-      }
-      s += "}";
+      for (const char* f : fields) server[f] = json_whole(json_field(stats_after, f) - json_field(stats_before, f));
+      s["server"] = std::move(server);
     }
-    return s + "}";
+    return json_line(s);
   }
 
   const ClientTally& tally() const { return t_; }

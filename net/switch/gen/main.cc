@@ -26,6 +26,7 @@
 #include <string>
 
 #include "client.h"
+#include "common/json.h"
 #include "cpu_time.h"
 #include "frames.h"
 #include "options.h"
@@ -36,33 +37,43 @@ namespace swgen = forein::net::swgen;
 
 namespace {
 
-std::string number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  return buf;
-}
+using forein::net::Json;
+using forein::net::json_fixed;
+using forein::net::json_line;
 
 std::string report(const swgen::GenOptions& o, const swgen::RunResult& r, const swgen::GarbageSent& g,
                    unsigned probe_rounds, double switch_cpu, double gen_cpu) {
   const swgen::Tally& t = r.total;
   const double pps = r.seconds > 0 ? static_cast<double>(r.window.received) / r.seconds : 0;
-  auto u = [](std::uint64_t v) { return std::to_string(v); };
-  std::string s = "{\"sent\":" + u(t.sent) + ",\"received\":" + u(t.received) + ",\"valid\":" + u(t.valid) +
-                  ",\"invalid\":" + u(t.received - t.valid) + ",\"hinted\":" + u(t.hinted) +
-                  ",\"lost\":" + u(t.sent - t.received) + ",\"seconds\":" + number(r.seconds) +
-                  ",\"window_received\":" + u(r.window.received) + ",\"pps\":" + number(pps);
-  s += ",\"keys\":" + u(o.keys) + ",\"dist\":\"" + (o.dist == forein::net::load::Distribution::kZipf ? "zipf" : "uniform") +
-       "\",\"burst\":" + u(o.burst) + ",\"window\":" + u(o.window) + ",\"probe_rounds\":" + u(probe_rounds) +
-       ",\"stalled\":" + (r.stalled ? "true" : "false");
-  s += ",\"garbage\":{\"random\":" + u(g.random) + ",\"truncated\":" + u(g.truncated) +
-       ",\"wrong_version\":" + u(g.wrong_version) + "}";
+  Json s = Json::object();
+  s["sent"] = t.sent;
+  s["received"] = t.received;
+  s["valid"] = t.valid;
+  s["invalid"] = t.received - t.valid;
+  s["hinted"] = t.hinted;
+  s["lost"] = t.sent - t.received;
+  s["seconds"] = json_fixed(r.seconds, 3);
+  s["window_received"] = r.window.received;
+  s["pps"] = json_fixed(pps, 3);
+  s["keys"] = o.keys;
+  s["dist"] = o.dist == forein::net::load::Distribution::kZipf ? "zipf" : "uniform";
+  s["burst"] = o.burst;
+  s["window"] = o.window;
+  s["probe_rounds"] = probe_rounds;
+  s["stalled"] = r.stalled;
+  Json garbage = Json::object();
+  garbage["random"] = g.random;
+  garbage["truncated"] = g.truncated;
+  garbage["wrong_version"] = g.wrong_version;
+  s["garbage"] = std::move(garbage);
   if (switch_cpu >= 0) {
     // Frames the switch forwarded per second of its CPU time: its rate on one core.
-    s += ",\"switch_cpu_s\":" + number(switch_cpu) + ",\"switch_pps_per_core\":" +
-         number(switch_cpu > 0 ? static_cast<double>(r.window.received) / switch_cpu : 0);
+    s["switch_cpu_s"] = json_fixed(switch_cpu, 3);
+    s["switch_pps_per_core"] =
+        json_fixed(switch_cpu > 0 ? static_cast<double>(r.window.received) / switch_cpu : 0, 3);
   }
-  s += ",\"gen_cpu_s\":" + number(gen_cpu) + "}";
-  return s;
+  s["gen_cpu_s"] = json_fixed(gen_cpu, 3);
+  return json_line(s);
 }
 
 }  // namespace

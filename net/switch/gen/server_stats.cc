@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <span>
 #include <vector>
 
+#include "common/json.h"
 #include "protocol/packet.h"
 
 namespace forein::net::swgen {
@@ -64,10 +64,11 @@ std::optional<std::string> ServerStats::query() {
 }
 
 double json_field(const std::string& json, const char* name) {
-  const std::string needle = std::string("\"") + name + "\":";
-  const std::size_t at = json.find(needle);
-  if (at == std::string::npos) return -1;
-  return std::strtod(json.c_str() + at + needle.size(), nullptr);
+  const Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return -1;
+  const auto at = j.find(name);
+  if (at == j.end() || !at->is_number()) return -1;
+  return at->get<double>();
 }
 
 }  // namespace forein::net::swgen

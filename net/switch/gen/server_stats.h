@@ -25,7 +25,8 @@ class ServerStats {
   std::uint64_t seq_ = 0;
 };
 
-// The number after "name": (its first occurrence) in json; -1 if absent.
+// The number that is member `name` of the JSON object json (a STATS
+// reply); -1 if json is no object or the member is absent or no number.
 double json_field(const std::string& json, const char* name);
 
 }  // namespace forein::net::swgen
