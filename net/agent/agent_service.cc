@@ -1,5 +1,8 @@
 #include "agent_service.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -273,14 +276,21 @@ grpc::Status AgentService::Health(grpc::ServerContext* ctx, const control::Healt
 
 bool is_loopback_listen(std::string_view listen) {
   const std::size_t colon = listen.rfind(':');
-  const std::string_view host = colon == std::string_view::npos ? listen : listen.substr(0, colon);
-  return host == "127.0.0.1" || host == "localhost" || host == "[::1]" || host == "::1";
+  std::string host(colon == std::string_view::npos ? listen : listen.substr(0, colon));
+  if (host == "localhost") return true;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  // 127.0.0.0/8 and ::1, as addresses, however written.
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 AgentServer::AgentServer(const std::string& listen, AgentOptions options) {
   if (!is_loopback_listen(listen) && options.token.empty()) {
     throw std::invalid_argument("forein-agent: listening on " + listen +
-                                " (not loopback) needs a token (--token or FOREIN_AGENT_TOKEN)");
+                                " (not loopback) needs a bearer token (FOREIN_AGENT_TOKEN, or the program's "
+                                "token flag: forein-agent --token, forein-switch --agent-token)");
   }
   service_ = std::make_unique<AgentService>(std::move(options));
   grpc::ServerBuilder builder;

@@ -3,48 +3,40 @@
 //   forein-agent --listen HOST:PORT [--token T]
 //
 // Prints `listening HOST:PORT` and then `ready` once serving; SIGINT or SIGTERM shut it down.
+#include <pthread.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <pthread.h>
 #include <string>
 #include <string_view>
 #include <thread>
 
 #include "agent_service.h"
-
-namespace {
-
-void usage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: forein-agent [--listen HOST:PORT] [--token TOKEN]\n"
-               "  --listen HOST:PORT  address to serve (default 127.0.0.1:50051; port 0: a free one)\n"
-               "  --token TOKEN       require `authorization: Bearer TOKEN` on every call\n"
-               "                      (default: $FOREIN_AGENT_TOKEN); needed for any\n"
-               "                      address that is not loopback\n"
-               "Prints `listening HOST:PORT` and `ready` when serving; SIGINT/SIGTERM stop it.\n");
-}
-
-}  // namespace
+#include "common/cli.h"
 
 int main(int argc, char** argv) {
+  namespace cli = forein::net::cli;
   std::string listen = "127.0.0.1:50051";
   forein::net::AgentOptions options;
   if (const char* env = std::getenv("FOREIN_AGENT_TOKEN"); env != nullptr) options.token = env;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      usage(stdout);
-      return 0;
-    }
-    if ((arg == "--listen" || arg == "--token") && i + 1 < argc) {
-      (arg == "--listen" ? listen : options.token) = argv[++i];
-      continue;
-    }
-    std::fprintf(stderr, "forein-agent: unknown or incomplete argument '%s'\n", argv[i]);
-    usage(stderr);
-    return 2;
+  CLI::App app{"forein-agent: the switch agent's gRPC control plane, standalone (docs/network.md)", "forein-agent"};
+  cli::configure(app);
+  cli::address(app, "--listen", &listen, 0, "address to serve (port 0: a free one)")->default_str(listen);
+  cli::text(app, "--token", &options.token,
+            "require `authorization: Bearer TOKEN` on every call (default $FOREIN_AGENT_TOKEN); needed for any "
+            "address that is not loopback")
+      ->type_name("TOKEN");
+  app.footer("Prints `listening HOST:PORT` and `ready` when serving; SIGINT/SIGTERM stop it.\n");
+  if (const auto exit_code = cli::run(app, argc, argv)) return *exit_code;
+  // Exit 1, as an address that cannot be bound: the flags are well formed.
+  if (!forein::net::is_loopback_listen(listen) && options.token.empty()) {
+    std::fprintf(stderr,
+                 "forein-agent: --listen %s is not a loopback address: give --token TOKEN (or "
+                 "FOREIN_AGENT_TOKEN) so that callers must present it\n",
+                 listen.c_str());
+    return 1;
   }
 
   // Signals go to one waiting thread (blocked everywhere else, including

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -61,8 +60,8 @@ CLI::Option* number(CLI::App& app, const std::string& flag, T* out, T min, T max
           flag,
           [flag, out, min, max](const std::string& v) {
             if (!parse_number<T>(v, min, max, out)) {
-              throw bad(flag, "'" + v + "' is not a whole number from " + std::to_string(min) + " to " +
-                                  std::to_string(max));
+              throw bad(flag,
+                        "'" + v + "' is not a whole number from " + std::to_string(min) + " to " + std::to_string(max));
             }
           },
           help + " (" + std::to_string(min) + ".." + std::to_string(max) + ")")
@@ -129,9 +128,27 @@ inline CLI::Option* host_port(CLI::App& app, const std::string& flag, std::strin
           flag,
           [flag, host, port, min_port](const std::string& v) {
             if (!parse_host_port(v, min_port, host, port)) {
-              throw bad(flag, "'" + v + "' is not HOST:PORT with PORT from " + std::to_string(min_port) +
-                                  " to 65535");
+              throw bad(flag, "'" + v + "' is not HOST:PORT with PORT from " + std::to_string(min_port) + " to 65535");
             }
+          },
+          help)
+      ->type_name("HOST:PORT");
+}
+
+// HOST:PORT kept as written (an address handed to gRPC or a resolver),
+// checked: PORT from min_port to 65535, HOST non-empty.
+inline CLI::Option* address(CLI::App& app, const std::string& flag, std::string* out, std::uint32_t min_port,
+                            const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          flag,
+          [flag, out, min_port](const std::string& v) {
+            std::string host;
+            std::uint16_t port = 0;
+            if (!parse_host_port(v, min_port, &host, &port)) {
+              throw bad(flag, "'" + v + "' is not HOST:PORT with PORT from " + std::to_string(min_port) + " to 65535");
+            }
+            *out = v;
           },
           help)
       ->type_name("HOST:PORT");
@@ -184,6 +201,19 @@ inline int refuse(const std::string& program, const std::string& message) {
   return 2;
 }
 
+// The DPDK programs' `-- EAL ARGS...`: the words after `--` go to *eal
+// (*given set); returns how many of argv are the program's own.
+inline int split_eal(int argc, char** argv, std::vector<std::string>* eal, bool* given) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
+      *given = true;
+      for (int k = i + 1; k < argc; ++k) eal->emplace_back(argv[k]);
+      return i;
+    }
+  }
+  return argc;
+}
+
 // Parses argv with app into *error / *help: false on a bad command line
 // (*error names the flag); --help sets *help.
 inline bool parse(CLI::App& app, int argc, const char* const* argv, std::string* error, bool* help) {
@@ -197,6 +227,19 @@ inline bool parse(CLI::App& app, int argc, const char* const* argv, std::string*
     return false;
   }
   return true;
+}
+
+// parse() for a program that prints its own help and refusals: nullopt to
+// go on, or the exit code (0 after --help, 2 after a bad command line).
+inline std::optional<int> run(CLI::App& app, int argc, const char* const* argv) {
+  std::string error;
+  bool help = false;
+  if (!parse(app, argc, argv, &error, &help)) return refuse(app.get_name(), error);
+  if (help) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  }
+  return std::nullopt;
 }
 
 }  // namespace forein::net::cli

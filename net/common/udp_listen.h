@@ -9,13 +9,18 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace forein::net {
@@ -81,11 +86,63 @@ inline std::uint16_t bound_port(int fd, ListenAddress& a) {
   return ntohs(b.port_field());
 }
 
+// Whether a UDP socket that is not one of *fds is bound to `port` on an
+// address that overlaps a's (the same one, or either side the wildcard):
+// read from /proc/net/udp and udp6, which list this network namespace's
+// sockets with their inodes.
+inline bool port_shared_with_others(const ListenAddress& a, std::uint16_t port, const std::vector<int>& fds) {
+  std::vector<unsigned long> ours;
+  for (const int fd : fds) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) ours.push_back(static_cast<unsigned long>(st.st_ino));
+  }
+  // Our address as /proc writes it: the 32-bit word in native order (IPv4),
+  // or the 16 bytes as four such words (IPv6).
+  char ours_hex[40] = "";
+  const bool v4 = a.family == AF_INET;
+  const unsigned char* bytes = v4 ? reinterpret_cast<const unsigned char*>(
+                                        &reinterpret_cast<const sockaddr_in*>(&a.addr)->sin_addr)
+                                  : reinterpret_cast<const unsigned char*>(
+                                        &reinterpret_cast<const sockaddr_in6*>(&a.addr)->sin6_addr);
+  for (int w = 0; w < (v4 ? 1 : 4); ++w) {
+    std::uint32_t word = 0;
+    std::memcpy(&word, bytes + 4 * w, 4);
+    std::snprintf(ours_hex + 8 * w, 9, "%08X", word);
+  }
+  for (const char* file : {"/proc/net/udp", "/proc/net/udp6"}) {
+    std::FILE* f = std::fopen(file, "r");
+    if (f == nullptr) continue;
+    char line[512];
+    bool header = true;
+    bool shared = false;
+    while (!shared && std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::exchange(header, false)) continue;
+      char local[64] = "";
+      unsigned long inode = 0;
+      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+      if (std::sscanf(line, " %*s %63s %*s %*s %*s %*s %*s %*s %*s %lu", local, &inode) != 2) continue;
+      const char* colon = std::strrchr(local, ':');
+      if (colon == nullptr || std::strtoul(colon + 1, nullptr, 16) != port) continue;
+      if (std::find(ours.begin(), ours.end(), inode) != ours.end()) continue;
+      const std::string address(local, static_cast<std::size_t>(colon - local));
+      const bool wildcard = address.find_first_not_of('0') == std::string::npos;
+      const bool ours_wildcard = std::string(ours_hex).find_first_not_of('0') == std::string::npos;
+      shared = wildcard || ours_wildcard || address == ours_hex;
+    }
+    std::fclose(f);
+    if (shared) return true;
+  }
+  return false;
+}
+
 }  // namespace udp_listen_detail
 
 // Appends the sockets to *fds as it opens them (the caller closes them,
 // also when this throws std::runtime_error with the reason); returns the
-// port they listen on.
+// port they listen on. SO_REUSEPORT would also let another process of the
+// same user join the port and take a share of the clients: once bound,
+// the sockets on the port are checked, and a port another socket holds
+// (another forein server, started before) is refused.
 inline std::uint16_t listen_udp(const std::string& host, std::uint16_t port, unsigned count, std::vector<int>* fds) {
   using namespace udp_listen_detail;
   ListenAddress a = resolve_listen(host, port);
@@ -94,7 +151,12 @@ inline std::uint16_t listen_udp(const std::string& host, std::uint16_t port, uns
     if (open_and_bind(a, /*reuse_port=*/true, fds) != 0) throw errno_error("cannot listen on " + where);
     if (i == 0) a.port_field() = htons(bound_port(fds->back(), a));  // the others join the port the first one got
   }
-  return ntohs(a.port_field());
+  const std::uint16_t bound = ntohs(a.port_field());
+  if (port_shared_with_others(a, bound, *fds)) {
+    errno = EADDRINUSE;
+    throw errno_error("cannot listen on " + where + " (another process holds the port)");
+  }
+  return bound;
 }
 
 // One socket per port (forein-kv-server --engine dpa: worker i owns port

@@ -18,8 +18,7 @@ void declare(CLI::App& app, Options* o) {
   cli::number<std::uint64_t>(app, "--keys", &o->keys, 0, 0xFFFFFFFFull,
                              "preload every dataset key i < N whose slot it owns, in key order, with "
                              "dataset_record(i, 0, B), each appended like a write");
-  cli::number<std::size_t>(app, "--record-bytes", &o->record_bytes, 1, kMaxRecordBytes,
-                           "the preloaded records' size B")
+  cli::number<std::size_t>(app, "--record-bytes", &o->record_bytes, 1, kMaxRecordBytes, "the preloaded records' size B")
       ->type_name("B");
   cli::number<unsigned>(app, "--threads", &o->threads, 1, 64, "UDP worker threads");
 }

@@ -14,6 +14,8 @@
 #include <rte_mbuf.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <system_error>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,18 @@ inline bool start_eal(std::vector<std::string> args) {
   if (rte_eal_init(static_cast<int>(argv.size()), argv.data()) < 0) return false;
   if (have_cpus) pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
   return true;
+}
+
+// rte_eal_cleanup, then the EAL's runtime directory (/var/run/dpdk/PREFIX:
+// its config, the multi-process socket, about 3 MB of tmpfs), which DPDK
+// 22.11 leaves behind: one a run with the default per-process prefix.
+// Only a primary process removes it (secondaries share the primary's).
+inline void stop_eal() {
+  const bool primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
+  const std::string dir = rte_eal_get_runtime_dir();
+  rte_eal_cleanup();
+  std::error_code ignored;
+  if (primary && !dir.empty() && dir != "/") std::filesystem::remove_all(dir, ignored);
 }
 
 // Configures port with one rx and one tx queue of about `descriptors`

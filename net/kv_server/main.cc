@@ -10,6 +10,7 @@
 #include <exception>
 #include <string>
 
+#include "common/cli.h"
 #include "forein/offload/registry.h"
 #include "protocol/dataset.h"
 #include "kv_server/data.h"
@@ -32,11 +33,10 @@ int main(int argc, char** argv) {
   std::string error;
   bool help = false;
   if (!parse_options(argc, argv, &options, &error, &help)) {
-    std::fprintf(stderr, "forein-kv-server: %s\n%s", error.c_str(), usage_text(argv[0]).c_str());
-    return 2;
+    return forein::net::cli::refuse("forein-kv-server", error);
   }
   if (help) {
-    std::fputs(usage_text(argv[0]).c_str(), stdout);
+    std::fputs(usage_text("forein-kv-server").c_str(), stdout);
     return 0;
   }
   // A backend the server can look keys up with (start hints, or none).

@@ -122,7 +122,7 @@ MemifPort::Impl::~Impl() {
     rte_eth_dev_close(port);
   }
   if (pool != nullptr) rte_mempool_free(pool);
-  if (eal) rte_eal_cleanup();
+  if (eal) dpdk::stop_eal();
 }
 
 // The link state for the stats; a link down for a second (the switch

@@ -2,31 +2,17 @@
 
 #include <arpa/inet.h>
 
-#include <charconv>
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <string_view>
 
-#include "common/parse.h"
+#include "common/cli.h"
 #include "forein/offload/registry.h"
 
 namespace forein::net::kv {
 
 namespace {
-
-// HOST:PORT; the port may be 0 when allow_zero.
-bool parse_host_port(std::string_view text, bool allow_zero, std::string* host,
-                     std::uint16_t* port) {
-  const std::size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return false;
-  std::uint32_t p = 0;
-  if (!parse_number<std::uint32_t>(text.substr(colon + 1), allow_zero ? 0 : 1, 65535, &p)) {
-    return false;
-  }
-  *host = std::string(text.substr(0, colon));
-  *port = static_cast<std::uint16_t>(p);
-  return true;
-}
 
 // PATH usable in the memif vdev argument (no ',' or '='), in the JSON
 // stats (no '"', '\\' or control bytes) and as a Unix socket address
@@ -39,26 +25,13 @@ bool valid_memif_path(std::string_view path) {
   return true;
 }
 
-
-// on|off.
-bool parse_on_off(std::string_view text, bool* out) {
-  if (text == "on") {
-    *out = true;
-  } else if (text == "off") {
-    *out = false;
-  } else {
-    return false;
-  }
-  return true;
-}
-
 // H:P[,H:P...], at most max entries.
 bool parse_host_port_list(std::string_view text, std::size_t max, std::vector<HostPort>* out) {
   out->clear();
   for (;;) {
     const std::size_t comma = text.find(',');
     HostPort hp;
-    if (!parse_host_port(text.substr(0, comma), false, &hp.host, &hp.port)) return false;
+    if (!cli::parse_host_port(text.substr(0, comma), 1, &hp.host, &hp.port)) return false;
     out->push_back(std::move(hp));
     if (out->size() > max) return false;
     if (comma == std::string_view::npos) return true;
@@ -74,8 +47,9 @@ bool check_metadata_options(ServerOptions* out, std::string* error) {
     return false;
   }
   if (out->threads_given && out->threads != 1) {
-    *error = "--threads must be 1 in metadata mode (one event loop serves the socket, the deferred "
-             "batches and the catch-up timer)";
+    *error =
+        "--threads must be 1 in metadata mode (one event loop serves the socket, the deferred "
+        "batches and the catch-up timer)";
     return false;
   }
   out->threads = 1;
@@ -98,193 +72,145 @@ bool check_metadata_options(ServerOptions* out, std::string* error) {
 
 const char* to_string(Engine e) {
   switch (e) {
-    case Engine::kForein: return "forein";
-    case Engine::kHoneycomb: return "honeycomb";
-    case Engine::kDpa: return "dpa";
+    case Engine::kForein:
+      return "forein";
+    case Engine::kHoneycomb:
+      return "honeycomb";
+    case Engine::kDpa:
+      return "dpa";
   }
   return "?";
 }
 
+namespace {
+
+// Which flags were given, for the checks across flags.
+struct Given {
+  bool listen = false, memif_net = false;
+  std::string metadata_flag;  // the last metadata-mode flag given, for kv mode's error
+};
+
+// Every flag, once: what --help prints and what parse_options takes.
+void declare(CLI::App& app, ServerOptions* o, Given* g) {
+  cli::configure(app);
+  app.description(
+      "forein-kv-server: the papers' KV server over UDP (kv mode: a forein tree bulk-loaded from --keys or "
+      "--data, hinted by --backend's images), or Switch-delta's metadata node (--mode metadata); "
+      "docs/network.md");
+  const auto metadata_flag = [g](const std::string& flag) {
+    return [g, flag](const std::string&) { g->metadata_flag = flag; };
+  };
+  cli::choice<ServerMode>(app, "--mode", &o->mode, {{"kv", ServerMode::kKv}, {"metadata", ServerMode::kMetadata}},
+                          "kv: the KV server; metadata: Switch-delta's metadata node, its index rebuilt from "
+                          "the data nodes' logs")
+      ->default_str("kv");
+  cli::host_port(app, "--listen", &o->listen_host, &o->listen_port, 0,
+                 "the UDP address to serve (PORT 0 picks a free port; --engine dpa: PORT..PORT+T-1) (required)")
+      ->each([g](const std::string&) { g->listen = true; });
+  cli::number<std::uint64_t>(app, "--keys", &o->keys, 0, std::uint64_t{1} << 40,
+                             "serve the generated data set dataset_key(0..N-1) (or --data)")
+      ->default_str("")
+      ->each([o](const std::string&) { o->keys_given = true; });
+  cli::text(app, "--data", &o->data_file, "serve FILE's rows, one hexkey<TAB>value a line (or --keys)")
+      ->type_name("FILE");
+  cli::value(
+      app, "--backend", "NAME",
+      [o](const std::string& v) {
+        const offload::BackendInfo* b = offload::find_backend(v);
+        if (b == nullptr || !offload::serves_lookups(*b)) return false;
+        o->backend = v;
+        o->backend_given = true;
+        return true;
+      },
+      "a backend this server can look keys up with: " + offload::lookup_backend_names(),
+      "offload backend of the tree's hints: " + offload::lookup_backend_names())
+      ->default_str(o->backend);
+  cli::address(app, "--agent", &o->agent, 1, "mirror the offload image to forein-agent (or forein-switch's agent)");
+  cli::text(app, "--agent-token", &o->agent_token, "bearer token for the agent (needs --agent)")->type_name("T");
+  cli::number<unsigned>(app, "--threads", &o->threads, 1, 64, "UDP worker threads (metadata mode: 1)")
+      ->each([o](const std::string&) { o->threads_given = true; });
+  cli::number<std::uint32_t>(app, "--refresh-ms", &o->refresh_ms, 1, 3'600'000, "offload refresh period");
+  cli::number<std::uint32_t>(app, "--sample-rate", &o->sample_rate, 0, 1'000'000,
+                             "1 in N accesses sampled for the offload planner (0: none)");
+  cli::part_of(app, "--shard", &o->shard, &o->shards, 64, "I/K",
+               "with --keys, own dataset shard I of K and publish the offload image under agent index I");
+  cli::number<std::uint32_t>(app, "--fat-root-ranges", &o->fat_root_ranges, 1, 1024,
+                             "fattree: the fat root's TCAM ranges (default the paper's 600)")
+      ->default_str("");
+  cli::number<std::uint32_t>(app, "--layer-nodes", &o->layer_nodes, 1, 4096,
+                             "fattree: nodes per cached layer (default the paper's 3600)")
+      ->default_str("");
+  cli::value(
+      app, "--memif", "PATH",
+      [o](const std::string& v) {
+        if (!valid_memif_path(v)) return false;
+        o->memif_socket = v;
+        return true;
+      },
+      "the memif socket file forein-switch serves (under 108 bytes, without ',', '=', '\"', '\\' or control "
+      "characters)",
+      "also serve on a DPDK memif port joining forein-switch's socket PATH (--server-port memif:PATH)");
+  cli::net24(app, "--memif-net", &o->memif_net, &o->memif_ip, "with --memif: the link's /24; the server is A.B.C.1")
+      ->each([g](const std::string&) { g->memif_net = true; });
+  cli::value(
+      app, "--engine", "forein|honeycomb|dpa",
+      [o](const std::string& v) {
+        if (v == "forein")
+          o->engine = Engine::kForein;
+        else if (v == "honeycomb")
+          o->engine = Engine::kHoneycomb;
+        else if (v == "dpa")
+          o->engine = Engine::kDpa;
+        else
+          return false;
+        return true;
+      },
+      "forein, honeycomb or dpa",
+      "forein: the engine tree; honeycomb: Honeycomb's store, GET/SCAN by the accelerator model, PUT/DELETE by "
+      "the CPU (keys 1..460 bytes; no --backend, --agent or --shard); dpa: DPA-Store's store, 8-byte keys, "
+      "64-bit values, one UDP port per worker (no --backend, --agent, --shard, --memif or --mode metadata)")
+      ->default_str("forein");
+  // Metadata mode.
+  cli::value(
+      app, "--data-nodes", "H:P[,H:P...]",
+      [o](const std::string& v) { return parse_host_port_list(v, 1024, &o->data_nodes); },
+      "H:P[,H:P...] (1..1024 data nodes, data node i at position i)",
+      "metadata mode: data node i at position i (LOG_FETCH for recovery and catch-up)")
+      ->each(metadata_flag("--data-nodes"));
+  cli::host_port(app, "--switch", &o->switch_address.host, &o->switch_address.port, 1,
+                 "metadata mode: where CLEARs go until a switch packet names an address")
+      ->each(metadata_flag("--switch"))
+      ->each([o](const std::string&) { o->switch_given = true; });
+  cli::on_off(app, "--deferred", &o->deferred,
+              "metadata mode: buffer the switch's META_ASYNC copies and apply them in sorted, prefetched "
+              "batches (off: apply each at once)")
+      ->each(metadata_flag("--deferred"));
+  cli::number<std::uint32_t>(app, "--batch", &o->batch, 1, 4096, "metadata mode: deferred updates per batch")
+      ->each(metadata_flag("--batch"));
+  cli::number<std::uint32_t>(app, "--visibility-timeout-us", &o->visibility_timeout_us, 100, 60'000'000,
+                             "metadata mode: catch-up period for lost META_ASYNC copies, microseconds")
+      ->each(metadata_flag("--visibility-timeout-us"));
+  app.footer("backends: " + offload::lookup_backend_names() + "\n");
+}
+
+}  // namespace
+
 std::string usage_text(const char* argv0) {
-  return std::string("usage: ") + argv0 +
-         " [--mode kv] --listen HOST:PORT (--keys N | --data FILE) [--backend NAME]\n"
-         "       [--agent HOST:PORT] [--agent-token T] [--threads T] [--refresh-ms MS]\n"
-         "       [--sample-rate N] [--shard I/K] [--fat-root-ranges N] [--layer-nodes N]\n"
-         "       [--memif PATH [--memif-net A.B.C]] [--engine forein|honeycomb|dpa]\n"
-         "  --shard I/K: with --keys, own dataset shard I of K (0 <= I < K <= 64) and\n"
-         "               publish the offload image under agent index I\n"
-         "  --fat-root-ranges N, --layer-nodes N: fattree's fat root ranges (1..1024) and\n"
-         "               nodes per cached layer (1..4096); default the paper's 600 and 3600\n"
-         "  --memif PATH: also serve on a DPDK memif port joining forein-switch's socket PATH\n"
-         "               (--server-port memif:PATH), as A.B.C.1 of --memif-net (default 10.77.1)\n"
-         "  --engine honeycomb: serve from Honeycomb's store: GET/SCAN by the accelerator\n"
-         "               model, PUT/DELETE by the CPU (keys 1..460 bytes; no --backend,\n"
-         "               --agent or --shard; default forein: the engine tree)\n"
-         "  --engine dpa: serve from DPA-Store's store: 8-byte keys (big-endian uint64),\n"
-         "               64-bit values (dataset values \"v\" + 15 hex digits, or up to 7\n"
-         "               bytes); one UDP port per worker, HOST:PORT .. PORT+T-1 (PORT 0:\n"
-         "               a free block), as the paper's traverser threads; no --backend,\n"
-         "               --agent, --shard, --memif or --mode metadata\n"
-         "  metadata mode (Switch-delta's metadata node; the index is rebuilt from the data nodes' logs):\n"
-         "       " + std::string(argv0) + " --mode metadata --listen HOST:PORT --data-nodes H:P[,H:P...]\n"
-         "       [--switch H:P] [--deferred on|off] [--batch N] [--visibility-timeout-us U]\n"
-         "       [--backend NAME] [--agent HOST:PORT] [--threads 1]\n"
-         "  --data-nodes: data node i at position i (1..1024 of them)\n"
-         "  --switch H:P: where CLEARs go until a switch packet names an address\n"
-         "  --deferred: buffer the switch's META_ASYNC copies and apply them in sorted,\n"
-         "               prefetched batches (default on; off: apply each at once)\n"
-         "  --batch N: deferred updates per batch, 1..4096 (default 16)\n"
-         "  --visibility-timeout-us U: catch-up period for lost META_ASYNC copies,\n"
-         "               100..60000000 (default 2000)\n"
-         "  backends: " + offload::lookup_backend_names() + "\n";
+  ServerOptions o;
+  Given g;
+  CLI::App app{"", argv0};
+  declare(app, &o, &g);
+  return app.help();
 }
 
 bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error, bool* help) {
-  *help = false;
-  bool listen_given = false;
-  bool memif_net_given = false;
-  std::string metadata_flag;  // the last metadata-mode flag given, for kv mode's error
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    std::string_view value;
-    bool has_inline = false;
-    if (arg.starts_with("--")) {
-      const std::size_t eq = arg.find('=');
-      if (eq != std::string_view::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        has_inline = true;
-      }
-    }
-    if (arg == "--help" || arg == "-h") {
-      *help = true;
-      return true;
-    }
-    const bool known = arg == "--listen" || arg == "--keys" || arg == "--data" ||
-                       arg == "--backend" || arg == "--agent" || arg == "--agent-token" ||
-                       arg == "--threads" || arg == "--refresh-ms" || arg == "--sample-rate" ||
-                       arg == "--shard" || arg == "--fat-root-ranges" || arg == "--layer-nodes" ||
-                       arg == "--memif" || arg == "--memif-net" || arg == "--mode" ||
-                       arg == "--data-nodes" || arg == "--switch" || arg == "--deferred" ||
-                       arg == "--batch" || arg == "--visibility-timeout-us" || arg == "--engine";
-    if (!known) {
-      *error = "unknown argument '" + std::string(arg) + "'";
-      return false;
-    }
-    if (!has_inline) {
-      if (i + 1 >= argc) {
-        *error = std::string(arg) + " needs a value";
-        return false;
-      }
-      value = argv[++i];
-    }
-    const auto bad = [&](const char* what) {
-      *error = "bad value '" + std::string(value) + "' for " + std::string(arg) + ": " + what;
-      return false;
-    };
-    if (arg == "--deferred" || arg == "--batch" || arg == "--visibility-timeout-us" ||
-        arg == "--data-nodes" || arg == "--switch") {
-      metadata_flag = std::string(arg);
-    }
-    if (arg == "--engine") {
-      if (value == "forein") {
-        out->engine = Engine::kForein;
-      } else if (value == "honeycomb") {
-        out->engine = Engine::kHoneycomb;
-      } else if (value == "dpa") {
-        out->engine = Engine::kDpa;
-      } else {
-        return bad("expected forein, honeycomb or dpa");
-      }
-    } else if (arg == "--mode") {
-      if (value == "kv") {
-        out->mode = ServerMode::kKv;
-      } else if (value == "metadata") {
-        out->mode = ServerMode::kMetadata;
-      } else {
-        return bad("expected kv or metadata");
-      }
-    } else if (arg == "--data-nodes") {
-      if (!parse_host_port_list(value, 1024, &out->data_nodes)) {
-        return bad("expected H:P[,H:P...] (1..1024 data nodes, data node i at position i)");
-      }
-    } else if (arg == "--switch") {
-      if (!parse_host_port(value, false, &out->switch_address.host, &out->switch_address.port)) {
-        return bad("expected HOST:PORT");
-      }
-      out->switch_given = true;
-    } else if (arg == "--deferred") {
-      if (!parse_on_off(value, &out->deferred)) return bad("expected on or off");
-    } else if (arg == "--batch") {
-      if (!parse_number<std::uint32_t>(value, 1, 4096, &out->batch)) {
-        return bad("expected 1..4096 deferred updates per batch");
-      }
-    } else if (arg == "--visibility-timeout-us") {
-      if (!parse_number<std::uint32_t>(value, 100, 60'000'000, &out->visibility_timeout_us)) {
-        return bad("expected microseconds, 100..60000000");
-      }
-    } else if (arg == "--listen") {
-      if (!parse_host_port(value, true, &out->listen_host, &out->listen_port)) {
-        return bad("expected HOST:PORT (PORT 0 picks a free port)");
-      }
-      listen_given = true;
-    } else if (arg == "--keys") {
-      if (!parse_number<std::uint64_t>(value, 0, std::uint64_t{1} << 40, &out->keys)) {
-        return bad("expected a number of keys");
-      }
-      out->keys_given = true;
-    } else if (arg == "--data") {
-      if (value.empty()) return bad("expected a file name");
-      out->data_file = std::string(value);
-    } else if (arg == "--backend") {
-      out->backend = std::string(value);
-      out->backend_given = true;
-    } else if (arg == "--agent") {
-      std::string host;
-      std::uint16_t port = 0;
-      if (!parse_host_port(value, false, &host, &port)) return bad("expected HOST:PORT");
-      out->agent = std::string(value);
-    } else if (arg == "--agent-token") {
-      out->agent_token = std::string(value);
-    } else if (arg == "--threads") {
-      if (!parse_number<unsigned>(value, 1, 64, &out->threads)) return bad("expected 1..64");
-      out->threads_given = true;
-    } else if (arg == "--refresh-ms") {
-      if (!parse_number<std::uint32_t>(value, 1, 3'600'000, &out->refresh_ms)) {
-        return bad("expected milliseconds, 1..3600000");
-      }
-    } else if (arg == "--sample-rate") {
-      if (!parse_number<std::uint32_t>(value, 0, 1'000'000, &out->sample_rate)) {
-        return bad("expected 0 (no sampling) .. 1000000");
-      }
-    } else if (arg == "--fat-root-ranges") {
-      if (!parse_number<std::uint32_t>(value, 1, 1024, &out->fat_root_ranges)) {
-        return bad("expected 1..1024 (the fat root's TCAM ranges)");
-      }
-    } else if (arg == "--layer-nodes") {
-      if (!parse_number<std::uint32_t>(value, 1, 4096, &out->layer_nodes)) {
-        return bad("expected 1..4096 (nodes per node set)");
-      }
-    } else if (arg == "--memif") {
-      if (!valid_memif_path(value)) {
-        return bad("expected the memif socket file forein-switch serves (under 108 bytes, without ',', '=', "
-                   "'\"', '\\' or control characters)");
-      }
-      out->memif_socket = std::string(value);
-    } else if (arg == "--memif-net") {
-      if (!parse_net(value, &out->memif_ip)) return bad("expected A.B.C (the link's /24; the server is A.B.C.1)");
-      out->memif_ip += 1;  // the server is the link's .1
-      out->memif_net = std::string(value);
-      memif_net_given = true;
-    } else if (arg == "--shard") {
-      const std::size_t slash = value.find('/');
-      if (slash == std::string_view::npos ||
-          !parse_number<std::uint32_t>(value.substr(slash + 1), 1, 64, &out->shards) ||
-          !parse_number<std::uint32_t>(value.substr(0, slash), 0, out->shards - 1, &out->shard)) {
-        return bad("expected I/K with 0 <= I < K <= 64");
-      }
-    }
-  }
+  Given g;
+  CLI::App app{"", "forein-kv-server"};
+  declare(app, out, &g);
+  if (!cli::parse(app, argc, argv, error, help)) return false;
+  if (*help) return true;
+  const bool listen_given = g.listen, memif_net_given = g.memif_net;
+  const std::string& metadata_flag = g.metadata_flag;
   if (!listen_given) {
     *error = "--listen HOST:PORT is required";
     return false;
@@ -294,12 +220,12 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
     // indexes: no switch hints, no image to mirror, and their keys are not
     // sharded. DPA-Store's clients pick the port (the thread) themselves,
     // so no memif port either.
-    const char* refused = out->mode == ServerMode::kMetadata                        ? "--mode metadata"
-                          : out->backend_given                                      ? "--backend"
-                          : !out->agent.empty()                                     ? "--agent"
-                          : out->shards > 1                                         ? "--shard"
+    const char* refused = out->mode == ServerMode::kMetadata                          ? "--mode metadata"
+                          : out->backend_given                                        ? "--backend"
+                          : !out->agent.empty()                                       ? "--agent"
+                          : out->shards > 1                                           ? "--shard"
                           : out->engine == Engine::kDpa && !out->memif_socket.empty() ? "--memif"
-                                                                                    : nullptr;
+                                                                                      : nullptr;
     if (refused != nullptr) {
       *error = std::string(refused) + " is not supported with --engine " + to_string(out->engine);
       return false;
@@ -336,7 +262,7 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
     *error = "--memif-net needs --memif PATH";
     return false;
   }
-  if (!out->memif_socket.empty() && !memif_net_given) {
+  if (!out->memif_socket.empty()) {
     if (!parse_net(out->memif_net, &out->memif_ip)) {
       *error = "bad default memif network";
       return false;

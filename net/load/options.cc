@@ -12,15 +12,24 @@ namespace forein::net::load {
 
 const char* to_string(Workload w) {
   switch (w) {
-    case Workload::kA: return "a";
-    case Workload::kB: return "b";
-    case Workload::kC: return "c";
-    case Workload::kD: return "d";
-    case Workload::kE: return "e";
-    case Workload::kF: return "f";
-    case Workload::kGetPutDel: return "getputdel";
-    case Workload::kWriteOnly: return "write-only";
-    case Workload::kWriteHeavy: return "write-heavy";
+    case Workload::kA:
+      return "a";
+    case Workload::kB:
+      return "b";
+    case Workload::kC:
+      return "c";
+    case Workload::kD:
+      return "d";
+    case Workload::kE:
+      return "e";
+    case Workload::kF:
+      return "f";
+    case Workload::kGetPutDel:
+      return "getputdel";
+    case Workload::kWriteOnly:
+      return "write-only";
+    case Workload::kWriteHeavy:
+      return "write-heavy";
   }
   return "?";
 }
@@ -29,9 +38,12 @@ bool is_ordered(Workload w) { return w == Workload::kWriteOnly || w == Workload:
 
 const char* to_string(Distribution d) {
   switch (d) {
-    case Distribution::kUniform: return "uniform";
-    case Distribution::kZipf: return "zipf";
-    case Distribution::kLatest: return "latest";
+    case Distribution::kUniform:
+      return "uniform";
+    case Distribution::kZipf:
+      return "zipf";
+    case Distribution::kLatest:
+      return "latest";
   }
   return "?";
 }
@@ -79,10 +91,12 @@ struct Given {
 // Every flag, once: what --help prints and what parse_options takes.
 void declare(CLI::App& app, LoadOptions* o, Given* g) {
   cli::configure(app);
-  app.description("forein-load: YCSB-style load against forein-kv-server (or Switch-delta's ordered writes "
-                  "through forein-switch), with --verify (docs/network.md)");
+  app.description(
+      "forein-load: YCSB-style load against forein-kv-server (or Switch-delta's ordered writes "
+      "through forein-switch), with --verify (docs/network.md)");
   cli::value(
-      app, "--target", "HOST:PORT", [o](const std::string& v) { return split_host_port(v, &o->target_host, &o->target_port); },
+      app, "--target", "HOST:PORT",
+      [o](const std::string& v) { return split_host_port(v, &o->target_host, &o->target_port); },
       "HOST:PORT with PORT from 1 to 65535",
       "forein-kv-server's UDP address (IPv4 or a host name); for write-only/write-heavy the switch's "
       "service address (required)")
@@ -106,14 +120,14 @@ void declare(CLI::App& app, LoadOptions* o, Given* g) {
                         "write-heavy (50% read/50% write): LOG_APPEND, then META_PUT unless the switch took it; "
                         "reads META_GET then LOG_READ (required)")
       ->each([g](const std::string&) { g->workload = true; });
-  cli::choice<Distribution>(app, "--dist", &o->dist,
-                            {{"uniform", Distribution::kUniform},
-                             {"zipf", Distribution::kZipf},
-                             {"latest", Distribution::kLatest}},
-                            "key distribution (default uniform; latest for workload d)")
+  cli::choice<Distribution>(
+      app, "--dist", &o->dist,
+      {{"uniform", Distribution::kUniform}, {"zipf", Distribution::kZipf}, {"latest", Distribution::kLatest}},
+      "key distribution (default uniform; latest for workload d)")
       ->each([g](const std::string&) { g->dist = true; });
   cli::value(
-      app, "--zipf", "THETA", [o](const std::string& v) { return parse_double(v, &o->theta) && o->theta > 0 && o->theta < 1; },
+      app, "--zipf", "THETA",
+      [o](const std::string& v) { return parse_double(v, &o->theta) && o->theta > 0 && o->theta < 1; },
       "a number with 0 < THETA < 1", "Zipf exponent")
       ->default_str("0.99");
   cli::value(
@@ -134,18 +148,9 @@ void declare(CLI::App& app, LoadOptions* o, Given* g) {
   cli::number<std::size_t>(app, "--record-bytes", &o->record_bytes, kMinRecordBytes, kMaxRecordBytes,
                            "write-only/write-heavy: bytes per record")
       ->each([g](const std::string&) { g->record = true; });
-  cli::value(
-      app, "--agent", "HOST:PORT",
-      [o](const std::string& v) {
-        std::string host;
-        std::uint16_t port = 0;
-        if (!split_host_port(v, &host, &port)) return false;
-        o->agent = v;
-        return true;
-      },
-      "HOST:PORT with PORT from 1 to 65535",
-      "forein-agent to fetch the index's offload image from (a few times a second); requests carry its hints "
-      "(not with write-only/write-heavy)");
+  cli::address(app, "--agent", &o->agent, 1,
+               "forein-agent to fetch the index's offload image from (a few times a second); requests carry its hints "
+               "(not with write-only/write-heavy)");
   cli::text(app, "--agent-token", &o->agent_token, "bearer token for the agent's calls (needs --agent)")
       ->type_name("T");
   cli::number<std::uint64_t>(app, "--index", &o->index_id, 0, ~std::uint64_t{0},

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "agent_service.h"
+#include "dpdk/eal.h"
 #include "counters.h"
 #include "forward.h"
 #include "image_feed.h"
@@ -65,7 +66,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   {
     if (!sw::start_ports(sides)) {
-      rte_eal_cleanup();
+      forein::net::dpdk::stop_eal();
       return 1;
     }
 
@@ -132,6 +133,6 @@ int main(int argc, char** argv) {
     }
     sw::stop_ports(sides);
   }
-  rte_eal_cleanup();
+  forein::net::dpdk::stop_eal();
   return rc;
 }

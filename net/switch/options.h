@@ -59,7 +59,8 @@ struct Options {
   bool eal_given = false;
 };
 
-void usage(std::FILE* out);
+// What --help prints.
+std::string usage_text();
 
 // Fills *o from argv (and $FOREIN_AGENT_TOKEN). Returns the exit code when
 // the process should end now (0 after --help, 2 on a bad argument).

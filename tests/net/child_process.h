@@ -103,16 +103,34 @@ class ChildProcess {
     return err_buf_;
   }
 
+  static char state_of(const std::string& stat_file) {
+    std::ifstream in(stat_file);
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t paren = stat.rfind(')');
+    return paren == std::string::npos || paren + 2 >= stat.size() ? '?' : stat[paren + 2];
+  }
+
   void signal(int sig) {
     REQUIRE(pid_ > 0);
     REQUIRE(::kill(pid_, sig) == 0);
   }
   // The state letter of /proc/PID/stat (R, S, T for stopped ...), or '?'.
-  char state() const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::size_t paren = stat.rfind(')');
-    return paren == std::string::npos || paren + 2 >= stat.size() ? '?' : stat[paren + 2];
+  char state() const { return state_of("/proc/" + std::to_string(pid_) + "/stat"); }
+
+  // SIGSTOP, and back once every thread is stopped: kill() only queues the
+  // signal, and a thread still running could handle a datagram first.
+  void stop_all_threads() {
+    signal(SIGSTOP);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      bool all = true;
+      for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/task")) {
+        all = all && state_of(task.path().string() + "/stat") == 'T';
+      }
+      if (all) return;
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      std::this_thread::yield();
+    }
   }
   // SIGKILL and reap, if still running.
   void kill_now() {

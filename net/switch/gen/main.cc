@@ -26,6 +26,7 @@
 #include <string>
 
 #include "client.h"
+#include "dpdk/eal.h"
 #include "common/json.h"
 #include "cpu_time.h"
 #include "frames.h"
@@ -114,6 +115,6 @@ int main(int argc, char** argv) {
     }
     swgen::stop_ports(ports);
   }
-  rte_eal_cleanup();
+  forein::net::dpdk::stop_eal();
   return rc;
 }

@@ -43,7 +43,8 @@ struct GenOptions {
   bool eal_given = false;
 };
 
-void usage(std::FILE* out);
+// What --help prints.
+std::string usage_text();
 
 // Fills *o from argv. Returns the exit code when the process should end now
 // (0 after --help, 2 on a bad argument, after a message).
