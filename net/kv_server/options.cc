@@ -72,12 +72,9 @@ bool check_metadata_options(ServerOptions* out, std::string* error) {
 
 const char* to_string(Engine e) {
   switch (e) {
-    case Engine::kForein:
-      return "forein";
-    case Engine::kHoneycomb:
-      return "honeycomb";
-    case Engine::kDpa:
-      return "dpa";
+    case Engine::kForein: return "forein";
+    case Engine::kHoneycomb: return "honeycomb";
+    case Engine::kDpa: return "dpa";
   }
   return "?";
 }

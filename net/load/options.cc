@@ -12,24 +12,15 @@ namespace forein::net::load {
 
 const char* to_string(Workload w) {
   switch (w) {
-    case Workload::kA:
-      return "a";
-    case Workload::kB:
-      return "b";
-    case Workload::kC:
-      return "c";
-    case Workload::kD:
-      return "d";
-    case Workload::kE:
-      return "e";
-    case Workload::kF:
-      return "f";
-    case Workload::kGetPutDel:
-      return "getputdel";
-    case Workload::kWriteOnly:
-      return "write-only";
-    case Workload::kWriteHeavy:
-      return "write-heavy";
+    case Workload::kA: return "a";
+    case Workload::kB: return "b";
+    case Workload::kC: return "c";
+    case Workload::kD: return "d";
+    case Workload::kE: return "e";
+    case Workload::kF: return "f";
+    case Workload::kGetPutDel: return "getputdel";
+    case Workload::kWriteOnly: return "write-only";
+    case Workload::kWriteHeavy: return "write-heavy";
   }
   return "?";
 }
@@ -38,12 +29,9 @@ bool is_ordered(Workload w) { return w == Workload::kWriteOnly || w == Workload:
 
 const char* to_string(Distribution d) {
   switch (d) {
-    case Distribution::kUniform:
-      return "uniform";
-    case Distribution::kZipf:
-      return "zipf";
-    case Distribution::kLatest:
-      return "latest";
+    case Distribution::kUniform: return "uniform";
+    case Distribution::kZipf: return "zipf";
+    case Distribution::kLatest: return "latest";
   }
   return "?";
 }
