@@ -135,6 +135,9 @@ if [ -x "$B/kv_server/forein-kv-server" ]; then
 	pids+=("$kv")
 	if wait_line "$work/kv1.out" ready "$kv"; then
 		port=$(sed -n 's/^listening .*:\([0-9]*\)$/\1/p' "$work/kv1.out")
+		expect_refused "forein-kv-server --backend switch_visibility (not a lookup backend)" \
+			"--backend: 'switch_visibility' is not a backend this server can look keys up with: none" \
+			"$K" --listen 127.0.0.1:0 --keys 10 --backend switch_visibility
 		expect_refused "a second forein-kv-server on port $port" "in use|another process" \
 			"$K" --listen "127.0.0.1:$port" --keys 10 --backend none
 		expect_refused "a second forein-kv-server on 0.0.0.0:$port" "in use|another process" \
