@@ -21,9 +21,26 @@
 
 namespace forein::net::dpdk {
 
+// Removes the runtime directories (/var/run/dpdk/PREFIX-PID) of earlier
+// runs whose process is gone: stop_eal removes a run's own on exit, this
+// those of runs killed with SIGKILL.
+inline void sweep_stale_runtime_dirs(const std::string& prefix) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/var/run/dpdk", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() + 1 || name.compare(0, prefix.size() + 1, prefix + "-") != 0) continue;
+    const std::string pid = name.substr(prefix.size() + 1);
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ignored;
+    if (!std::filesystem::exists("/proc/" + pid, ignored)) std::filesystem::remove_all(entry.path(), ignored);
+  }
+}
+
 // argv[0] and the default EAL options: no hugepages, no PCI, 256 MiB, a
-// file prefix of this process's own (prefix-PID), lcore 0.
+// file prefix of this process's own (prefix-PID), lcore 0. Sweeps the
+// runtime directories that dead runs with the same prefix left.
 inline std::vector<std::string> default_eal_args(const std::string& program, const std::string& prefix) {
+  sweep_stale_runtime_dirs(prefix);
   return {program, "--no-huge", "--no-pci", "-m", "256", "--file-prefix",
           prefix + "-" + std::to_string(::getpid()), "-l", "0"};
 }

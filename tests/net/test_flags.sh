@@ -11,8 +11,8 @@
 # other than 127.0.0.1 accepted by forein-agent, a non-loopback one
 # without a token refused (exit 1) naming each program's own token flag, two servers on one UDP port
 # (the second exits 2, the first keeps serving), and no
-# /var/run/dpdk/PREFIX left after forein-switch, forein-switch-gen and
-# forein-kv-server --memif exit. Programs not built (no DPDK, no gRPC)
+# /var/run/dpdk/PREFIX left after forein-switch and forein-switch-gen exit
+# (a dead run's is swept when the next one starts). Programs not built (no DPDK, no gRPC)
 # are skipped with a line saying so.
 set -uo pipefail
 BUILD=${1:?usage: test_flags.sh BUILD_DIR}
@@ -103,12 +103,20 @@ if [ -x "$B/switch/forein-switch" ]; then
 	# The EAL's runtime directory goes with the program: a switch on two
 	# memif sockets (no root, no TAP), stopped by SIGTERM.
 	mkdir -p "$work/memif"
+	# And one a run killed with SIGKILL left (a pid that does not run): swept at start.
+	dead=4194000
+	while [ -e "/proc/$dead" ]; do dead=$((dead + 1)); done
+	mkdir -p "/var/run/dpdk/forein-switch-$dead"
 	"$S" --agent-listen 127.0.0.1:0 --client-port "memif:$work/memif/c.sock" --server-port "memif:$work/memif/s.sock" \
 		>"$work/sw.out" 2>"$work/sw.err" &
 	sw=$!
 	pids+=("$sw")
 	if wait_line "$work/sw.out" ready "$sw"; then
 		if [ -d "/var/run/dpdk/forein-switch-$sw" ]; then ok; else fail "no /var/run/dpdk/forein-switch-$sw while it runs"; fi
+		if [ ! -e "/var/run/dpdk/forein-switch-$dead" ]; then ok; else
+			fail "/var/run/dpdk/forein-switch-$dead (a dead run's) not swept"
+			rm -rf "/var/run/dpdk/forein-switch-$dead"
+		fi
 		# forein-switch-gen: joins, fails nothing; its own runtime directory goes too.
 		if [ -x "$B/switch/gen/forein-switch-gen" ]; then
 			rc=0
