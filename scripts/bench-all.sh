@@ -139,9 +139,9 @@ if wants pg-backends; then
 		bash "$ROOT/tests/bench/run_pg_offload_bench.sh" "$OUT/pg-backends"
 	expect pg-backends "$OUT/pg-backends/pg_offload_bench.csv"
 fi
-if wants testbed && { [ "$(id -u)" -ne 0 ] || [ ! -c /dev/net/tun ]; }; then
+if wants testbed && { [ "$(id -u)" -ne 0 ] || [ ! -c /dev/net/tun ] || ! ip netns list >/dev/null 2>&1; }; then
 	echo
-	echo "=== testbed: SKIPPED: forein-switch's TAP ports need root and /dev/net/tun; the report says it did not run" >&2
+	echo "=== testbed: SKIPPED: forein-switch's TAP ports need root, /dev/net/tun and 'ip netns' (iproute2: the testbed runs in a network namespace of its own); the report says it did not run" >&2
 	rm -rf "$OUT/testbed"
 elif wants testbed; then
 	rm -rf "$OUT/testbed"
