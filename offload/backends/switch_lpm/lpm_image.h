@@ -14,7 +14,7 @@
 // structural check (tests, diagnostics): it rebuilds the image from its
 // own entry list and compares byte for byte.
 //
-// Semantics: lpm_image_hint(image, w) == SwitchLpmBackend::hint_for_word(w)
+// Semantics: lpm_image_hint(image, w) == SwitchLpmDevice::hint_for_word(w)
 // for the same entries: primary = the upper table's longest match with
 // secondary = the bottom table's match; with no upper match, primary = the
 // bottom match. Hint::version is the entry version's low 16 bits
@@ -57,7 +57,7 @@
 // time, median of 9), uniformly random 64-bit words, independent lookups:
 // 12.6-19 ns (random-key B+tree covers, 31k segments), 10.6-13 ns
 // (clustered keys), 12.0-12.6 ns (long-prefix mix, 79k segments), against
-// 27-42 ns for SwitchLpmBackend::hint_for_word in the same runs; a
+// 27-42 ns for SwitchLpmDevice::hint_for_word in the same runs; a
 // dependent chain of lookups (pure latency) 11-30 ns. Directory size, the
 // random-key set: 1/2 cell per segment 19 ns, 1 cell 16 ns, 2 cells (the
 // default) 12.6 ns, 4 cells 12.1 ns but a slower chain; past 2^17 cells
@@ -128,7 +128,7 @@ struct LpmImageOptions {
 std::vector<std::byte> build_lpm_image(std::span<const LpmEntry> upper, std::span<const LpmEntry> bottom,
                                        std::uint64_t version, const LpmImageOptions& options = {});
 
-// The start hints for w: SwitchLpmBackend::hint_for_word's semantics. Safe on
+// The start hints for w: SwitchLpmDevice::hint_for_word's semantics. Safe on
 // any bytes (see the contract above); an invalid header gives no hints.
 StartHints lpm_image_hint(std::span<const std::byte> image, Word w) noexcept;
 
