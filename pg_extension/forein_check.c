@@ -120,8 +120,27 @@ typedef struct ForeinCheckChildEntry
 	int			idx;
 } ForeinCheckChildEntry;
 
+/* Where the walk of one level is (check_level) */
+typedef struct ForeinCheckWalk
+{
+	uint32		level;
+	ForeinCheckLevel *pl;		/* downlinks of the level above; NULL: root
+								 * level */
+	ForeinCheckLevel *out;		/* downlinks of this level; NULL: leaf level */
+	BlockNumber prevblk;		/* the last live page met; invalid: none yet */
+	Page		prev;			/* a copy of it; NULL: none yet */
+	int			next;			/* the next downlink of pl to match */
+} ForeinCheckWalk;
+
 static void check_report(ForeinCheckState *cs, BlockNumber blkno,
 						 const char *fmt,...) pg_attribute_printf(3, 4) pg_attribute_noreturn();
+static void check_index_checkable(Relation indrel);
+static void check_init_state(ForeinCheckState *cs, Relation heaprel,
+							 Relation indrel, bool heapallindexed);
+static void check_heap_begin(ForeinCheckState *cs);
+static ForeinCheckLevel *check_level_create(void);
+static void check_every_level(ForeinCheckState *cs);
+static void check_heap_all_indexed(ForeinCheckState *cs);
 static void check_metapage(ForeinCheckState *cs, BlockNumber *root,
 						   uint32 *root_level);
 static Page check_read_page(ForeinCheckState *cs, BlockNumber blkno);
@@ -136,6 +155,14 @@ static void check_page_items(ForeinCheckState *cs, Page page,
 static void check_level(ForeinCheckState *cs, BlockNumber leftmost,
 						uint32 level, ForeinCheckLevel *pl,
 						ForeinCheckLevel *out);
+static Page check_walk_read(ForeinCheckState *cs, ForeinCheckWalk *walk,
+							BlockNumber cur);
+static void check_walk_links(ForeinCheckState *cs, ForeinCheckWalk *walk,
+							 BlockNumber cur, Page page);
+static void check_collect_downlinks(ForeinCheckState *cs,
+									ForeinCheckLevel *out, BlockNumber cur,
+									Page page);
+static void check_fingerprint_leaf(ForeinCheckState *cs, Page page);
 static void check_siblings(ForeinCheckState *cs, BlockNumber lblk, Page lpage,
 						   BlockNumber rblk, Page rpage);
 static void check_deleted_on_walk(ForeinCheckState *cs, BlockNumber blkno,
@@ -208,9 +235,6 @@ forein_check(PG_FUNCTION_ARGS)
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
-	BlockNumber leftmost;
-	uint32		level;
-	ForeinCheckLevel *pl = NULL;
 
 	/*
 	 * Reading the index (and, with heapallindexed, the whole table) needs
@@ -258,6 +282,41 @@ forein_check(PG_FUNCTION_ARGS)
 								BoolGetDatum(heapallindexed));
 		PG_RETURN_VOID();
 	}
+	check_index_checkable(indrel);
+
+	check_init_state(&cs, heaprel, indrel, heapallindexed);
+	if (cs.nblocks == 0)
+		check_report(&cs, FOREIN_METAPAGE_BLKNO, "The index has no metapage.");
+	if (heapallindexed)
+		check_heap_begin(&cs);
+
+	check_metapage(&cs, &cs.root, &cs.root_level);
+	check_every_level(&cs);
+	check_unreachable(&cs);
+
+	if (heapallindexed)
+		check_heap_all_indexed(&cs);
+
+	FreeAccessStrategy(cs.strategy);
+	MemoryContextDelete(cs.tmpcxt);
+
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+
+	index_close(indrel, AccessShareLock);
+	table_close(heaprel, AccessShareLock);
+
+	PG_RETURN_VOID();
+}
+
+/*
+ * Refuse an index that this check cannot read, as amcheck's
+ * btree_index_checkable: not a forein index, an index on another
+ * session's temporary table, or an index not yet valid.
+ */
+static void
+check_index_checkable(Relation indrel)
+{
 	if (indrel->rd_rel->relkind != RELKIND_INDEX ||
 		indrel->rd_indam == NULL ||
 		indrel->rd_indam->amvacuumcleanup != forein_vacuumcleanup)
@@ -282,78 +341,106 @@ forein_check(PG_FUNCTION_ARGS)
 				 errmsg("cannot check index \"%s\"",
 						RelationGetRelationName(indrel)),
 				 errdetail("Index is not valid.")));
+}
 
-	memset(&cs, 0, sizeof(cs));
-	cs.index = indrel;
-	cs.heap = heaprel;
-	cs.fstate = forein_get_state(indrel);
-	cs.itupdesc = RelationGetDescr(indrel);
-	cs.nblocks = RelationGetNumberOfBlocks(indrel);
-	cs.nblocks_now = cs.nblocks;
-	cs.visited_nbits = Max(cs.nblocks, 1);
-	cs.visited = palloc0((cs.visited_nbits + 7) / 8);
-	cs.strategy = GetAccessStrategy(BAS_BULKREAD);
-	cs.tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
-									  "forein_check page",
-									  ALLOCSET_DEFAULT_SIZES);
-	cs.heapallindexed = heapallindexed;
-	initStringInfo(&cs.fp);
+/*
+ * Set up the state of one check.  The index length read here bounds the
+ * pages that must be reachable (check_unreachable); pages added later by
+ * concurrent splits only grow the visited bitmap.
+ */
+static void
+check_init_state(ForeinCheckState *cs, Relation heaprel, Relation indrel,
+				 bool heapallindexed)
+{
+	memset(cs, 0, sizeof(*cs));
+	cs->index = indrel;
+	cs->heap = heaprel;
+	cs->fstate = forein_get_state(indrel);
+	cs->itupdesc = RelationGetDescr(indrel);
+	cs->nblocks = RelationGetNumberOfBlocks(indrel);
+	cs->nblocks_now = cs->nblocks;
+	cs->visited_nbits = Max(cs->nblocks, 1);
+	cs->visited = palloc0((cs->visited_nbits + 7) / 8);
+	cs->strategy = GetAccessStrategy(BAS_BULKREAD);
+	cs->tmpcxt = AllocSetContextCreate(CurrentMemoryContext,
+									   "forein_check page",
+									   ALLOCSET_DEFAULT_SIZES);
+	cs->heapallindexed = heapallindexed;
+	initStringInfo(&cs->fp);
+}
 
-	if (cs.nblocks == 0)
-		check_report(&cs, FOREIN_METAPAGE_BLKNO, "The index has no metapage.");
+/*
+ * heapallindexed, before any leaf is read: register the snapshot the heap
+ * scan will use and create the Bloom filter the leaf entries go into.
+ */
+static void
+check_heap_begin(ForeinCheckState *cs)
+{
+	Relation	indrel = cs->index;
+	int64		total_elems;
 
-	if (heapallindexed)
-	{
-		int64		total_elems;
+	/*
+	 * Take the snapshot before reading the leaves: every tuple visible to
+	 * it was indexed before, and VACUUM cannot remove its entry while we
+	 * hold the snapshot.
+	 */
+	cs->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	if (IsolationUsesXactSnapshot() && indrel->rd_index->indcheckxmin &&
+		!TransactionIdPrecedes(HeapTupleHeaderGetXmin(indrel->rd_indextuple->t_data),
+							   cs->snapshot->xmin))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("index \"%s\" cannot be verified using transaction snapshot",
+						RelationGetRelationName(indrel))));
 
-		/*
-		 * Take the snapshot before reading the leaves: every tuple visible
-		 * to it was indexed before, and VACUUM cannot remove its entry
-		 * while we hold the snapshot.
-		 */
-		cs.snapshot = RegisterSnapshot(GetTransactionSnapshot());
-		if (IsolationUsesXactSnapshot() && indrel->rd_index->indcheckxmin &&
-			!TransactionIdPrecedes(HeapTupleHeaderGetXmin(indrel->rd_indextuple->t_data),
-								   cs.snapshot->xmin))
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("index \"%s\" cannot be verified using transaction snapshot",
-							RelationGetRelationName(indrel))));
+	total_elems = Max((int64) cs->nblocks * (MaxIndexTuplesPerPage / 3),
+					  (int64) indrel->rd_rel->reltuples);
+	cs->filter = bloom_create(total_elems, maintenance_work_mem,
+							  pg_prng_uint64(&pg_global_prng_state));
+}
 
-		total_elems = Max((int64) cs.nblocks * (MaxIndexTuplesPerPage / 3),
-						  (int64) indrel->rd_rel->reltuples);
-		cs.filter = bloom_create(total_elems, maintenance_work_mem,
-								 pg_prng_uint64(&pg_global_prng_state));
-	}
+/* An empty list of downlinks, in a memory context of its own */
+static ForeinCheckLevel *
+check_level_create(void)
+{
+	ForeinCheckLevel *out;
+	HASHCTL		ctl;
 
-	check_metapage(&cs, &cs.root, &cs.root_level);
+	out = palloc0(sizeof(ForeinCheckLevel));
+	out->cxt = AllocSetContextCreate(CurrentMemoryContext,
+									 "forein_check level",
+									 ALLOCSET_DEFAULT_SIZES);
+	out->cap = 64;
+	out->items = MemoryContextAlloc(out->cxt,
+									sizeof(ForeinCheckDownlink) * out->cap);
+	ctl.keysize = sizeof(BlockNumber);
+	ctl.entrysize = sizeof(ForeinCheckChildEntry);
+	ctl.hcxt = out->cxt;
+	out->bychild = hash_create("forein_check downlinks", 1024, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	return out;
+}
 
-	/* Walk the levels from the root down */
-	leftmost = cs.root;
-	level = cs.root_level;
+/*
+ * Walk the levels from the root down, as amcheck's bt_check_every_level.
+ * The walk of an inner level collects its downlinks, which the walk of the
+ * level below matches with its pages; only two levels' lists are kept.
+ */
+static void
+check_every_level(ForeinCheckState *cs)
+{
+	BlockNumber leftmost = cs->root;
+	uint32		level = cs->root_level;
+	ForeinCheckLevel *pl = NULL;
+
 	for (;;)
 	{
 		ForeinCheckLevel *out = NULL;
 
 		if (level > 0)
-		{
-			HASHCTL		ctl;
+			out = check_level_create();
 
-			out = palloc0(sizeof(ForeinCheckLevel));
-			out->cxt = AllocSetContextCreate(CurrentMemoryContext,
-											 "forein_check level",
-											 ALLOCSET_DEFAULT_SIZES);
-			out->cap = 64;
-			out->items = MemoryContextAlloc(out->cxt,
-											sizeof(ForeinCheckDownlink) * out->cap);
-			ctl.keysize = sizeof(BlockNumber);
-			ctl.entrysize = sizeof(ForeinCheckChildEntry);
-			ctl.hcxt = out->cxt;
-			out->bychild = hash_create("forein_check downlinks", 1024, &ctl,
-									   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-		}
-
-		check_level(&cs, leftmost, level, pl, out);
+		check_level(cs, leftmost, level, pl, out);
 
 		if (pl)
 		{
@@ -367,47 +454,43 @@ forein_check(PG_FUNCTION_ARGS)
 		leftmost = pl->items[0].child;
 		level--;
 	}
+}
 
-	check_unreachable(&cs);
+/*
+ * heapallindexed, once the structure is verified: scan the heap with the
+ * snapshot taken before the leaves were read, and look every visible
+ * tuple up in the Bloom filter (check_heap_callback).  Frees the filter
+ * and unregisters the snapshot.
+ */
+static void
+check_heap_all_indexed(ForeinCheckState *cs)
+{
+	Relation	heaprel = cs->heap;
+	Relation	indrel = cs->index;
+	IndexInfo  *indexinfo = BuildIndexInfo(indrel);
+	TableScanDesc scan;
 
-	if (heapallindexed)
-	{
-		IndexInfo  *indexinfo = BuildIndexInfo(indrel);
-		TableScanDesc scan;
+	/* Visible tuples only (an MVCC scan); no uniqueness work */
+	indexinfo->ii_Concurrent = true;
+	indexinfo->ii_Unique = false;
+	indexinfo->ii_ExclusionOps = NULL;
+	indexinfo->ii_ExclusionProcs = NULL;
+	indexinfo->ii_ExclusionStrats = NULL;
 
-		/* Visible tuples only (an MVCC scan); no uniqueness work */
-		indexinfo->ii_Concurrent = true;
-		indexinfo->ii_Unique = false;
-		indexinfo->ii_ExclusionOps = NULL;
-		indexinfo->ii_ExclusionProcs = NULL;
-		indexinfo->ii_ExclusionStrats = NULL;
+	scan = table_beginscan_strat(heaprel, cs->snapshot, 0, NULL,
+								 true, true);
+	/* table_index_build_scan ends the scan */
+	table_index_build_scan(heaprel, indrel, indexinfo, true, false,
+						   check_heap_callback, cs, scan);
 
-		scan = table_beginscan_strat(heaprel, cs.snapshot, 0, NULL,
-									 true, true);
-		/* table_index_build_scan ends the scan */
-		table_index_build_scan(heaprel, indrel, indexinfo, true, false,
-							   check_heap_callback, &cs, scan);
+	ereport(DEBUG1,
+			(errmsg_internal("forein_check: %lld heap tuples found in \"%s\" among %lld leaf entries",
+							 (long long) cs->nheaptuples,
+							 RelationGetRelationName(indrel),
+							 (long long) cs->nleaftuples)));
 
-		ereport(DEBUG1,
-				(errmsg_internal("forein_check: %lld heap tuples found in \"%s\" among %lld leaf entries",
-								 (long long) cs.nheaptuples,
-								 RelationGetRelationName(indrel),
-								 (long long) cs.nleaftuples)));
-
-		bloom_free(cs.filter);
-		UnregisterSnapshot(cs.snapshot);
-	}
-
-	FreeAccessStrategy(cs.strategy);
-	MemoryContextDelete(cs.tmpcxt);
-
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-
-	index_close(indrel, AccessShareLock);
-	table_close(heaprel, AccessShareLock);
-
-	PG_RETURN_VOID();
+	bloom_free(cs->filter);
+	UnregisterSnapshot(cs->snapshot);
 }
 
 /* Raise ERRCODE_INDEX_CORRUPTED naming the index and the block */
@@ -713,157 +796,208 @@ static void
 check_level(ForeinCheckState *cs, BlockNumber leftmost, uint32 level,
 			ForeinCheckLevel *pl, ForeinCheckLevel *out)
 {
+	ForeinCheckWalk walk;
 	BlockNumber cur = leftmost;
-	BlockNumber prevblk = InvalidBlockNumber;
-	Page		prev = NULL;
-	int			next = 0;
+
+	walk.level = level;
+	walk.pl = pl;
+	walk.out = out;
+	walk.prevblk = InvalidBlockNumber;
+	walk.prev = NULL;
+	walk.next = 0;
 
 	while (cur != InvalidBlockNumber)
 	{
 		Page		page;
 		ForeinPageOpaque opaque;
-		OffsetNumber maxoff;
-		OffsetNumber off;
 
-		if (!check_block_exists(cs, cur))
-			check_report(cs, BlockNumberIsValid(prevblk) ? prevblk : cur,
-						 "Link to block %u at level %u points past the end of the index (%u blocks).",
-						 cur, level, cs->nblocks_now);
-		if (check_is_visited(cs, cur))
-			check_report(cs, cur,
-						 "Block %u is reached twice (sibling link cycle, or shared by two levels) while walking level %u.",
-						 cur, level);
-		check_set_visited(cs, cur);
-
-		page = check_read_page(cs, cur);
-		if (PageIsNew(page))
-			check_report(cs, cur, "Block %u is all zeroes but is linked into level %u.",
-						 cur, level);
-		check_page_special(cs, page, cur);
+		page = check_walk_read(cs, &walk, cur);
 		opaque = ForeinPageGetOpaque(page);
-		if (opaque->level != level)
-			check_report(cs, cur, "Page has level %u but is linked into level %u.",
-						 opaque->level, level);
-		check_page_header(cs, page, cur);
 
 		if (opaque->flags & FOREIN_DELETED)
 		{
 			/* Deleted pages keep their right link; follow it */
-			check_deleted_on_walk(cs, cur, prevblk, pl);
+			check_deleted_on_walk(cs, cur, walk.prevblk, pl);
 			cur = opaque->right;
 			pfree(page);
 			continue;
 		}
 
 		check_page_items(cs, page, cur);
+		check_walk_links(cs, &walk, cur, page);
 
-		if (prev == NULL)
-		{
-			/* The leftmost page of a level never gains a left sibling */
-			if (!ForeinPageIsLeftmost(page))
-				check_report(cs, cur, "The first page of level %u has left link %u.",
-							 level, opaque->left);
-		}
-		else
-			check_siblings(cs, prevblk, prev, cur, page);
-
-		if (pl == NULL)
-			check_top_page(cs, cur, page, prevblk);
-		else
-		{
-			check_match(cs, pl, &next, cur, page, level);
-			if (opaque->flags & FOREIN_ROOT)
-			{
-				BlockNumber root;
-				uint32		root_level;
-
-				check_metapage(cs, &root, &root_level);
-				if (root != cur)
-					check_report(cs, cur, "Page at level %u is flagged as the root, but the root is block %u.",
-								 level, root);
-			}
-		}
-
-		maxoff = PageGetMaxOffsetNumber(page);
 		if (level > 0)
-		{
-			MemoryContext oldcxt = MemoryContextSwitchTo(out->cxt);
-
-			for (off = FOREIN_FIRST_CHILD; off <= maxoff; off = OffsetNumberNext(off))
-			{
-				ForeinCheckDownlink *dl;
-				ForeinCheckChildEntry *entry;
-				bool		found;
-
-				if (out->n == out->cap)
-				{
-					out->cap *= 2;
-					out->items = repalloc(out->items,
-										  sizeof(ForeinCheckDownlink) * out->cap);
-				}
-				dl = &out->items[out->n];
-				dl->parent = cur;
-				dl->off = off;
-				dl->child = forein_inner_child(page, off);
-				dl->sep = check_sep_at(page, off);
-
-				/*
-				 * Two downlinks to one child cannot come from concurrent
-				 * activity: a walk by right links never sees an item twice.
-				 */
-				entry = hash_search(out->bychild, &dl->child, HASH_ENTER,
-									&found);
-				if (found)
-					check_report(cs, cur, "Downlink at offset %u points to block %u, as does the downlink at offset %u of block %u.",
-								 off, dl->child, out->items[entry->idx].off,
-								 out->items[entry->idx].parent);
-				entry->idx = out->n;
-				out->n++;
-			}
-			MemoryContextSwitchTo(oldcxt);
-		}
+			check_collect_downlinks(cs, out, cur, page);
 		else if (cs->heapallindexed)
-		{
-			MemoryContext oldcxt = MemoryContextSwitchTo(cs->tmpcxt);
+			check_fingerprint_leaf(cs, page);
 
-			for (off = FOREIN_FIRST_ITEM; off <= maxoff; off = OffsetNumberNext(off))
-			{
-				IndexTuple	itup = ITEM(page, off);
-				Datum		values[INDEX_MAX_KEYS];
-				bool		isnull[INDEX_MAX_KEYS];
-
-				int			k;
-
-				index_deform_tuple(itup, cs->itupdesc, values, isnull);
-				for (k = 0; k < forein_posting_count(itup); k++)
-				{
-					check_fingerprint(cs, forein_posting_tid(itup, k), values, isnull);
-					bloom_add_element(cs->filter, (unsigned char *) cs->fp.data,
-									  cs->fp.len);
-					cs->nleaftuples++;
-				}
-			}
-			MemoryContextSwitchTo(oldcxt);
-			MemoryContextReset(cs->tmpcxt);
-		}
-
-		if (prev)
-			pfree(prev);
-		prev = page;
-		prevblk = cur;
+		if (walk.prev)
+			pfree(walk.prev);
+		walk.prev = page;
+		walk.prevblk = cur;
 		cur = opaque->right;
 	}
 
-	if (prev == NULL)
+	if (walk.prev == NULL)
 		check_report(cs, leftmost, "Level %u has no live page.", level);
-	pfree(prev);
+	pfree(walk.prev);
 
 	/* Downlinks whose children the walk did not meet */
 	if (pl != NULL)
 	{
-		for (; next < pl->n; next++)
-			check_unmatched(cs, pl, next, level);
+		for (; walk.next < pl->n; walk.next++)
+			check_unmatched(cs, pl, walk.next, level);
 	}
+}
+
+/*
+ * The page a level walk's link led to, as a private copy: it must exist,
+ * be met for the first time, and be a page of this level with a sane
+ * header and line pointers.  Marks it visited.
+ */
+static Page
+check_walk_read(ForeinCheckState *cs, ForeinCheckWalk *walk, BlockNumber cur)
+{
+	Page		page;
+	ForeinPageOpaque opaque;
+
+	if (!check_block_exists(cs, cur))
+		check_report(cs, BlockNumberIsValid(walk->prevblk) ? walk->prevblk : cur,
+					 "Link to block %u at level %u points past the end of the index (%u blocks).",
+					 cur, walk->level, cs->nblocks_now);
+	if (check_is_visited(cs, cur))
+		check_report(cs, cur,
+					 "Block %u is reached twice (sibling link cycle, or shared by two levels) while walking level %u.",
+					 cur, walk->level);
+	check_set_visited(cs, cur);
+
+	page = check_read_page(cs, cur);
+	if (PageIsNew(page))
+		check_report(cs, cur, "Block %u is all zeroes but is linked into level %u.",
+					 cur, walk->level);
+	check_page_special(cs, page, cur);
+	opaque = ForeinPageGetOpaque(page);
+	if (opaque->level != walk->level)
+		check_report(cs, cur, "Page has level %u but is linked into level %u.",
+					 opaque->level, walk->level);
+	check_page_header(cs, page, cur);
+	return page;
+}
+
+/*
+ * The links of a live page met on a level walk: with its left sibling (the
+ * previous live page of the walk), and from the level above (the next
+ * downlink, or, on the root level, the metapage).
+ */
+static void
+check_walk_links(ForeinCheckState *cs, ForeinCheckWalk *walk, BlockNumber cur,
+				 Page page)
+{
+	ForeinPageOpaque opaque = ForeinPageGetOpaque(page);
+
+	if (walk->prev == NULL)
+	{
+		/* The leftmost page of a level never gains a left sibling */
+		if (!ForeinPageIsLeftmost(page))
+			check_report(cs, cur, "The first page of level %u has left link %u.",
+						 walk->level, opaque->left);
+	}
+	else
+		check_siblings(cs, walk->prevblk, walk->prev, cur, page);
+
+	if (walk->pl == NULL)
+		check_top_page(cs, cur, page, walk->prevblk);
+	else
+	{
+		check_match(cs, walk->pl, &walk->next, cur, page, walk->level);
+		if (opaque->flags & FOREIN_ROOT)
+		{
+			BlockNumber root;
+			uint32		root_level;
+
+			check_metapage(cs, &root, &root_level);
+			if (root != cur)
+				check_report(cs, cur, "Page at level %u is flagged as the root, but the root is block %u.",
+							 walk->level, root);
+		}
+	}
+}
+
+/*
+ * Append the downlinks of a live inner page to out, for the walk of the
+ * level below, and refuse a child that has two of them.
+ */
+static void
+check_collect_downlinks(ForeinCheckState *cs, ForeinCheckLevel *out,
+						BlockNumber cur, Page page)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	OffsetNumber off;
+	MemoryContext oldcxt = MemoryContextSwitchTo(out->cxt);
+
+	for (off = FOREIN_FIRST_CHILD; off <= maxoff; off = OffsetNumberNext(off))
+	{
+		ForeinCheckDownlink *dl;
+		ForeinCheckChildEntry *entry;
+		bool		found;
+
+		if (out->n == out->cap)
+		{
+			out->cap *= 2;
+			out->items = repalloc(out->items,
+								  sizeof(ForeinCheckDownlink) * out->cap);
+		}
+		dl = &out->items[out->n];
+		dl->parent = cur;
+		dl->off = off;
+		dl->child = forein_inner_child(page, off);
+		dl->sep = check_sep_at(page, off);
+
+		/*
+		 * Two downlinks to one child cannot come from concurrent activity:
+		 * a walk by right links never sees an item twice.
+		 */
+		entry = hash_search(out->bychild, &dl->child, HASH_ENTER, &found);
+		if (found)
+			check_report(cs, cur, "Downlink at offset %u points to block %u, as does the downlink at offset %u of block %u.",
+						 off, dl->child, out->items[entry->idx].off,
+						 out->items[entry->idx].parent);
+		entry->idx = out->n;
+		out->n++;
+	}
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * heapallindexed: add every (heap TID, key) of a live leaf to the Bloom
+ * filter, each TID of a posting list on its own, as the heap scan will
+ * look them up.
+ */
+static void
+check_fingerprint_leaf(ForeinCheckState *cs, Page page)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	OffsetNumber off;
+	MemoryContext oldcxt = MemoryContextSwitchTo(cs->tmpcxt);
+
+	for (off = FOREIN_FIRST_ITEM; off <= maxoff; off = OffsetNumberNext(off))
+	{
+		IndexTuple	itup = ITEM(page, off);
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+		int			k;
+
+		index_deform_tuple(itup, cs->itupdesc, values, isnull);
+		for (k = 0; k < forein_posting_count(itup); k++)
+		{
+			check_fingerprint(cs, forein_posting_tid(itup, k), values, isnull);
+			bloom_add_element(cs->filter, (unsigned char *) cs->fp.data,
+							  cs->fp.len);
+			cs->nleaftuples++;
+		}
+	}
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(cs->tmpcxt);
 }
 
 /*

@@ -31,9 +31,36 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+/* One insert, as nbtree's BTInsertStateData: what each attempt needs */
+typedef struct ForeinInsertState
+{
+	Relation	index;
+	ForeinState *state;
+	Relation	heapRel;
+	IndexTuple	itup;			/* the new entry; t_tid is the heap TID */
+	ForeinSearchKey key;		/* its position */
+	Datum	   *values;			/* its key, for a unique violation's detail */
+	bool	   *isnull;
+	IndexUniqueCheck checkUnique;
+	bool		indexUnchanged;
+	bool		dedup;			/* the index deduplicates */
+	bool		is_unique;		/* the result: no duplicate found */
+} ForeinInsertState;
+
 static bool insert_onto(Relation index, ForeinState *state, Relation heapRel,
 						bool bottomup, Buffer buf, ForeinStack stack,
 						IndexTuple itup, OffsetNumber off, Buffer childbuf);
+static Buffer insert_search_leaf(ForeinInsertState *ins,
+								 const ForeinSearchKey *key,
+								 ForeinStack *stack);
+static bool insert_plain(ForeinInsertState *ins);
+static bool insert_unique(ForeinInsertState *ins);
+static bool insert_check_unique(ForeinInsertState *ins, Buffer buf,
+								ForeinStack stack,
+								const ForeinSearchKey *first,
+								bool *anyentry);
+static bool insert_further_right(ForeinInsertState *ins, Buffer buf,
+								 ForeinStack stack, bool bottomup);
 
 static void
 page_add(Relation index, Page page, IndexTuple itup, OffsetNumber off)
@@ -1143,162 +1170,237 @@ forein_insert(Relation index, Datum *values, bool *isnull,
 			  IndexInfo *indexInfo)
 {
 	ForeinState *state = forein_get_state(index);
-	IndexTuple	itup = index_form_tuple(state->tupdesc, values, isnull);
-	ForeinSearchKey key;
+	ForeinInsertState ins;
 	bool		check;
-	bool		is_unique = true;
-	bool		dedup = forein_index_dedup(index);
-	bool		done;
 	int			i;
 
-	itup->t_tid = *ht_ctid;
-	forein_check_item_size(index, heapRel, itup);
-	forein_key_from_tuple(state, itup, &key);
+	ins.index = index;
+	ins.state = state;
+	ins.heapRel = heapRel;
+	ins.itup = index_form_tuple(state->tupdesc, values, isnull);
+	ins.values = values;
+	ins.isnull = isnull;
+	ins.checkUnique = checkUnique;
+	ins.indexUnchanged = indexUnchanged;
+	ins.dedup = forein_index_dedup(index);
+	ins.is_unique = true;
+
+	ins.itup->t_tid = *ht_ctid;
+	forein_check_item_size(index, heapRel, ins.itup);
+	forein_key_from_tuple(state, ins.itup, &ins.key);
 	/* a key with a NULL column never conflicts (unless NULLS NOT DISTINCT) */
 	check = checkUnique != UNIQUE_CHECK_NO;
 	for (i = 0; check && i < state->nkeys; i++)
 		check = !isnull[i] || index->rd_index->indnullsnotdistinct;
 
+	/* An attempt that returns false starts over from the root */
 	for (;;)
 	{
-		ForeinStack stack;
-		Buffer		buf;
-		Page		page;
+		if (check ? insert_unique(&ins) : insert_plain(&ins))
+			break;
+	}
+	pfree(ins.itup);
+	return ins.is_unique;
+}
 
-		if (!check)
+/*
+ * Descends to the leaf of key and locks it exclusively, as nbtree's
+ * _bt_search_insert.  When that leaf is the left half of an incomplete
+ * split, completes the split instead and returns InvalidBuffer (stack
+ * freed): the caller starts over.
+ */
+static Buffer
+insert_search_leaf(ForeinInsertState *ins, const ForeinSearchKey *key,
+				   ForeinStack *stack)
+{
+	Buffer		buf;
+
+	buf = forein_descend(ins->index, ins->state, key, 0, BUFFER_LOCK_EXCLUSIVE,
+						 stack, false);
+	if (ForeinPageGetOpaque(BufferGetPage(buf))->flags & FOREIN_INCOMPLETE_SPLIT)
+	{
+		forein_insert_downlink(ins->index, ins->state, buf, *stack);
+		forein_free_stack(*stack);
+		return InvalidBuffer;
+	}
+	return buf;
+}
+
+/*
+ * One attempt at an insert without a unique check.  Returns false when the
+ * caller must start over: an incomplete split was completed first, or the
+ * leaf split without our entry.
+ */
+static bool
+insert_plain(ForeinInsertState *ins)
+{
+	ForeinStack stack;
+	Buffer		buf;
+	bool		done;
+
+	buf = insert_search_leaf(ins, &ins->key, &stack);
+	if (!BufferIsValid(buf))
+		return false;
+	CheckForSerializableConflictIn(ins->index, NULL, BufferGetBlockNumber(buf));
+	if (ins->dedup)
+		done = insert_dedup(ins->index, ins->state, ins->heapRel,
+							ins->indexUnchanged, buf, stack, ins->itup,
+							&ins->key);
+	else
+		done = insert_onto(ins->index, ins->state, ins->heapRel,
+						   ins->indexUnchanged, buf, stack, ins->itup,
+						   forein_binsearch_leaf(ins->state, BufferGetPage(buf),
+												 &ins->key),
+						   InvalidBuffer);
+	forein_free_stack(stack);
+	return done;				/* false: the leaf split without our entry */
+}
+
+/*
+ * One attempt at an insert with a unique check.  Returns true when done
+ * (our entry is in, or UNIQUE_CHECK_EXISTING found no conflict); false when
+ * the caller must start over: an incomplete split was completed, a
+ * conflicting transaction was waited for, or the leaf split without our
+ * entry (the check runs again).
+ */
+static bool
+insert_unique(ForeinInsertState *ins)
+{
+	ForeinSearchKey first = ins->key;
+	ForeinStack stack;
+	Buffer		buf;
+	Page		page;
+	bool		anyentry;
+	bool		bottomup;
+	bool		done;
+
+	/*
+	 * Every inserter of this key locks the page of the key's first position
+	 * before checking, and keeps it locked until its own entry is in: that
+	 * serializes checks of equal keys.
+	 */
+	first.tidmode = FOREIN_TID_BEFORE;
+	buf = insert_search_leaf(ins, &first, &stack);
+	if (!BufferIsValid(buf))
+		return false;
+	page = BufferGetPage(buf);
+	if (!insert_check_unique(ins, buf, stack, &first, &anyentry))
+		return false;
+	if (ins->checkUnique == UNIQUE_CHECK_EXISTING)
+	{
+		forein_relbuf(buf);
+		forein_free_stack(stack);
+		return true;
+	}
+
+	/* the key's other entries are likely old versions, as in nbtree */
+	bottomup = ins->indexUnchanged || anyentry;
+	CheckForSerializableConflictIn(ins->index, NULL, BufferGetBlockNumber(buf));
+	if (!forein_page_hi_le(ins->state, page, &ins->key))
+	{
+		done = insert_onto(ins->index, ins->state, ins->heapRel, bottomup, buf,
+						   stack, ins->itup,
+						   forein_binsearch_leaf(ins->state, page, &ins->key),
+						   InvalidBuffer);
+		forein_free_stack(stack);
+		/* false: split without our entry: check again */
+		return done;
+	}
+	return insert_further_right(ins, buf, stack, bottomup);
+}
+
+/*
+ * The unique check on buf, the locked leaf of the key's first position.
+ * A duplicate raises the unique violation, or under UNIQUE_CHECK_PARTIAL
+ * clears is_unique.  Returns false, with buf and stack released, after
+ * waiting for a transaction that was inserting or deleting a duplicate:
+ * the caller starts over.  Sets *anyentry as check_unique does.
+ */
+static bool
+insert_check_unique(ForeinInsertState *ins, Buffer buf, ForeinStack stack,
+					const ForeinSearchKey *first, bool *anyentry)
+{
+	TransactionId xwait;
+	uint32		spec;
+
+	if (check_unique(ins->index, ins->state, ins->heapRel, buf, first,
+					 ins->itup, ins->checkUnique, &xwait, &spec, anyentry))
+	{
+		if (ins->checkUnique != UNIQUE_CHECK_PARTIAL)
 		{
-			buf = forein_descend(index, state, &key, 0, BUFFER_LOCK_EXCLUSIVE,
-								 &stack, false);
-			page = BufferGetPage(buf);
-			if (ForeinPageGetOpaque(page)->flags & FOREIN_INCOMPLETE_SPLIT)
-			{
-				forein_insert_downlink(index, state, buf, stack);
-				forein_free_stack(stack);
-				continue;
-			}
-			CheckForSerializableConflictIn(index, NULL, BufferGetBlockNumber(buf));
-			if (dedup)
-				done = insert_dedup(index, state, heapRel, indexUnchanged, buf,
-									stack, itup, &key);
-			else
-				done = insert_onto(index, state, heapRel, indexUnchanged, buf,
-								   stack, itup,
-								   forein_binsearch_leaf(state, page, &key), InvalidBuffer);
-			forein_free_stack(stack);
-			if (done)
-				break;
-			continue;			/* the leaf split without our entry */
-		}
-		else
-		{
-			ForeinSearchKey first = key;
-			TransactionId xwait;
-			uint32		spec;
-			Buffer		target;
-			bool		anyentry;
-			bool		bottomup;
+			char	   *desc;
 
-			/*
-			 * Every inserter of this key locks the page of the key's first
-			 * position before checking, and keeps it locked until its own
-			 * entry is in: that serializes checks of equal keys.
-			 */
-			first.tidmode = FOREIN_TID_BEFORE;
-			buf = forein_descend(index, state, &first, 0, BUFFER_LOCK_EXCLUSIVE,
-								 &stack, false);
-			page = BufferGetPage(buf);
-			if (ForeinPageGetOpaque(page)->flags & FOREIN_INCOMPLETE_SPLIT)
-			{
-				forein_insert_downlink(index, state, buf, stack);
-				forein_free_stack(stack);
-				continue;
-			}
-			if (check_unique(index, state, heapRel, buf, &first, itup,
-							 checkUnique, &xwait, &spec, &anyentry))
-			{
-				if (checkUnique != UNIQUE_CHECK_PARTIAL)
-				{
-					char	   *desc;
-
-					forein_relbuf(buf);
-					forein_free_stack(stack);
-					desc = BuildIndexValueDescription(index, values, isnull);
-					ereport(ERROR,
-							(errcode(ERRCODE_UNIQUE_VIOLATION),
-							 errmsg("duplicate key value violates unique constraint \"%s\"",
-									RelationGetRelationName(index)),
-							 desc ? errdetail("Key %s already exists.", desc) : 0,
-							 errtableconstraint(heapRel, RelationGetRelationName(index))));
-				}
-				is_unique = false;
-			}
-			else if (TransactionIdIsValid(xwait))
-			{
-				forein_relbuf(buf);
-				forein_free_stack(stack);
-				if (spec)
-					SpeculativeInsertionWait(xwait, spec);
-				else
-					XactLockTableWait(xwait, heapRel, &itup->t_tid,
-									  XLTW_InsertIndex);
-				continue;
-			}
-			if (checkUnique == UNIQUE_CHECK_EXISTING)
-			{
-				forein_relbuf(buf);
-				forein_free_stack(stack);
-				break;
-			}
-
-			/* the key's other entries are likely old versions, as in nbtree */
-			bottomup = indexUnchanged || anyentry;
-			CheckForSerializableConflictIn(index, NULL, BufferGetBlockNumber(buf));
-			if (!forein_page_hi_le(state, page, &key))
-			{
-				done = insert_onto(index, state, heapRel, bottomup, buf, stack,
-								   itup, forein_binsearch_leaf(state, page, &key),
-								   InvalidBuffer);
-				forein_free_stack(stack);
-				if (done)
-					break;
-				continue;		/* split without our entry: check again */
-			}
-
-			/* our position is further right: go there holding buf */
-			target = InvalidBuffer;
-			{
-				BlockNumber next = ForeinPageGetOpaque(page)->right;
-
-				for (;;)
-				{
-					Buffer		nbuf = forein_getbuf(index, next, BUFFER_LOCK_EXCLUSIVE);
-					Page		npage = BufferGetPage(nbuf);
-
-					if (BufferIsValid(target))
-						forein_relbuf(target);
-					target = nbuf;
-					if (!ForeinPageIsDeleted(npage) && !forein_page_hi_le(state, npage, &key))
-						break;
-					next = ForeinPageGetOpaque(npage)->right;
-				}
-			}
-			if (ForeinPageGetOpaque(BufferGetPage(target))->flags & FOREIN_INCOMPLETE_SPLIT)
-			{
-				/* rare: complete that split and start over */
-				forein_relbuf(buf);
-				forein_insert_downlink(index, state, target, NULL);
-				forein_free_stack(stack);
-				continue;
-			}
-			done = insert_onto(index, state, heapRel, bottomup, target, NULL, itup,
-							   forein_binsearch_leaf(state, BufferGetPage(target), &key),
-							   InvalidBuffer);
 			forein_relbuf(buf);
 			forein_free_stack(stack);
-			if (done)
-				break;
+			desc = BuildIndexValueDescription(ins->index, ins->values,
+											  ins->isnull);
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("duplicate key value violates unique constraint \"%s\"",
+							RelationGetRelationName(ins->index)),
+					 desc ? errdetail("Key %s already exists.", desc) : 0,
+					 errtableconstraint(ins->heapRel,
+										RelationGetRelationName(ins->index))));
 		}
+		ins->is_unique = false;
 	}
-	pfree(itup);
-	return is_unique;
+	else if (TransactionIdIsValid(xwait))
+	{
+		forein_relbuf(buf);
+		forein_free_stack(stack);
+		if (spec)
+			SpeculativeInsertionWait(xwait, spec);
+		else
+			XactLockTableWait(xwait, ins->heapRel, &ins->itup->t_tid,
+							  XLTW_InsertIndex);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Our position is right of buf, the leaf of the key's first position (the
+ * key's entries continue right): moves right to the leaf that covers it,
+ * as nbtree's _bt_stepright, still holding buf so that no equal key slips
+ * in before our entry, and inserts there.  Releases buf and stack.
+ * Returns false as insert_unique does.
+ */
+static bool
+insert_further_right(ForeinInsertState *ins, Buffer buf, ForeinStack stack,
+					 bool bottomup)
+{
+	Buffer		target = InvalidBuffer;
+	BlockNumber next = ForeinPageGetOpaque(BufferGetPage(buf))->right;
+	bool		done;
+
+	/* our position is further right: go there holding buf */
+	for (;;)
+	{
+		Buffer		nbuf = forein_getbuf(ins->index, next, BUFFER_LOCK_EXCLUSIVE);
+		Page		npage = BufferGetPage(nbuf);
+
+		if (BufferIsValid(target))
+			forein_relbuf(target);
+		target = nbuf;
+		if (!ForeinPageIsDeleted(npage) &&
+			!forein_page_hi_le(ins->state, npage, &ins->key))
+			break;
+		next = ForeinPageGetOpaque(npage)->right;
+	}
+	if (ForeinPageGetOpaque(BufferGetPage(target))->flags & FOREIN_INCOMPLETE_SPLIT)
+	{
+		/* rare: complete that split and start over */
+		forein_relbuf(buf);
+		forein_insert_downlink(ins->index, ins->state, target, NULL);
+		forein_free_stack(stack);
+		return false;
+	}
+	done = insert_onto(ins->index, ins->state, ins->heapRel, bottomup, target,
+					   NULL, ins->itup,
+					   forein_binsearch_leaf(ins->state, BufferGetPage(target),
+											 &ins->key),
+					   InvalidBuffer);
+	forein_relbuf(buf);
+	forein_free_stack(stack);
+	return done;
 }

@@ -90,11 +90,52 @@ typedef struct ForeinDelCandidate
 	IndexTuple	lokey;			/* NULL when the target is leftmost */
 } ForeinDelCandidate;
 
+/*
+ * What bulk delete removes from one leaf: the items to delete, and the
+ * posting tuples to replace by tuples of their live TIDs only.
+ */
+typedef struct ForeinVacDead
+{
+	OffsetNumber deletable[MaxIndexTuplesPerPage];
+	int			ndeletable;
+	OffsetNumber updated_off[MaxIndexTuplesPerPage];
+	IndexTuple	updated[MaxIndexTuplesPerPage];
+	int			nupdated;
+	double		removed_tids;	/* posting TIDs beyond one per deleted item */
+} ForeinVacDead;
+
+/* The pages one deletion changes, exclusively locked in this order */
+typedef struct ForeinDelLocked
+{
+	Buffer		lbuf;			/* left sibling; InvalidBuffer: none */
+	Buffer		tbuf;			/* the target */
+	Buffer		rbuf;			/* right sibling, which takes its key space */
+	Buffer		pbuf;			/* parent, holding both their downlinks */
+	BlockNumber parent;
+	OffsetNumber toff;			/* the target's downlink, once rechecked */
+} ForeinDelLocked;
+
 static void forein_vacuum_scan(ForeinVacState *vstate);
 static BlockNumber forein_vacuum_page(ForeinVacState *vstate,
 									  BlockNumber blkno, bool backtrack);
+static bool forein_vacuum_not_leaf(ForeinVacState *vstate, Buffer buf,
+								   BlockNumber blkno, bool backtrack);
+static bool forein_vacuum_delitems(ForeinVacState *vstate, Buffer buf);
+static void forein_vacuum_collect(ForeinVacState *vstate, Page page,
+								  ForeinVacDead *dead);
+static void forein_vacuum_candidate(ForeinVacState *vstate, BlockNumber blkno,
+									Page page, ForeinDelCandidate *cand);
 static bool forein_delete_page(ForeinVacState *vstate,
 							   ForeinDelCandidate *cand);
+static void forein_delete_lock(Relation rel, ForeinDelCandidate *cand,
+							   BlockNumber parent, ForeinDelLocked *locked);
+static void forein_delete_unlock(ForeinDelLocked *locked);
+static ForeinPageOpaque forein_delete_opaque(Relation rel, Buffer buf,
+											 BlockNumber blkno);
+static bool forein_delete_recheck(Relation rel, ForeinDelCandidate *cand,
+								  ForeinDelLocked *locked);
+static bool forein_unlink_page(Relation rel, ForeinDelCandidate *cand,
+							   ForeinDelLocked *locked);
 static BlockNumber forein_find_parent(Relation index, ForeinState *fstate,
 									  ForeinDelCandidate *cand);
 static void forein_set_downlink(Page page, OffsetNumber off, BlockNumber child);
@@ -337,66 +378,21 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 	Buffer		buf;
 	Page		page;
 	ForeinPageOpaque opaque;
-	OffsetNumber deletable[MaxIndexTuplesPerPage];
-	int			ndeletable = 0;
-	OffsetNumber updated_off[MaxIndexTuplesPerPage];
-	IndexTuple	updated[MaxIndexTuplesPerPage];
-	int			nupdated = 0;
-	ItemPointerData live[FOREIN_MAX_TIDS_PER_PAGE];
-	double		removed_tids = 0;
 	OffsetNumber offnum;
 	OffsetNumber maxoff;
 	BlockNumber right;
 	bool		candidate;
 	ForeinDelCandidate cand;
-	MemoryContext oldcxt;
 
 	vacuum_delay_point();
 
 	buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
 							 info->strategy);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	if (forein_vacuum_not_leaf(vstate, buf, blkno, backtrack))
+		return InvalidBlockNumber;
 	page = BufferGetPage(buf);
-
-	if (PageIsNew(page))
-	{
-		/* Never initialized (e.g. extension interrupted): free for reuse */
-		if (!backtrack)
-		{
-			forein_mark_reusable(vstate, blkno, true);
-			RecordFreeIndexPage(rel, blkno);
-			stats->pages_deleted++;
-			stats->pages_free++;
-		}
-		UnlockReleaseBuffer(buf);
-		return InvalidBlockNumber;
-	}
-
-	forein_check_page(rel, page, blkno);
 	opaque = ForeinPageGetOpaque(page);
-
-	if (opaque->flags & FOREIN_DELETED)
-	{
-		if (!backtrack)
-		{
-			forein_mark_reusable(vstate, blkno, true);
-			if (forein_page_recyclable(page))
-			{
-				RecordFreeIndexPage(rel, blkno);
-				stats->pages_free++;
-			}
-			stats->pages_deleted++;
-		}
-		UnlockReleaseBuffer(buf);
-		return InvalidBlockNumber;
-	}
-
-	/* Inner pages and the metapage hold no heap TIDs */
-	if (opaque->level != 0 || (opaque->flags & FOREIN_META))
-	{
-		UnlockReleaseBuffer(buf);
-		return InvalidBlockNumber;
-	}
 
 	/*
 	 * A leaf.  When removing tuples, take a cleanup lock: it waits out
@@ -418,55 +414,12 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 	}
 
 	maxoff = PageGetMaxOffsetNumber(page);
-	oldcxt = MemoryContextSwitchTo(vstate->pagecxt);
-	if (vstate->callback)
+	if (vstate->callback && forein_vacuum_delitems(vstate, buf))
 	{
-		for (offnum = FOREIN_FIRST_ITEM; offnum <= maxoff;
-			 offnum = OffsetNumberNext(offnum))
-		{
-			IndexTuple	itup;
-			int			ntids;
-			int			nlive = 0;
-			int			k;
-
-			itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, offnum));
-			ntids = forein_posting_count(itup);
-			if (ntids == 1)
-			{
-				if (vstate->callback(&itup->t_tid, vstate->callback_state))
-					deletable[ndeletable++] = offnum;
-				continue;
-			}
-			/* a posting tuple: keep its live TIDs, or remove it */
-			for (k = 0; k < ntids; k++)
-			{
-				ItemPointer tid = forein_posting_tid(itup, k);
-
-				if (!vstate->callback(tid, vstate->callback_state))
-					live[nlive++] = *tid;
-			}
-			if (nlive == 0)
-				deletable[ndeletable++] = offnum;
-			else if (nlive < ntids)
-			{
-				updated_off[nupdated] = offnum;
-				updated[nupdated++] = forein_form_posting(itup, live, nlive);
-			}
-			removed_tids += ntids - nlive - (nlive == 0 ? 1 : 0);
-		}
-	}
-
-	if (ndeletable > 0 || nupdated > 0)
-	{
-		forein_change_leaf(rel, buf, deletable, ndeletable, updated_off, updated,
-						   nupdated, true, InvalidTransactionId);
-		stats->tuples_removed += ndeletable + removed_tids;
 		page = BufferGetPage(buf);
 		opaque = ForeinPageGetOpaque(page);
 		maxoff = PageGetMaxOffsetNumber(page);
 	}
-	MemoryContextSwitchTo(oldcxt);
-	MemoryContextReset(vstate->pagecxt);
 
 	for (offnum = FOREIN_FIRST_ITEM; offnum <= maxoff; offnum = OffsetNumberNext(offnum))
 		stats->num_index_tuples +=
@@ -485,19 +438,7 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 		right != InvalidBlockNumber &&
 		(opaque->flags & (FOREIN_ROOT | FOREIN_INCOMPLETE_SPLIT)) == 0;
 	if (candidate)
-	{
-		oldcxt = MemoryContextSwitchTo(vstate->pagecxt);
-		cand.target = blkno;
-		cand.left = opaque->left;
-		cand.right = right;
-		if (opaque->left == InvalidBlockNumber)
-			cand.lokey = NULL;
-		else
-			cand.lokey = CopyIndexTuple((IndexTuple)
-										PageGetItem(page,
-													PageGetItemId(page, FOREIN_LOKEY)));
-		MemoryContextSwitchTo(oldcxt);
-	}
+		forein_vacuum_candidate(vstate, blkno, page, &cand);
 
 	UnlockReleaseBuffer(buf);
 
@@ -513,6 +454,166 @@ forein_vacuum_page(ForeinVacState *vstate, BlockNumber blkno, bool backtrack)
 	}
 
 	return right;
+}
+
+/*
+ * The first look at a page, share-locked: a new or deleted page is counted
+ * and, when recyclable, recorded in the FSM (by the main scan only); inner
+ * pages and the metapage hold no heap TIDs.  Returns true, with buf
+ * released, for all of these; false for a live leaf, still locked.
+ */
+static bool
+forein_vacuum_not_leaf(ForeinVacState *vstate, Buffer buf, BlockNumber blkno,
+					   bool backtrack)
+{
+	IndexBulkDeleteResult *stats = vstate->stats;
+	Relation	rel = vstate->info->index;
+	Page		page = BufferGetPage(buf);
+	ForeinPageOpaque opaque;
+
+	if (PageIsNew(page))
+	{
+		/* Never initialized (e.g. extension interrupted): free for reuse */
+		if (!backtrack)
+		{
+			forein_mark_reusable(vstate, blkno, true);
+			RecordFreeIndexPage(rel, blkno);
+			stats->pages_deleted++;
+			stats->pages_free++;
+		}
+		UnlockReleaseBuffer(buf);
+		return true;
+	}
+
+	forein_check_page(rel, page, blkno);
+	opaque = ForeinPageGetOpaque(page);
+
+	if (opaque->flags & FOREIN_DELETED)
+	{
+		if (!backtrack)
+		{
+			forein_mark_reusable(vstate, blkno, true);
+			if (forein_page_recyclable(page))
+			{
+				RecordFreeIndexPage(rel, blkno);
+				stats->pages_free++;
+			}
+			stats->pages_deleted++;
+		}
+		UnlockReleaseBuffer(buf);
+		return true;
+	}
+
+	/* Inner pages and the metapage hold no heap TIDs */
+	if (opaque->level != 0 || (opaque->flags & FOREIN_META))
+	{
+		UnlockReleaseBuffer(buf);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Remove the entries of a cleanup-locked leaf whose heap TIDs the callback
+ * says are dead, in one WAL record (forein_change_leaf), as nbtree's
+ * _bt_delitems_vacuum.  Returns whether the page changed.
+ */
+static bool
+forein_vacuum_delitems(ForeinVacState *vstate, Buffer buf)
+{
+	Relation	rel = vstate->info->index;
+	ForeinVacDead dead;
+	bool		changed = false;
+	MemoryContext oldcxt;
+
+	oldcxt = MemoryContextSwitchTo(vstate->pagecxt);
+	forein_vacuum_collect(vstate, BufferGetPage(buf), &dead);
+	if (dead.ndeletable > 0 || dead.nupdated > 0)
+	{
+		forein_change_leaf(rel, buf, dead.deletable, dead.ndeletable,
+						   dead.updated_off, dead.updated, dead.nupdated,
+						   true, InvalidTransactionId);
+		vstate->stats->tuples_removed += dead.ndeletable + dead.removed_tids;
+		changed = true;
+	}
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextReset(vstate->pagecxt);
+	return changed;
+}
+
+/*
+ * Ask the callback about every heap TID of a leaf: an entry all of whose
+ * TIDs are dead is to be deleted, a posting tuple with only some dead is
+ * to be replaced by a tuple of its live TIDs (formed in the current memory
+ * context).
+ */
+static void
+forein_vacuum_collect(ForeinVacState *vstate, Page page, ForeinVacDead *dead)
+{
+	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+	OffsetNumber offnum;
+	ItemPointerData live[FOREIN_MAX_TIDS_PER_PAGE];
+
+	dead->ndeletable = 0;
+	dead->nupdated = 0;
+	dead->removed_tids = 0;
+	for (offnum = FOREIN_FIRST_ITEM; offnum <= maxoff;
+		 offnum = OffsetNumberNext(offnum))
+	{
+		IndexTuple	itup;
+		int			ntids;
+		int			nlive = 0;
+		int			k;
+
+		itup = (IndexTuple) PageGetItem(page, PageGetItemId(page, offnum));
+		ntids = forein_posting_count(itup);
+		if (ntids == 1)
+		{
+			if (vstate->callback(&itup->t_tid, vstate->callback_state))
+				dead->deletable[dead->ndeletable++] = offnum;
+			continue;
+		}
+		/* a posting tuple: keep its live TIDs, or remove it */
+		for (k = 0; k < ntids; k++)
+		{
+			ItemPointer tid = forein_posting_tid(itup, k);
+
+			if (!vstate->callback(tid, vstate->callback_state))
+				live[nlive++] = *tid;
+		}
+		if (nlive == 0)
+			dead->deletable[dead->ndeletable++] = offnum;
+		else if (nlive < ntids)
+		{
+			dead->updated_off[dead->nupdated] = offnum;
+			dead->updated[dead->nupdated++] = forein_form_posting(itup, live, nlive);
+		}
+		dead->removed_tids += ntids - nlive - (nlive == 0 ? 1 : 0);
+	}
+}
+
+/*
+ * Remember what the scan saw of an empty leaf that may be deleted, in the
+ * page memory context (reset once the deletion was tried): its links and
+ * a copy of its low key, with which the parent is found without a lock.
+ */
+static void
+forein_vacuum_candidate(ForeinVacState *vstate, BlockNumber blkno, Page page,
+						ForeinDelCandidate *cand)
+{
+	ForeinPageOpaque opaque = ForeinPageGetOpaque(page);
+	MemoryContext oldcxt = MemoryContextSwitchTo(vstate->pagecxt);
+
+	cand->target = blkno;
+	cand->left = opaque->left;
+	cand->right = opaque->right;
+	if (opaque->left == InvalidBlockNumber)
+		cand->lokey = NULL;
+	else
+		cand->lokey = CopyIndexTuple((IndexTuple)
+									 PageGetItem(page,
+												 PageGetItemId(page, FOREIN_LOKEY)));
+	MemoryContextSwitchTo(oldcxt);
 }
 
 static void
@@ -608,22 +709,8 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 	BlockNumber root;
 	uint32		root_level;
 	BlockNumber parent;
-	Buffer		lbuf = InvalidBuffer;
-	Buffer		tbuf;
-	Buffer		rbuf;
-	Buffer		pbuf;
-	Page		lpage = NULL;
-	Page		tpage;
-	Page		rpage;
-	Page		ppage;
-	ForeinPageOpaque lop = NULL;
-	ForeinPageOpaque top;
-	ForeinPageOpaque rop;
-	ForeinPageOpaque pop;
-	OffsetNumber toff = InvalidOffsetNumber;
-	bool		ok;
-	GenericXLogState *gxstate;
-	IndexTuple	tlokey;
+	ForeinDelLocked locked;
+	bool		unlinked;
 
 	/* A one-level tree's only leaf is the root */
 	forein_get_root(rel, &root, &root_level);
@@ -638,98 +725,170 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 		return false;
 	}
 
-	/* Left to right on the leaf level, then the parent */
-	if (cand->left != InvalidBlockNumber)
-	{
-		lbuf = ReadBuffer(rel, cand->left);
-		LockBuffer(lbuf, BUFFER_LOCK_EXCLUSIVE);
-	}
-	tbuf = ReadBuffer(rel, cand->target);
-	LockBuffer(tbuf, BUFFER_LOCK_EXCLUSIVE);
-	rbuf = ReadBuffer(rel, cand->right);
-	LockBuffer(rbuf, BUFFER_LOCK_EXCLUSIVE);
-	pbuf = ReadBuffer(rel, parent);
-	LockBuffer(pbuf, BUFFER_LOCK_EXCLUSIVE);
+	forein_delete_lock(rel, cand, parent, &locked);
 
-	/* Re-verify everything under the locks */
-	ok = true;
-	if (BufferIsValid(lbuf))
-	{
-		lpage = BufferGetPage(lbuf);
-		ok = !PageIsNew(lpage);
-		if (ok)
-		{
-			forein_check_page(rel, lpage, cand->left);
-			lop = ForeinPageGetOpaque(lpage);
-			/* An incomplete split toward the target: it has no downlink */
-			ok = (lop->flags & (FOREIN_DELETED | FOREIN_INCOMPLETE_SPLIT)) == 0 &&
-				lop->level == 0 && lop->right == cand->target;
-		}
-	}
-
-	tpage = BufferGetPage(tbuf);
-	if (ok)
-	{
-		forein_check_page(rel, tpage, cand->target);
-		top = ForeinPageGetOpaque(tpage);
-		ok = (top->flags & (FOREIN_DELETED | FOREIN_ROOT |
-							FOREIN_INCOMPLETE_SPLIT | FOREIN_META)) == 0 &&
-			top->level == 0 &&
-			top->left == cand->left && top->right == cand->right &&
-			PageGetMaxOffsetNumber(tpage) < FOREIN_FIRST_ITEM &&
-			PageGetMaxOffsetNumber(tpage) >= FOREIN_LOKEY;
-	}
-
-	rpage = BufferGetPage(rbuf);
-	if (ok)
-	{
-		ok = !PageIsNew(rpage);
-		if (ok)
-		{
-			forein_check_page(rel, rpage, cand->right);
-			rop = ForeinPageGetOpaque(rpage);
-
-			/*
-			 * R must not be mid-split either: keep the finish-split path of
-			 * inserters away from a downlink we are moving.
-			 */
-			ok = (rop->flags & (FOREIN_DELETED | FOREIN_INCOMPLETE_SPLIT)) == 0 &&
-				rop->level == 0 && rop->left == cand->target &&
-				PageGetMaxOffsetNumber(rpage) >= FOREIN_LOKEY;
-		}
-	}
-
-	ppage = BufferGetPage(pbuf);
-	if (ok)
-	{
-		ok = !PageIsNew(ppage);
-		if (ok)
-		{
-			forein_check_page(rel, ppage, parent);
-			pop = ForeinPageGetOpaque(ppage);
-			ok = (pop->flags & FOREIN_DELETED) == 0 && pop->level == 1;
-		}
-		if (ok)
-		{
-			/* The downlink may have shifted, or moved right in a split */
-			toff = forein_inner_find_child(ppage, cand->target);
-			ok = toff != InvalidOffsetNumber &&
-				toff < PageGetMaxOffsetNumber(ppage) &&
-				forein_inner_child(ppage, toff + 1) == cand->right;
-		}
-	}
-
-	if (!ok)
+	if (!forein_delete_recheck(rel, cand, &locked))
 	{
 		elog(DEBUG2, "forein vacuum of \"%s\": block %u changed before it could be deleted",
 			 RelationGetRelationName(rel), cand->target);
-		UnlockReleaseBuffer(pbuf);
-		UnlockReleaseBuffer(rbuf);
-		UnlockReleaseBuffer(tbuf);
-		if (BufferIsValid(lbuf))
-			UnlockReleaseBuffer(lbuf);
+		forein_delete_unlock(&locked);
 		return false;
 	}
+
+	unlinked = forein_unlink_page(rel, cand, &locked);
+	forein_delete_unlock(&locked);
+	if (!unlinked)
+		return false;
+
+	/* The target is gone and R's interval grew */
+	forein_offload_node_event(rel, cand->target);
+	forein_offload_node_event(rel, cand->right);
+
+	return true;
+}
+
+/*
+ * Pin and exclusively lock the pages a deletion changes, in the lock order
+ * of the file header.  Nothing is checked yet: forein_delete_recheck.
+ */
+static void
+forein_delete_lock(Relation rel, ForeinDelCandidate *cand, BlockNumber parent,
+				   ForeinDelLocked *locked)
+{
+	locked->lbuf = InvalidBuffer;
+	locked->parent = parent;
+	locked->toff = InvalidOffsetNumber;
+
+	/* Left to right on the leaf level, then the parent */
+	if (cand->left != InvalidBlockNumber)
+	{
+		locked->lbuf = ReadBuffer(rel, cand->left);
+		LockBuffer(locked->lbuf, BUFFER_LOCK_EXCLUSIVE);
+	}
+	locked->tbuf = ReadBuffer(rel, cand->target);
+	LockBuffer(locked->tbuf, BUFFER_LOCK_EXCLUSIVE);
+	locked->rbuf = ReadBuffer(rel, cand->right);
+	LockBuffer(locked->rbuf, BUFFER_LOCK_EXCLUSIVE);
+	locked->pbuf = ReadBuffer(rel, parent);
+	LockBuffer(locked->pbuf, BUFFER_LOCK_EXCLUSIVE);
+}
+
+/*
+ * Release the pages forein_delete_lock locked: the parent first, then the
+ * leaves right to left.
+ */
+static void
+forein_delete_unlock(ForeinDelLocked *locked)
+{
+	UnlockReleaseBuffer(locked->pbuf);
+	UnlockReleaseBuffer(locked->rbuf);
+	UnlockReleaseBuffer(locked->tbuf);
+	if (BufferIsValid(locked->lbuf))
+		UnlockReleaseBuffer(locked->lbuf);
+}
+
+/*
+ * The opaque of a locked page of a deletion, after forein_check_page; NULL
+ * when the page is new (all zeroes), which cannot be deleted around.
+ */
+static ForeinPageOpaque
+forein_delete_opaque(Relation rel, Buffer buf, BlockNumber blkno)
+{
+	Page		page = BufferGetPage(buf);
+
+	if (PageIsNew(page))
+		return NULL;
+	forein_check_page(rel, page, blkno);
+	return ForeinPageGetOpaque(page);
+}
+
+/*
+ * Re-verify everything under the locks: the scan saw the pages without
+ * them, and the parent was found with none held.  The left sibling, the
+ * target and the right sibling must still link to each other, the target
+ * must still be an empty live leaf, and the parent must hold the target's
+ * downlink followed by its right sibling's.  Sets locked->toff to the
+ * target's downlink on the parent.
+ */
+static bool
+forein_delete_recheck(Relation rel, ForeinDelCandidate *cand,
+					  ForeinDelLocked *locked)
+{
+	Page		tpage = BufferGetPage(locked->tbuf);
+	Page		rpage = BufferGetPage(locked->rbuf);
+	Page		ppage = BufferGetPage(locked->pbuf);
+	ForeinPageOpaque lop;
+	ForeinPageOpaque top;
+	ForeinPageOpaque rop;
+	ForeinPageOpaque pop;
+	OffsetNumber toff;
+
+	if (BufferIsValid(locked->lbuf))
+	{
+		lop = forein_delete_opaque(rel, locked->lbuf, cand->left);
+		/* An incomplete split toward the target: it has no downlink */
+		if (lop == NULL ||
+			(lop->flags & (FOREIN_DELETED | FOREIN_INCOMPLETE_SPLIT)) != 0 ||
+			lop->level != 0 || lop->right != cand->target)
+			return false;
+	}
+
+	forein_check_page(rel, tpage, cand->target);
+	top = ForeinPageGetOpaque(tpage);
+	if ((top->flags & (FOREIN_DELETED | FOREIN_ROOT |
+					   FOREIN_INCOMPLETE_SPLIT | FOREIN_META)) != 0 ||
+		top->level != 0 ||
+		top->left != cand->left || top->right != cand->right ||
+		PageGetMaxOffsetNumber(tpage) >= FOREIN_FIRST_ITEM ||
+		PageGetMaxOffsetNumber(tpage) < FOREIN_LOKEY)
+		return false;
+
+	/*
+	 * R must not be mid-split either: keep the finish-split path of
+	 * inserters away from a downlink we are moving.
+	 */
+	rop = forein_delete_opaque(rel, locked->rbuf, cand->right);
+	if (rop == NULL ||
+		(rop->flags & (FOREIN_DELETED | FOREIN_INCOMPLETE_SPLIT)) != 0 ||
+		rop->level != 0 || rop->left != cand->target ||
+		PageGetMaxOffsetNumber(rpage) < FOREIN_LOKEY)
+		return false;
+
+	pop = forein_delete_opaque(rel, locked->pbuf, locked->parent);
+	if (pop == NULL || (pop->flags & FOREIN_DELETED) != 0 || pop->level != 1)
+		return false;
+
+	/* The downlink may have shifted, or moved right in a split */
+	toff = forein_inner_find_child(ppage, cand->target);
+	if (toff == InvalidOffsetNumber ||
+		toff >= PageGetMaxOffsetNumber(ppage) ||
+		forein_inner_child(ppage, toff + 1) != cand->right)
+		return false;
+	locked->toff = toff;
+	return true;
+}
+
+/*
+ * Delete the rechecked target: R takes its low key and its place in the
+ * sibling chain, the target is flagged deleted and stamped with the next
+ * full transaction ID (forein_page_recyclable), and the target's downlink
+ * is repointed to R while R's old one is removed.  Returns false, having
+ * changed nothing, when R has no room for its new low key.  The caller
+ * still holds and releases the locks.
+ */
+static bool
+forein_unlink_page(Relation rel, ForeinDelCandidate *cand,
+				   ForeinDelLocked *locked)
+{
+	Page		tpage = BufferGetPage(locked->tbuf);
+	Page		rpage;
+	Page		lpage;
+	Page		ppage;
+	ForeinPageOpaque top;
+	ForeinPageOpaque rop;
+	ForeinPageOpaque lop;
+	GenericXLogState *gxstate;
+	IndexTuple	tlokey;
 
 	/*
 	 * All four pages in one record: a crash leaves either the old tree or
@@ -740,7 +899,7 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 							PageGetItem(tpage, PageGetItemId(tpage, FOREIN_LOKEY)));
 
 	gxstate = forein_xlog_start(rel);
-	rpage = forein_register_page(gxstate, rbuf, 0);
+	rpage = forein_register_page(gxstate, locked->rbuf, 0);
 	if (!PageIndexTupleOverwrite(rpage, FOREIN_LOKEY, (Item) tlokey,
 								 IndexTupleSize(tlokey)))
 	{
@@ -748,18 +907,13 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 			 RelationGetRelationName(rel), cand->target, cand->right);
 		forein_xlog_abort(gxstate);
 		pfree(tlokey);
-		UnlockReleaseBuffer(pbuf);
-		UnlockReleaseBuffer(rbuf);
-		UnlockReleaseBuffer(tbuf);
-		if (BufferIsValid(lbuf))
-			UnlockReleaseBuffer(lbuf);
 		return false;
 	}
 	rop = ForeinPageGetOpaque(rpage);
 	rop->left = cand->left;
 	rop->version++;
 
-	tpage = forein_register_page(gxstate, tbuf, 0);
+	tpage = forein_register_page(gxstate, locked->tbuf, 0);
 	top = ForeinPageGetOpaque(tpage);
 	{
 		FullTransactionId fxid = ReadNextFullTransactionId();
@@ -773,29 +927,18 @@ forein_delete_page(ForeinVacState *vstate, ForeinDelCandidate *cand)
 		/* right link kept: stale readers move right into R */
 	}
 
-	if (BufferIsValid(lbuf))
+	if (BufferIsValid(locked->lbuf))
 	{
-		lpage = forein_register_page(gxstate, lbuf, 0);
+		lpage = forein_register_page(gxstate, locked->lbuf, 0);
 		lop = ForeinPageGetOpaque(lpage);
 		lop->right = cand->right;
 	}
 
-	ppage = forein_register_page(gxstate, pbuf, 0);
-	forein_set_downlink(ppage, toff, cand->right);
-	PageIndexTupleDelete(ppage, toff + 1);
+	ppage = forein_register_page(gxstate, locked->pbuf, 0);
+	forein_set_downlink(ppage, locked->toff, cand->right);
+	PageIndexTupleDelete(ppage, locked->toff + 1);
 
 	forein_xlog_finish(gxstate);
 	pfree(tlokey);
-
-	UnlockReleaseBuffer(pbuf);
-	UnlockReleaseBuffer(rbuf);
-	UnlockReleaseBuffer(tbuf);
-	if (BufferIsValid(lbuf))
-		UnlockReleaseBuffer(lbuf);
-
-	/* The target is gone and R's interval grew */
-	forein_offload_node_event(rel, cand->target);
-	forein_offload_node_event(rel, cand->right);
-
 	return true;
 }
