@@ -4,8 +4,8 @@
 #include <utility>
 #include <vector>
 
-#include "dpa/dpa_types.h"
-#include "dpa/store/hot_cache.h"
+#include "forein/dpa/store.h"
+#include "forein/dpa/types.h"
 #include "protocol/dataset.h"
 
 namespace forein::net::kv {

@@ -35,8 +35,8 @@
 #include <string>
 #include <string_view>
 
-#include "dpa/store/op_cost.h"
-#include "dpa/store/store.h"
+#include "forein/dpa/op_cost.h"
+#include "forein/dpa/store.h"
 #include "kv_server/handler.h"
 #include "kv_server/stats.h"
 

@@ -8,8 +8,8 @@
 #include <functional>
 #include <string>
 
-#include "fpga/honeycomb/accelerator.h"
-#include "fpga/honeycomb/store.h"
+#include "forein/fpga/accelerator.h"
+#include "forein/fpga/store.h"
 #include "kv_server/handler.h"
 #include "kv_server/stats.h"
 

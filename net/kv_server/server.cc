@@ -18,7 +18,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "dpa/store/dpa_model.h"
+#include "forein/dpa/model.h"
 
 #include "forein/offload/registry.h"
 #include "kv_server/honeycomb_handler.h"
@@ -257,7 +257,7 @@ Json Server::honeycomb_json() {
 
 // DPA-Store's counters: the store's (tree, DPA memory, patches, stitches,
 // hot-entry caches), the misrouted requests, the ports, and per op kind
-// the paper's model (dpa_model.h) over the OpCosts the operations summed.
+// the paper's model (forein/dpa/model.h) over the OpCosts the operations summed.
 Json Server::dpa_json() {
   const offload::dpa::StoreStats st = dpa_->stats();
   Json j = Json::object();

@@ -21,9 +21,9 @@
 #include "kv_server/memif_port.h"
 #include "kv_server/metadata_node.h"
 #include "kv_server/options.h"
-#include "dpa/store/store.h"
-#include "fpga/honeycomb/accelerator.h"
-#include "fpga/honeycomb/store.h"
+#include "forein/dpa/store.h"
+#include "forein/fpga/accelerator.h"
+#include "forein/fpga/store.h"
 #include "kv_server/stats.h"
 
 namespace forein::net {

@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dpa/dpa_types.h"
-#include "dpa/store/hot_cache.h"
+#include "forein/dpa/store.h"
+#include "forein/dpa/types.h"
 #include "load/ordered.h"
 #include "load/verify.h"
 #include "load/workload.h"

@@ -1,6 +1,6 @@
 #include "fattree_stage.h"
 
-#include "fattree/fattree_image.h"
+#include "forein/fattree/data_plane.h"
 #include "forein/key.h"
 #include "protocol/packet.h"
 

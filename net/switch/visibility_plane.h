@@ -36,7 +36,7 @@
 
 #include "common/json.h"
 #include "ports.h"
-#include "switch_visibility/visibility_table.h"
+#include "forein/switch_visibility/visibility_table.h"
 
 namespace forein::net::sw {
 

@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "forein/offload/empty_planner.h"
+
 namespace forein::offload {
 
 const char* to_string(BackendStatus status) {
@@ -35,5 +37,26 @@ std::vector<UsageRow> image_usage(const BackendInfo& info, std::span<const std::
   if (info.image_usage != nullptr) return info.image_usage(image, capacity);
   return {UsageRow{"device", info.unit, info.unit, info.records(image).size(), capacity}};
 }
+
+}  // namespace forein::offload
+
+namespace forein::offload {
+
+namespace {
+
+class EmptyPlanner final : public Planner {
+ public:
+  PlanDiff plan(const PlanInput&) override {
+    PlanDiff d;
+    d.remove.kind = BatchKind::kRemove;
+    return d;
+  }
+  ChangeBatch full_target() const override { return {}; }
+  void reset() override {}
+};
+
+}  // namespace
+
+std::unique_ptr<Planner> make_empty_planner() { return std::make_unique<EmptyPlanner>(); }
 
 }  // namespace forein::offload

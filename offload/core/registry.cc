@@ -1,28 +1,24 @@
 #include "forein/offload/registry.h"
 
-#include <array>
-
 #include "forein/error.h"
-#include "dpa/dpa_backend.h"
-#include "fattree/fattree_backend.h"
-#include "fpga/fpga_backend.h"
-#include "none/none_backend.h"
-#include "switch_lpm/switch_lpm_backend.h"
-#include "switch_visibility/switch_visibility_backend.h"
 
 namespace forein::offload {
 
+// Each registered backend's BackendInfo, defined in its own folder
+// (backends/<name>/); the list is backends/backends.def.
+#define FOREIN_BACKEND(info) extern const BackendInfo info;
+#include "backends/backends.def"
+#undef FOREIN_BACKEND
+
 namespace {
 
-// One line per backend, as DPDK's l3fwd lists its lookup methods. A backend
-// joins this list only once it passes tests/offload/conformance.
-const std::array<const BackendInfo*, 6> kBackends = {
-    &kNoneBackend,
-    &kSwitchLpmBackend,
-    &kFattreeBackend,
-    &kFpgaBackend,
-    &kDpaBackend,
-    &kSwitchVisibilityBackend,
+// One line per backend in backends/backends.def, as DPDK's l3fwd lists its
+// lookup methods. A backend joins the list only once it passes
+// tests/offload/conformance.
+const BackendInfo* const kBackends[] = {
+#define FOREIN_BACKEND(info) &info,
+#include "backends/backends.def"
+#undef FOREIN_BACKEND
 };
 
 // What a backend that gives no start hints does instead, for the refusal.
@@ -39,6 +35,12 @@ std::string what_it_does(const BackendInfo& b) {
 }  // namespace
 
 std::span<const BackendInfo* const> registered_backends() { return kBackends; }
+
+const BackendInfo& default_backend() {
+  // FOREIN's switch LPM table: the paper forein is named after.
+  static const BackendInfo& info = backend_by_name("switch_lpm");
+  return info;
+}
 
 const BackendInfo* find_backend(std::string_view name) {
   for (const BackendInfo* b : kBackends) {

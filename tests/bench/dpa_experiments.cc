@@ -4,7 +4,7 @@
 // Everything here is the MODEL: the store (offload/backends/dpa/store/)
 // really runs every operation -- descends its NIC-side tree, scans insert
 // buffers, patches and stitches -- and counts the DPA lines, L3 lines, host
-// DMAs and stitched bytes each one made; dpa_model.h turns those counts
+// DMAs and stitched bytes each one made; forein/dpa/model.h turns those counts
 // into the paper's latency and throughput (4.2.6: 176 traversers / t; writes
 // also bounded by 120 MB/s of host-to-DPA stitching, 4.2.7-4.2.8). Nothing
 // is timed on this machine's CPU except how long the run takes.
@@ -31,8 +31,8 @@
 
 #include "bench/bench_common.h"
 #include "dpa/datasets.h"
-#include "dpa/store/dpa_model.h"
-#include "dpa/store/store.h"
+#include "forein/dpa/model.h"
+#include "forein/dpa/store.h"
 #include "support/zipf.h"
 
 namespace {

@@ -37,8 +37,8 @@
 #include "bench/bench_common.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
-#include "fpga/honeycomb/accelerator.h"
-#include "fpga/honeycomb/store.h"
+#include "forein/fpga/accelerator.h"
+#include "forein/fpga/store.h"
 #include "support/zipf.h"
 
 namespace {

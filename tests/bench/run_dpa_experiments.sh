@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reproduces DPA-Store's section 4 in the model (docs/dpa.md, "The DPA
 # model"): the store really runs every operation and counts its DPA lines,
-# L3 lines, host DMAs and stitched bytes; dpa_model.h turns them into the
+# L3 lines, host DMAs and stitched bytes; forein/dpa/model.h turns them into the
 # paper's latency and throughput (tests/bench/dpa_experiments.cc).
 # Experiments: GET / RANGE / INSERT / UPDATE-only, YCSB A-F, the hot-entry
 # cache on/off (uniform, Zipf 0.99), error bound sweeps, traverser counts,

@@ -1,4 +1,4 @@
-// dpa store: the DPA model (dpa_model.h) reproduces the paper's own
+// dpa store: the DPA model (forein/dpa/model.h) reproduces the paper's own
 // figures (DPA-Store 4.2.6) and bounds writes by host-to-DPA stitching
 // (4.2.7, 4.2.8).
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "dpa/store/dpa_model.h"
+#include "forein/dpa/model.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dpa/datasets.h"
-#include "dpa/store/store.h"
+#include "forein/dpa/store.h"
 #include "forein/error.h"
 #include "support/seed.h"
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "dpa/store/store.h"
+#include "forein/dpa/store.h"
 #include "support/seed.h"
 
 using namespace forein::offload::dpa;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dpa/store/hot_cache.h"
+#include "forein/dpa/store.h"
 #include "support/seed.h"
 #include "support/zipf.h"
 

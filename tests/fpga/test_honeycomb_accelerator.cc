@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "fpga/honeycomb_items.h"
-#include "fpga/honeycomb/accelerator.h"
+#include "forein/fpga/accelerator.h"
 #include "fpga/honeycomb/accelerator_port.h"
 #include "fpga/honeycomb/interior_cache.h"
 #include "fpga/honeycomb/load_balancer.h"
 #include "fpga/honeycomb/pcie_model.h"
 #include "fpga/honeycomb/request_engine.h"
-#include "fpga/honeycomb/store.h"
+#include "forein/fpga/store.h"
 
 using namespace forein::offload::fpga;
 

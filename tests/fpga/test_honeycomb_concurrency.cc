@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "fpga/honeycomb/reader.h"
-#include "fpga/honeycomb/store.h"
+#include "forein/fpga/reader.h"
+#include "forein/fpga/store.h"
 #include "support/rng.h"
 #include "support/seed.h"
 

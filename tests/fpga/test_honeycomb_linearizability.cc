@@ -31,8 +31,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "fpga/honeycomb/accelerator.h"
-#include "fpga/honeycomb/store.h"
+#include "forein/fpga/accelerator.h"
+#include "forein/fpga/store.h"
 #include "fpga/linearizability.h"
 #include "support/seed.h"
 

@@ -14,8 +14,8 @@
 #include "fpga/honeycomb_items.h"
 #include "forein/error.h"
 #include "fpga/honeycomb/node_layout.h"
-#include "fpga/honeycomb/reader.h"
-#include "fpga/honeycomb/store.h"
+#include "forein/fpga/reader.h"
+#include "forein/fpga/store.h"
 #include "support/rng.h"
 #include "support/seed.h"
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "fpga/honeycomb/memory_port.h"
-#include "fpga/honeycomb/reader.h"
+#include "forein/fpga/memory_port.h"
+#include "forein/fpga/reader.h"
 
 namespace {
 

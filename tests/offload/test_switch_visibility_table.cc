@@ -23,7 +23,7 @@
 #include "forein/offload/registry.h"
 #include "support/seed.h"
 #include "switch_visibility/switch_visibility_backend.h"
-#include "switch_visibility/visibility_table.h"
+#include "forein/switch_visibility/visibility_table.h"
 
 namespace {
 

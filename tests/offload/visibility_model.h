@@ -62,7 +62,7 @@
 #include <utility>
 #include <vector>
 
-#include "switch_visibility/visibility_table.h"
+#include "forein/switch_visibility/visibility_table.h"
 
 namespace forein::testing::visibility_model {
 

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "dpa/dpa_types.h"
+#include "forein/dpa/types.h"
 #include "dpa/fixed_point.h"
 #include "forein/key.h"
 #include "forein/offload/bytes.h"

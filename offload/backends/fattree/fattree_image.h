@@ -39,6 +39,7 @@
 
 #include "fattree/fattree_types.h"
 #include "fattree/range_tables.h"
+#include "forein/fattree/data_plane.h"
 #include "forein/node_interval.h"
 #include "forein/offload/backend.h"
 
@@ -59,24 +60,8 @@ std::vector<std::byte> build_image(const std::vector<RangeRecord>& ranges,
                                    const RangeTables& tables,
                                    const std::array<std::vector<NodeRecord>, kNodeSets>& sets);
 
-// What a packet's walk resolved so far: what its temporary header carries
-// from switch to switch (matched, server, address) and the hints.
-struct Walk {
-  bool matched = false;          // the fat root matched a range
-  std::uint16_t server = 0;      // the fat root's server
-  Address address = 0;           // the node the packet has reached
-  std::size_t nodes_visited = 0;  // regular nodes the packet was processed by
-  StartHints hints;
-};
-
-// One switch's part of the walk on the k=4 path (kSwitchNames): sw 0, the
-// core switch, matches the fat root and walks node set 0; sw 1 and 2, the
-// aggregation and edge switches, walk sets 1-2 and 3-4 from walk->address.
-// A chain of switch processes calls it in order on a packet's header.
-void fattree_walk_switch(std::span<const std::byte> image, Word w, std::size_t sw, Walk* walk) noexcept;
-
-// The whole path: the three switches in order.
-Walk fattree_walk(std::span<const std::byte> image, Word w) noexcept;
+// The walk itself (Walk, fattree_walk_switch, fattree_walk) is the public
+// data-plane API: forein/fattree/data_plane.h. The backend's HintFunction:
 StartHints fattree_image_hint(std::span<const std::byte> image, Word w) noexcept;
 
 std::size_t fattree_image_max_bytes(std::uint64_t capacity);

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "forein/fattree/data_plane.h"
 #include "forein/key.h"
 #include "forein/page_store.h"
 
@@ -44,8 +45,8 @@ inline constexpr std::uint64_t kCapacity = kFatRootRangeLimit + kNodeSets * kNod
 // Which switch of the k=4 path holds node set s (section IV-A): set 0
 // shares the core switch with the fat root, sets 1-2 are in the
 // aggregation switch, sets 3-4 in the edge switch.
-inline constexpr std::array<const char*, 3> kSwitchNames = {"core switch", "aggregation switch",
-                                                            "edge switch"};
+inline constexpr std::array<const char*, kPathSwitches> kSwitchNames = {"core switch", "aggregation switch",
+                                                                       "edge switch"};
 inline constexpr std::size_t switch_of_set(std::size_t set) { return set == 0 ? 0 : (set + 1) / 2; }
 
 // A node address as the switch tables carry it. A real tree node's address
@@ -53,8 +54,7 @@ inline constexpr std::size_t switch_of_set(std::size_t set) { return set == 0 ? 
 // switch nodes (docs/fattree.md): its top has the tree node's address, the
 // ones below get virtual addresses, tagged with bit 63 and naming their
 // tree node, so that the address alone says which tree node a packet has
-// reached.
-using Address = std::uint64_t;
+// reached. (Address itself is forein/fattree/data_plane.h's.)
 inline constexpr Address kVirtualBit = Address{1} << 63;
 inline constexpr Address real_address(PageId page) { return page; }
 inline constexpr Address virtual_address(PageId owner, std::uint32_t seq) {

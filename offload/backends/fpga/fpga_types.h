@@ -27,7 +27,7 @@
 #include "forein/offload/bytes.h"
 #include "forein/page_store.h"
 #include "fpga/honeycomb/cache_geometry.h"
-#include "fpga/honeycomb/honeycomb_types.h"
+#include "forein/fpga/honeycomb_types.h"
 
 namespace forein::offload::fpga {
 

@@ -2,20 +2,11 @@
 
 #include <memory>
 
+#include "forein/offload/empty_planner.h"
+
 namespace forein::offload {
 
 namespace {
-
-class NonePlanner final : public Planner {
- public:
-  PlanDiff plan(const PlanInput&) override {
-    PlanDiff d;
-    d.remove.kind = BatchKind::kRemove;
-    return d;
-  }
-  ChangeBatch full_target() const override { return {}; }
-  void reset() override {}
-};
 
 // Accepts only empty batches: there is nothing to hold.
 class NoneDevice final : public Device {
@@ -42,8 +33,6 @@ std::size_t none_max_image_bytes(std::uint64_t) { return 0; }
 std::vector<ImageRecord> none_records(std::span<const std::byte>) { return {}; }
 
 }  // namespace
-
-std::unique_ptr<Planner> make_empty_planner() { return std::make_unique<NonePlanner>(); }
 
 const BackendInfo kNoneBackend = {
     "none",

@@ -7,7 +7,7 @@
 
 #include "forein/error.h"
 #include "forein/offload/bytes.h"
-#include "none/none_backend.h"
+#include "forein/offload/empty_planner.h"
 
 namespace forein::offload {
 

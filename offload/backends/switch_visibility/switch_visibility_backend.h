@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "forein/offload/backend.h"
-#include "switch_visibility/visibility_table.h"
+#include "forein/switch_visibility/visibility_table.h"
 
 namespace forein::offload {
 

@@ -1,4 +1,4 @@
-#include "switch_visibility/visibility_table.h"
+#include "forein/switch_visibility/visibility_table.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "dpa/store/dpa_model.h"
+#include "forein/dpa/model.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,5 +1,7 @@
 #include "dpa/store/hot_cache.h"
 
+#include "forein/dpa/store.h"
+
 namespace forein::offload::dpa {
 
 namespace {

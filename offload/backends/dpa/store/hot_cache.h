@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <random>
 
-#include "dpa/dpa_types.h"
-#include "dpa/store/op_cost.h"
+#include "forein/dpa/op_cost.h"
+#include "forein/dpa/types.h"
 
 namespace forein::offload::dpa {
 
@@ -65,8 +65,7 @@ class HotCache {
   std::uint64_t lookups_ = 0, hits_ = 0, bloom_negatives_ = 0, false_positives_ = 0;
 };
 
-// The traverser a request goes to: clients hash the key to pick the UDP
-// port, and so the thread (3.1, 3.1.2).
-std::size_t traverser_of(std::uint64_t key, std::size_t traversers);
+// traverser_of (which traverser, and so which hot-entry cache, a key goes
+// to) is part of the store's public API: forein/dpa/store.h.
 
 }  // namespace forein::offload::dpa

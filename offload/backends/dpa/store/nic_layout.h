@@ -20,7 +20,7 @@
 #include <memory>
 #include <vector>
 
-#include "dpa/dpa_types.h"
+#include "forein/dpa/types.h"
 #include "dpa/fixed_point.h"
 
 namespace forein::offload::dpa::detail {

@@ -1,6 +1,6 @@
 // dpa store: the facade (store.h) -- options, the initial empty tree, the
 // threads, flush, stats, and the host-side check and dump.
-#include "dpa/store/store.h"
+#include "forein/dpa/store.h"
 
 #include <algorithm>
 #include <map>

@@ -20,7 +20,7 @@
 #include "dpa/store/host_tree.h"
 #include "dpa/store/nic_layout.h"
 #include "dpa/store/stitcher.h"
-#include "dpa/store/store.h"
+#include "forein/dpa/store.h"
 
 namespace forein::offload::dpa {
 

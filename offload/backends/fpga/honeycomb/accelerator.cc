@@ -1,6 +1,6 @@
 // The Accelerator: AcceleratorLink over AcceleratorCore, requests run by
 // RequestEngine's workers through an AcceleratorPort each.
-#include "fpga/honeycomb/accelerator.h"
+#include "forein/fpga/accelerator.h"
 
 #include <exception>
 #include <future>

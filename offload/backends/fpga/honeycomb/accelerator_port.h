@@ -12,13 +12,13 @@
 #include <utility>
 #include <vector>
 
-#include "fpga/honeycomb/accelerator.h"
+#include "forein/fpga/accelerator.h"
 #include "fpga/honeycomb/device_page_table.h"
 #include "fpga/honeycomb/interior_cache.h"
 #include "fpga/honeycomb/load_balancer.h"
-#include "fpga/honeycomb/memory_port.h"
+#include "forein/fpga/memory_port.h"
 #include "fpga/honeycomb/pcie_model.h"
-#include "fpga/honeycomb/reader.h"
+#include "forein/fpga/reader.h"
 
 namespace forein::offload::fpga {
 

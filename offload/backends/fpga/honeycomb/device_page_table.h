@@ -9,7 +9,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
-#include "fpga/honeycomb/honeycomb_types.h"
+#include "forein/fpga/honeycomb_types.h"
 
 namespace forein::offload::fpga {
 

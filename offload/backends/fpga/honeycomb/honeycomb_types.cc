@@ -1,5 +1,5 @@
 // Compile-time checks of the paper's geometry (honeycomb_types.h).
-#include "fpga/honeycomb/honeycomb_types.h"
+#include "forein/fpga/honeycomb_types.h"
 
 #include "fpga/honeycomb/cache_geometry.h"
 

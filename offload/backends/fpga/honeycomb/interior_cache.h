@@ -33,7 +33,7 @@
 #include <mutex>
 #include <vector>
 
-#include "fpga/honeycomb/accelerator.h"
+#include "forein/fpga/accelerator.h"
 #include "fpga/honeycomb/cache_geometry.h"
 #include "fpga/honeycomb/device_page_table.h"
 

@@ -37,7 +37,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fpga/honeycomb/honeycomb_types.h"
+#include "forein/fpga/honeycomb_types.h"
 
 namespace forein::offload::fpga::layout {
 

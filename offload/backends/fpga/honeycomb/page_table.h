@@ -11,7 +11,7 @@
 #include <mutex>
 #include <vector>
 
-#include "fpga/honeycomb/memory_port.h"
+#include "forein/fpga/memory_port.h"
 
 namespace forein::offload::fpga {
 

@@ -8,7 +8,7 @@
 // and descents are bounded, a forward scan never revisits a LID, and output
 // keys must strictly ascend. A corrupt node ends the request with what it
 // has.
-#include "fpga/honeycomb/reader.h"
+#include "forein/fpga/reader.h"
 
 #include <memory>
 #include <unordered_set>

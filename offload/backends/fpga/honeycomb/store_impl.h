@@ -11,7 +11,7 @@
 #include "fpga/honeycomb/epochs.h"
 #include "fpga/honeycomb/node_layout.h"
 #include "fpga/honeycomb/page_table.h"
-#include "fpga/honeycomb/store.h"
+#include "forein/fpga/store.h"
 #include "fpga/honeycomb/versions.h"
 
 namespace forein::offload::fpga {

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "fpga/honeycomb/memory_port.h"
+#include "forein/fpga/memory_port.h"
 
 namespace forein::offload::fpga {
 

@@ -40,7 +40,6 @@
 
 #include "forein/node_interval.h"
 #include "forein/offload/backend.h"
-#include "switch_lpm/lpm_entry.h"
 #include "forein/offload/manager_clock.h"
 
 namespace forein {

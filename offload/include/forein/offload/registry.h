@@ -3,9 +3,10 @@
 // the tools' `--backend NAME`) and look it up here; an unknown name is an
 // error that lists the registered ones.
 //
-// A backend is registered by adding its BackendInfo to the list in
-// offload/core/registry.cc, once it passes the conformance suite
-// (tests/offload/conformance); see docs/offload.md.
+// A backend is registered by adding a line for its BackendInfo to
+// offload/backends/backends.def, once it passes the conformance suite
+// (tests/offload/conformance, which can run it unregistered first); see
+// docs/offload.md.
 #pragma once
 
 #include <span>
@@ -18,6 +19,11 @@ namespace forein::offload {
 
 // Every registered backend, in registration order ("none" first).
 std::span<const BackendInfo* const> registered_backends();
+
+// The backend a host uses when its user names none (PostgreSQL's `offload`
+// reloption, SQLite's `offload=`, forein-kv-server's and the tools'
+// `--backend`): switch_lpm. Chosen here only; hosts ask for it.
+const BackendInfo& default_backend();
 
 // The backend of that name (exact, lower case), or null.
 const BackendInfo* find_backend(std::string_view name);

@@ -30,8 +30,8 @@
 #include <cstdint>
 #include <string>
 
-#include "dpa/dpa_types.h"
-#include "dpa/store/op_cost.h"
+#include "forein/dpa/op_cost.h"
+#include "forein/dpa/types.h"
 
 namespace forein::offload::dpa {
 

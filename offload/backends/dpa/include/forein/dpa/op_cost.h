@@ -1,7 +1,7 @@
 // dpa store: what one operation really did on the modelled hardware --
 // DPA memory cache lines read or written, lines served by the DPA's L3,
 // host DMAs and their bytes, bytes stitched from host to DPA memory. The
-// store fills one per operation as it runs (never typed in); dpa_model.h
+// store fills one per operation as it runs (never typed in); forein/dpa/model.h
 // turns the counts into time with the paper's section 4.2.6 formula.
 #pragma once
 

@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
-#include "fpga/honeycomb/memory_port.h"
-#include "fpga/honeycomb/reader.h"
+#include "forein/fpga/memory_port.h"
+#include "forein/fpga/reader.h"
 
 namespace forein::offload::fpga {
 

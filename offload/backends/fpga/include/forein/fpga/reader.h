@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fpga/honeycomb/memory_port.h"
+#include "forein/fpga/memory_port.h"
 
 namespace forein::offload::fpga {
 

@@ -29,7 +29,7 @@
 //   come out strictly ascending.
 //
 // Every operation fills an OpCost with the DPA lines, L3 lines and DMAs it
-// really made; dpa_model.h turns them into the paper's latency and
+// really made; forein/dpa/model.h turns them into the paper's latency and
 // throughput.
 //
 // Thread safety: every public member may be called from any thread at
@@ -44,8 +44,8 @@
 #include <string>
 #include <vector>
 
-#include "dpa/dpa_types.h"
-#include "dpa/store/op_cost.h"
+#include "forein/dpa/op_cost.h"
+#include "forein/dpa/types.h"
 
 namespace forein::offload::dpa {
 
@@ -101,6 +101,11 @@ struct StoreStats {
 // stitch_commands, stitcher_lines): stitching runs on its own threads
 // after the writes, so no single write's OpCost carries it.
 OpCost stitcher_work(const StoreStats& before, const StoreStats& after);
+
+// The traverser a request goes to: clients hash the key to pick the UDP
+// port, and so the thread (3.1, 3.1.2); each traverser owns a hot-entry
+// cache. forein-kv-server and forein-load route by it.
+std::size_t traverser_of(std::uint64_t key, std::size_t traversers);
 
 class Store {
  public:

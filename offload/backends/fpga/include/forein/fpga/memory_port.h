@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "fpga/honeycomb/honeycomb_types.h"
+#include "forein/fpga/honeycomb_types.h"
 
 namespace forein::offload::fpga {
 
