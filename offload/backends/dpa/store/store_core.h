@@ -56,6 +56,7 @@ struct Store::Impl {
   void send_patch(detail::NicLeaf* leaf);
   void patcher_loop();
   void patch(detail::NicLeaf* leaf);
+  struct Patch;  // patch()'s state and phases
 
   // bulk_load.cc
   void bulk_load(std::span<const KV> pairs);

@@ -190,6 +190,74 @@ struct InteriorPlan {
   std::size_t mid = 0;
 };
 
+// What a split decides while it takes its locks. New nodes are named by
+// placeholder LIDs (kPlaceholder + i) until every lock is held, so a split
+// that has to restart has allocated nothing and has nothing to undo.
+struct SplitPlan {
+  std::size_t m = 0;  // the leaf's items [0, m) go left, [m, end) right
+  Lid next_ph = kPlaceholder;
+  Lid leaf_l = kNoLid, leaf_r = kNoLid;
+  std::vector<InteriorPlan> interiors;  // bottom-up: the parents that split, then the root of the split
+  bool root_split = true;               // every node on the path split: the tree grows
+  // The topmost split's separator and halves: a new root's only item.
+  std::string_view sep;
+  Lid new_left = kNoLid, new_right = kNoLid;
+  std::vector<Held> held;  // every lock taken but the leaf's, with the word to restore
+  std::byte* sib[2] = {nullptr, nullptr};  // the leaf's siblings, locked
+};
+
+// The split's new nodes, built once every lock is held, and what they
+// replace.
+struct SplitNodes {
+  Version w = 0;  // the write version
+  bool mvcc = false;
+  std::vector<Lid> real;  // placeholder kPlaceholder + i -> real[i]
+  std::vector<std::pair<Lid, std::byte*>> fresh;  // new LIDs to map
+  std::pair<Lid, std::byte*> swap{kNoLid, nullptr};  // the root of the split's new buffer (no root split)
+  Lid new_root = kNoLid;  // a root split's new root
+  std::vector<Retired> retired;
+  std::uint64_t nodes_split = 1;  // the leaf, then every interior node that split
+
+  Lid lid_of(Lid x) const { return x >= kPlaceholder ? real[static_cast<std::size_t>(x - kPlaceholder)] : x; }
+  Version version() const { return mvcc ? w : 0; }
+  std::uint64_t old_ptr(const std::byte* b) const {
+    return mvcc ? static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(b)) : 0;
+  }
+};
+
+// An interior node's items, copied from its buffer (the caller holds its
+// lock, and a published interior buffer never changes below its header).
+InteriorPlan copy_interior(std::size_t depth, std::byte* buf) {
+  InteriorPlan plan;
+  plan.depth = depth;
+  plan.img = std::make_unique<Image>();
+  copy_full(buf, *plan.img);
+  const auto segs = layout::parse_shortcuts(*plan.img);
+  if (!segs) throw Error("honeycomb: corrupt interior node");
+  plan.leftmost = plan.img->header.leftmost;
+  for (const auto& x : all_sorted(*plan.img, *segs)) plan.items.emplace_back(x.key, x.child);
+  return plan;
+}
+
+// The child that split replaced by its halves: the left one in its place,
+// (sep, right) just after it. False if the parent no longer points at the
+// child.
+bool replace_child(InteriorPlan& plan, Lid old_child, std::string_view sep, Lid new_left, Lid new_right) {
+  std::size_t at;
+  if (plan.leftmost == old_child) {
+    plan.leftmost = new_left;
+    at = 0;
+  } else {
+    const auto f = std::find_if(plan.items.begin(), plan.items.end(),
+                                [&](const auto& x) { return x.second == old_child; });
+    if (f == plan.items.end()) return false;
+    f->second = new_left;
+    at = static_cast<std::size_t>(f - plan.items.begin()) + 1;
+  }
+  plan.items.insert(plan.items.begin() + static_cast<std::ptrdiff_t>(at), {sep, new_right});
+  return true;
+}
+
 class LeafWrite {
  public:
   LeafWrite(StoreCore& s, WriteOp op, std::string_view key, std::string_view value,
@@ -208,6 +276,15 @@ class LeafWrite {
   Outcome merge(WriteOp op, std::string_view value);
   Outcome merge_or_split(const std::vector<layout::BuildItem>& items);
   Outcome split(const std::vector<layout::BuildItem>& items);
+  // split()'s phases.
+  bool lock_split_path(SplitPlan& sp);
+  bool lock_siblings(SplitPlan& sp);
+  Outcome restart_split(const SplitPlan& sp);
+  SplitNodes build_split(const std::vector<layout::BuildItem>& items, const SplitPlan& sp, Version w);
+  void build_split_leaves(const std::vector<layout::BuildItem>& items, const SplitPlan& sp, SplitNodes& n);
+  void build_split_interiors(const SplitPlan& sp, SplitNodes& n);
+  std::byte* build_buffer(const Header& hdr, const std::vector<layout::BuildItem>& b);
+  void publish_split(const SplitPlan& sp, const SplitNodes& n);
   void count(std::uint8_t op_code) {
     (op_code == layout::kOpInsert ? s_.puts : op_code == layout::kOpUpdate ? s_.updates : s_.deletes)
         .fetch_add(1, std::memory_order_relaxed);
@@ -345,176 +422,197 @@ std::size_t split_point(const std::vector<layout::BuildItem>& items, bool interi
   return std::clamp<std::size_t>(m, 1, items.size() - 1);
 }
 
+// The split, phase by phase: choose the split point, lock and plan up the
+// path, lock the siblings, build the new nodes, publish them, release the
+// write. Every lock is taken (try-locks)
+// before a LID is allocated or a buffer built, so a failed try-lock
+// restarts with nothing to undo; nothing new is reachable before the
+// publish phase.
 Outcome LeafWrite::split(const std::vector<layout::BuildItem>& items) {
-  std::vector<Held> held;
-  auto fail = [&] {
-    for (const Held& x : held) layout::store_word(x.buf, 1, x.w1);
-    return unlock_leaf(Outcome::kRetry);
-  };
   if (items.size() < 2) throw Error("honeycomb: leaf cannot split");
-  const std::size_t m = split_point(items, false);
-  Lid next_ph = kPlaceholder;
-  const Lid leaf_l = next_ph++, leaf_r = next_ph++;
+  SplitPlan sp;
+  sp.m = split_point(items, false);
+  sp.leaf_l = sp.next_ph++;
+  sp.leaf_r = sp.next_ph++;
+  sp.sep = items[sp.m].key;
+  if (!lock_split_path(sp) || !lock_siblings(sp)) return restart_split(sp);
 
-  // Up the path: every full parent splits; the first that fits is the
-  // root of the split. Interior buffers never change in place, so a
-  // successful CAS with the traversal's lock word means the copy is current.
-  std::vector<InteriorPlan> plans;
-  std::string_view sep = items[m].key;
-  Lid old_child = leaf_.lid, new_left = leaf_l, new_right = leaf_r;
-  bool root_split = true;
+  // Every lock is held: this write will happen.
+  const Version w = s_.versions.acquire();
+  SplitNodes n = build_split(items, sp, w);
+  publish_split(sp, n);
+  s_.versions.release(w);
+  s_.splits.fetch_add(n.nodes_split, std::memory_order_relaxed);
+  count(op_code_);
+  s_.retired.fetch_add(n.retired.size(), std::memory_order_relaxed);
+  s_.epochs.retire(std::move(n.retired));
+  return Outcome::kChanged;
+}
+
+// Up the path: every full parent splits; the first that fits is the
+// root of the split. Interior buffers never change in place, so a
+// successful CAS with the traversal's lock word means the copy is current.
+// False: a lock or check failed (restart).
+bool LeafWrite::lock_split_path(SplitPlan& sp) {
+  Lid old_child = leaf_.lid;
+  sp.new_left = sp.leaf_l;
+  sp.new_right = sp.leaf_r;
   for (std::size_t d = path_.size() - 1; d-- > 0;) {
     const PathNode& p = path_[d];
     std::uint64_t expected = p.w1;
-    if (layout::lock_bit(expected) || !layout::cas_word(p.buf, 1, expected, expected | kLockBit)) return fail();
-    held.push_back({p.buf, expected});
-    if (s_.table.translate(p.lid) != p.buf || (d == 0 && s_.root_lid() != p.lid)) return fail();
-    InteriorPlan plan;
-    plan.depth = d;
-    plan.img = std::make_unique<Image>();
-    copy_full(p.buf, *plan.img);
-    const auto segs = layout::parse_shortcuts(*plan.img);
-    if (!segs) throw Error("honeycomb: corrupt interior node");
-    plan.leftmost = plan.img->header.leftmost;
-    for (const auto& x : all_sorted(*plan.img, *segs)) plan.items.emplace_back(x.key, x.child);
-    std::size_t at;
-    if (plan.leftmost == old_child) {
-      plan.leftmost = new_left;
-      at = 0;
-    } else {
-      const auto f = std::find_if(plan.items.begin(), plan.items.end(),
-                                  [&](const auto& x) { return x.second == old_child; });
-      if (f == plan.items.end()) return fail();
-      f->second = new_left;
-      at = static_cast<std::size_t>(f - plan.items.begin()) + 1;
-    }
-    plan.items.insert(plan.items.begin() + static_cast<std::ptrdiff_t>(at), {sep, new_right});
+    if (layout::lock_bit(expected) || !layout::cas_word(p.buf, 1, expected, expected | kLockBit)) return false;
+    sp.held.push_back({p.buf, expected});
+    if (s_.table.translate(p.lid) != p.buf || (d == 0 && s_.root_lid() != p.lid)) return false;
+    InteriorPlan plan = copy_interior(d, p.buf);
+    if (!replace_child(plan, old_child, sp.sep, sp.new_left, sp.new_right)) return false;
     std::size_t bytes = 0;
     for (const auto& x : plan.items) bytes += layout::item_bytes({x.first, {}, x.second}, true);
     if (bytes <= kNodeBytes - layout::kSortedStart) {
-      plans.push_back(std::move(plan));
-      root_split = false;
+      sp.interiors.push_back(std::move(plan));
+      sp.root_split = false;
       break;
     }
     plan.split = true;
     plan.mid = plan.items.size() / 2;
-    sep = plan.items[plan.mid].first;
+    sp.sep = plan.items[plan.mid].first;
     old_child = p.lid;
-    new_left = next_ph++;
-    new_right = next_ph++;
-    plans.push_back(std::move(plan));
+    sp.new_left = sp.next_ph++;
+    sp.new_right = sp.next_ph++;
+    sp.interiors.push_back(std::move(plan));
   }
+  return true;
+}
 
-  // Siblings get new sibling LIDs in place, under their locks (try-locks).
-  const Header& h = h_;
-  std::byte* sib[2] = {nullptr, nullptr};
-  const Lid sib_lid[2] = {h.left, h.right};
+// Siblings get new sibling LIDs in place, under their locks (try-locks).
+// The leaf's header was read under its lock, and a neighbour's split that
+// changes these LIDs holds it too, so they are current.
+bool LeafWrite::lock_siblings(SplitPlan& sp) {
+  const Lid sib_lid[2] = {h_.left, h_.right};
   for (int i = 0; i < 2; ++i) {
     if (sib_lid[i] == kNoLid) continue;
     auto* buf = const_cast<std::byte*>(s_.table.translate(sib_lid[i]));
-    if (buf == nullptr) return fail();
+    if (buf == nullptr) return false;
     std::uint64_t w = layout::load_word(buf, 1);
-    if (layout::lock_bit(w) || !layout::cas_word(buf, 1, w, w | kLockBit)) return fail();
-    held.push_back({buf, w});
-    if (s_.table.translate(sib_lid[i]) != buf) return fail();
-    sib[i] = buf;
+    if (layout::lock_bit(w) || !layout::cas_word(buf, 1, w, w | kLockBit)) return false;
+    sp.held.push_back({buf, w});
+    if (s_.table.translate(sib_lid[i]) != buf) return false;
+    sp.sib[i] = buf;
   }
+  return true;
+}
 
-  // Every lock is held: this write will happen.
-  const Version w = s_.versions.acquire();
-  const bool mvcc = s_.versions.mvcc();
-  std::vector<Lid> real(static_cast<std::size_t>(next_ph - kPlaceholder));
-  for (Lid& l : real) l = s_.table.allocate();
-  auto lid_of = [&](Lid x) { return x >= kPlaceholder ? real[static_cast<std::size_t>(x - kPlaceholder)] : x; };
-  auto old_ptr = [&](std::byte* b) { return mvcc ? static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(b)) : 0; };
-  std::vector<std::pair<Lid, std::byte*>> fresh;  // new LIDs to map
-  auto build = [&](const Header& hdr, const std::vector<layout::BuildItem>& b) {
-    std::byte* buf = s_.new_buffer();
-    if (!layout::build_node(buf, hdr, b)) throw Error("honeycomb: split half overflow");
-    return buf;
-  };
+// Gives back every lock taken, the leaf's last; the write restarts.
+Outcome LeafWrite::restart_split(const SplitPlan& sp) {
+  for (const Held& x : sp.held) layout::store_word(x.buf, 1, x.w1);
+  return unlock_leaf(Outcome::kRetry);
+}
 
-  // Leaves.
+// Real LIDs for the placeholders, then the new buffers from the leaf up,
+// all with the write version; none is reachable yet.
+SplitNodes LeafWrite::build_split(const std::vector<layout::BuildItem>& items, const SplitPlan& sp, Version w) {
+  SplitNodes n;
+  n.w = w;
+  n.mvcc = s_.versions.mvcc();
+  n.real.resize(static_cast<std::size_t>(sp.next_ph - kPlaceholder));
+  for (Lid& l : n.real) l = s_.table.allocate();
+  build_split_leaves(items, sp, n);
+  build_split_interiors(sp, n);
+  return n;
+}
+
+std::byte* LeafWrite::build_buffer(const Header& hdr, const std::vector<layout::BuildItem>& b) {
+  std::byte* buf = s_.new_buffer();
+  if (!layout::build_node(buf, hdr, b)) throw Error("honeycomb: split half overflow");
+  return buf;
+}
+
+// Two leaves, each other's sibling; their old-version pointers name the
+// old leaf, so older snapshots reached through a sibling still see it.
+void LeafWrite::build_split_leaves(const std::vector<layout::BuildItem>& items, const SplitPlan& sp,
+                                   SplitNodes& n) {
+  const Header& h = h_;
   Header lh;
-  lh.version = mvcc ? w : 0;
-  lh.old_version = old_ptr(leaf_.buf);
+  lh.version = n.version();
+  lh.old_version = n.old_ptr(leaf_.buf);
   lh.left = h.left;
-  lh.right = lid_of(leaf_r);
-  fresh.emplace_back(lid_of(leaf_l), build(lh, {items.begin(), items.begin() + static_cast<std::ptrdiff_t>(m)}));
-  lh.left = lid_of(leaf_l);
+  lh.right = n.lid_of(sp.leaf_r);
+  n.fresh.emplace_back(n.lid_of(sp.leaf_l),
+                       build_buffer(lh, {items.begin(), items.begin() + static_cast<std::ptrdiff_t>(sp.m)}));
+  lh.left = n.lid_of(sp.leaf_l);
   lh.right = h.right;
-  fresh.emplace_back(lid_of(leaf_r), build(lh, {items.begin() + static_cast<std::ptrdiff_t>(m), items.end()}));
-  std::uint64_t nodes_split = 1;
+  n.fresh.emplace_back(n.lid_of(sp.leaf_r),
+                       build_buffer(lh, {items.begin() + static_cast<std::ptrdiff_t>(sp.m), items.end()}));
+  n.retired.push_back({leaf_.buf, leaf_.lid});
+}
 
-  // Interior nodes, bottom-up.
-  std::vector<Retired> retired{{leaf_.buf, leaf_.lid}};
-  Lid ph_left = kPlaceholder + 2;
-  std::pair<Lid, std::byte*> swap{kNoLid, nullptr};
-  for (const InteriorPlan& plan : plans) {
+// Interior nodes, bottom-up: two halves (new LIDs) per node that split,
+// one new buffer for the root of the split (its LID kept, remapped on
+// publish) or, if the root split too, a new root over its halves.
+void LeafWrite::build_split_interiors(const SplitPlan& sp, SplitNodes& n) {
+  Lid ph_left = kPlaceholder + 2;  // after the leaves' two
+  for (const InteriorPlan& plan : sp.interiors) {
     const PathNode& p = path_[plan.depth];
     Header ih;
     ih.type = layout::NodeType::kInterior;
     ih.level = plan.img->header.level;
-    ih.version = mvcc ? w : 0;
-    ih.old_version = old_ptr(p.buf);
+    ih.version = n.version();
+    ih.old_version = n.old_ptr(p.buf);
     auto to_build = [&](std::size_t b, std::size_t e) {
       std::vector<layout::BuildItem> v;
-      for (std::size_t i = b; i < e; ++i) v.push_back({plan.items[i].first, {}, lid_of(plan.items[i].second)});
+      for (std::size_t i = b; i < e; ++i) v.push_back({plan.items[i].first, {}, n.lid_of(plan.items[i].second)});
       return v;
     };
     if (!plan.split) {
-      ih.leftmost = lid_of(plan.leftmost);
-      swap = {p.lid, build(ih, to_build(0, plan.items.size()))};
-      retired.push_back({p.buf, kNoLid});
+      ih.leftmost = n.lid_of(plan.leftmost);
+      n.swap = {p.lid, build_buffer(ih, to_build(0, plan.items.size()))};
+      n.retired.push_back({p.buf, kNoLid});
       break;
     }
-    ih.leftmost = lid_of(plan.leftmost);
-    fresh.emplace_back(lid_of(ph_left), build(ih, to_build(0, plan.mid)));
-    ih.leftmost = lid_of(plan.items[plan.mid].second);
-    fresh.emplace_back(lid_of(ph_left + 1), build(ih, to_build(plan.mid + 1, plan.items.size())));
-    retired.push_back({p.buf, p.lid});
+    ih.leftmost = n.lid_of(plan.leftmost);
+    n.fresh.emplace_back(n.lid_of(ph_left), build_buffer(ih, to_build(0, plan.mid)));
+    ih.leftmost = n.lid_of(plan.items[plan.mid].second);
+    n.fresh.emplace_back(n.lid_of(ph_left + 1), build_buffer(ih, to_build(plan.mid + 1, plan.items.size())));
+    n.retired.push_back({p.buf, p.lid});
     ph_left += 2;
-    ++nodes_split;
+    ++n.nodes_split;
   }
-  Lid new_root = kNoLid;
-  if (root_split) {
+  if (sp.root_split) {
     // The tree grows: a new root over the two halves of the old one.
     Header rh;
     rh.type = layout::NodeType::kInterior;
     rh.level = static_cast<std::uint8_t>(s_.height());
-    rh.leftmost = lid_of(new_left);
-    rh.version = mvcc ? w : 0;
-    rh.old_version = old_ptr(path_.front().buf);
-    new_root = s_.table.allocate();
-    fresh.emplace_back(new_root, build(rh, {{sep, {}, lid_of(new_right)}}));
+    rh.leftmost = n.lid_of(sp.new_left);
+    rh.version = n.version();
+    rh.old_version = n.old_ptr(path_.front().buf);
+    n.new_root = s_.table.allocate();
+    n.fresh.emplace_back(n.new_root, build_buffer(rh, {{sp.sep, {}, n.lid_of(sp.new_right)}}));
   }
+}
 
-  // Publish: new nodes first (unreachable until the swap), then sibling
-  // LIDs, then the swap of the split root's mapping (or the new root).
-  for (const auto& [lid, buf] : fresh) s_.table.map(lid, buf);
-  if (sib[0] != nullptr) {
-    const std::uint64_t w5 = layout::load_word(sib[0], 5);
-    layout::store_word(sib[0], 5, layout::pack_sibling_word(lid_of(leaf_l), static_cast<std::uint16_t>(w5 >> 48)));
+// Publish: new nodes first (unreachable until the swap), then sibling
+// LIDs, then the swap of the split root's mapping (or the new root).
+// Only the siblings are unlocked; every replaced buffer stays locked, so a
+// writer that reached one fails its CAS and restarts.
+void LeafWrite::publish_split(const SplitPlan& sp, const SplitNodes& n) {
+  for (const auto& [lid, buf] : n.fresh) s_.table.map(lid, buf);
+  if (sp.sib[0] != nullptr) {
+    const std::uint64_t w5 = layout::load_word(sp.sib[0], 5);
+    layout::store_word(sp.sib[0], 5,
+                       layout::pack_sibling_word(n.lid_of(sp.leaf_l), static_cast<std::uint16_t>(w5 >> 48)));
   }
-  if (sib[1] != nullptr) {
-    const std::uint64_t w4 = layout::load_word(sib[1], 4);
-    layout::store_word(sib[1], 4, layout::pack_sibling_word(lid_of(leaf_r), static_cast<std::uint16_t>(w4 >> 48)));
+  if (sp.sib[1] != nullptr) {
+    const std::uint64_t w4 = layout::load_word(sp.sib[1], 4);
+    layout::store_word(sp.sib[1], 4,
+                       layout::pack_sibling_word(n.lid_of(sp.leaf_r), static_cast<std::uint16_t>(w4 >> 48)));
   }
-  if (root_split) {
-    s_.set_root(new_root, s_.height() + 1);
+  if (sp.root_split) {
+    s_.set_root(n.new_root, s_.height() + 1);
   } else {
-    s_.table.map(swap.first, swap.second);
+    s_.table.map(n.swap.first, n.swap.second);
   }
-  // Unlock the siblings only; every replaced buffer stays locked.
-  for (const Held& x : held) {
-    if (x.buf == sib[0] || x.buf == sib[1]) layout::store_word(x.buf, 1, x.w1);
+  for (const Held& x : sp.held) {
+    if (x.buf == sp.sib[0] || x.buf == sp.sib[1]) layout::store_word(x.buf, 1, x.w1);
   }
-  s_.versions.release(w);
-  s_.splits.fetch_add(nodes_split, std::memory_order_relaxed);
-  count(op_code_);
-  s_.retired.fetch_add(retired.size(), std::memory_order_relaxed);
-  s_.epochs.retire(std::move(retired));
-  return Outcome::kChanged;
 }
 
 }  // namespace
