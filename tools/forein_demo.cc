@@ -60,7 +60,7 @@ int usage(const char* argv0) {
 }
 
 int main(int argc, char** argv) {
-  std::string backend_name = "switch_lpm";
+  std::string backend_name = forein::offload::default_backend().name;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
       backend_name = argv[++i];

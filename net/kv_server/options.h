@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "forein/offload/registry.h"
+
 namespace forein::net::kv {
 
 // kv: the papers' KV server (the tree bulk-loaded from --keys/--data).
@@ -37,7 +39,7 @@ struct ServerOptions {
   bool keys_given = false;
   std::uint64_t keys = 0;              // dataset_key(0 .. keys-1)
   std::string data_file;               // instead of --keys: lines hexkey<TAB>value
-  std::string backend = "switch_lpm";  // offload backend ("none" allowed)
+  std::string backend = offload::default_backend().name;  // offload backend ("none" allowed)
   std::string agent;                   // HOST:PORT of forein-agent; empty: none
   std::string agent_token;
   unsigned threads = 2;                // UDP worker threads, 1..64 (metadata mode: 1)

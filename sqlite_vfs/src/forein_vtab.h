@@ -32,6 +32,7 @@ SQLITE_EXTENSION_INIT3
 
 #include "forein/key.h"
 #include "forein/node_interval.h"
+#include "forein/offload/registry.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
 
@@ -201,7 +202,7 @@ class HintSource final : public NodeObserver {
   void refresh();
   bool refresh_due() const;
 
-  const offload::BackendInfo* info_ = nullptr;  // null: switch_lpm
+  const offload::BackendInfo* info_ = nullptr;  // null: offload::default_backend()
   std::unique_ptr<ResidentIndex> index_;
   std::unique_ptr<offload::Backend> backend_;
   std::unique_ptr<offload::OffloadManager> manager_;
@@ -412,7 +413,7 @@ struct Spec {
   std::vector<std::string> names;
   std::vector<std::string> types;
   std::uint32_t page_size = kDefaultPageSize;
-  std::string offload = "switch_lpm";  // a registered offload backend
+  std::string offload = forein::offload::default_backend().name;  // a registered offload backend
 };
 // Parses CREATE VIRTUAL TABLE's arguments (argv[3..]); throws SqlError.
 Spec parse_args(int argc, const char* const* argv);

@@ -304,8 +304,7 @@ void HintSource::note_replaced(PageId id) {
 }
 
 void HintSource::attach(Tree& tree) {
-  backend_ = std::make_unique<offload::Backend>(info_ != nullptr ? *info_
-                                                                 : offload::backend_by_name("switch_lpm"));
+  backend_ = std::make_unique<offload::Backend>(info_ != nullptr ? *info_ : offload::default_backend());
   manager_ = std::make_unique<offload::OffloadManager>(*backend_);
   manager_->attach(*index_);  // lists nothing yet: the first refresh syncs the known nodes
   tree_ = &tree;
@@ -423,12 +422,12 @@ void HintSource::ensure_refreshed() {
 }
 
 const char* HintSource::backend_name() const {
-  return info_ != nullptr ? info_->name : "switch_lpm";
+  return (info_ != nullptr ? *info_ : offload::default_backend()).name;
 }
 std::uint64_t HintSource::installed_entries() const { return backend_ ? backend_->usage().used : 0; }
 std::uint64_t HintSource::capacity_entries() const {
   if (backend_) return backend_->usage().capacity;
-  return info_ != nullptr ? info_->default_capacity : offload::backend_by_name("switch_lpm").default_capacity;
+  return (info_ != nullptr ? *info_ : offload::default_backend()).default_capacity;
 }
 
 }  // namespace forein::sqlite

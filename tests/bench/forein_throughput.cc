@@ -110,7 +110,7 @@ struct Options {
   std::uint64_t ops = 0;  // 0: 1M (fig9), 500k (fig10)
   int reps = 0;           // 0: 5 (fig9), 3 (fig10)
   std::uint64_t budget = 73000;
-  std::string backend = "switch_lpm";  // a registered offload backend
+  std::string backend = forein::offload::default_backend().name;  // a registered offload backend
   std::uint32_t page_size = forein::kDefaultPageSize;
   int fill = 90;
   std::uint64_t refresh_every = 10000;
