@@ -27,6 +27,7 @@ const BackendInfo kDpaBackend = {
     kStartHints | kValueCache,
     "DPA bytes",
     dpa::kDpaMemoryBytes,
+    1024,  // about: an index node takes 80 bytes to about 2 KiB, a full index leaf 2,112
     dpa::dpa_image_hint,
     make_planner,
     make_device,

@@ -28,6 +28,7 @@ const BackendInfo kFattreeBackend = {
     kStartHints,
     "in-switch nodes",
     fattree::kCapacity,
+    1,  // a fat-root range or a node-set node
     fattree::fattree_image_hint,
     make_planner,
     make_device,

@@ -27,6 +27,7 @@ const BackendInfo kFpgaBackend = {
     kStartHints | kScanExecution,
     "cache bytes",
     fpga::kBoardDramBytes,
+    fpga::kNodeBytes,  // a DRAM node's 8 KB slot (the root in on-chip SRAM takes none)
     fpga::fpga_image_hint,
     make_planner,
     make_device,

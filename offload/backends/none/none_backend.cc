@@ -40,6 +40,7 @@ const BackendInfo kNoneBackend = {
     0,
     "entries",
     0,
+    1,
     none_hint,
     [](const BackendConfig&) { return make_empty_planner(); },
     [](const BackendConfig&) -> std::unique_ptr<Device> { return std::make_unique<NoneDevice>(); },

@@ -37,6 +37,7 @@ const BackendInfo kSwitchLpmBackend = {
     kStartHints,
     "LPM entries",
     kSwitchLpmCapacity,
+    1,  // an entry
     lpm_image_hint,
     make_planner,
     make_device,

@@ -156,6 +156,7 @@ const BackendInfo kSwitchVisibilityBackend = {
     kWriteVisibility,
     "slots",
     switch_visibility::kPaperSlots,
+    1,  // a slot
     switch_visibility::image_hint,
     // Plans nothing: the slots are filled by packets on the network path
     // (data-write replies), not planned from the tree.

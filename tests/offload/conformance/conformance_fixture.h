@@ -1,6 +1,7 @@
 // Shared pieces of the offload conformance suite (docs/offload-conformance.md):
-// every test loops over registered_backends(), so a backend added to the
-// registry is tested with no edit here.
+// every test loops over conformance_backends() (conformance_backends.h: the
+// registered backends, then any a linked-in test file adds, registered or
+// not), so a new backend is tested with no edit here.
 //
 // A ConformanceTree is an engine tree whose node events feed an
 // OffloadManager over Backend(info, config) under a manual clock; the
@@ -25,6 +26,7 @@
 #include "forein/offload/registry.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
+#include "offload/conformance/conformance_backends.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FOREIN_CONFORMANCE_ASAN 1
@@ -41,12 +43,6 @@ namespace forein::offload::conformance {
 
 inline std::string int_key(std::int64_t i) { return encode_int64(i); }
 
-// The registered backends, as a vector for range-for.
-inline std::vector<const BackendInfo*> backends() {
-  const auto all = registered_backends();
-  return {all.begin(), all.end()};
-}
-
 // Whether the backend can hold anything at all ("none" cannot).
 inline bool holds_records(const BackendInfo& info) { return info.default_capacity > 0; }
 
@@ -59,17 +55,11 @@ inline bool plans_records(const BackendInfo& info) {
   return holds_records(info) && (info.capabilities & kStartHints) != 0;
 }
 
-// Device units one planned record takes: 1 for a backend that counts
-// records (LPM entries, in-switch nodes, slots), a node's 8 KB slot for one
-// that counts cache bytes (fpga, whose root in on-chip SRAM takes none),
-// 1 KiB for one that counts DPA bytes (dpa: an index node takes 80 bytes to
-// about 2 KiB, a full index leaf 2,112). Capacities the suite chooses in
+// Device units one planned record takes (BackendInfo::units_per_record,
+// declared by the backend; 0 is taken as 1). Capacities the suite chooses in
 // records are scaled by it.
 inline std::uint64_t units_per_record(const BackendInfo& info) {
-  const std::string unit = info.unit;
-  if (unit == "cache bytes") return 8192;
-  if (unit == "DPA bytes") return 1024;
-  return 1;
+  return info.units_per_record == 0 ? 1 : info.units_per_record;
 }
 
 struct ConformanceTree {

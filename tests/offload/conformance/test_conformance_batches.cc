@@ -1,6 +1,7 @@
 // Conformance 3: a batch the device cannot take changes nothing.
 //
-// For every registered backend:
+// For every backend of conformance_backends() (the registered ones, then any
+// a test file adds):
 //  * a real install batch planned for a big tree (large capacity), applied
 //    to a device whose capacity is smaller and which already holds a real
 //    small image, is refused with kCapacityExceeded; the image (bytes and
@@ -94,7 +95,7 @@ BackendStatus apply_checked(Device& device, const ChangeBatch& batch, Tally& tal
 }  // namespace
 
 TEST_CASE("conformance: an install batch over capacity changes nothing", "[conformance][batch]") {
-  for (const BackendInfo* info : backends()) {
+  for (const BackendInfo* info : conformance_backends()) {
     DYNAMIC_SECTION(info->name) {
       BackendConfig big;
       big.capacity = plans_records(*info) ? std::max<std::uint64_t>(info->default_capacity, 100000) : 0;
@@ -159,7 +160,7 @@ TEST_CASE("conformance: an install batch over capacity changes nothing", "[confo
 TEST_CASE("conformance: garbage batches are refused and change nothing", "[conformance][batch]") {
   const std::uint64_t seed = forein::testing::test_seed("conformance garbage batches");
   std::uint64_t index = 0;
-  for (const BackendInfo* info : backends()) {
+  for (const BackendInfo* info : conformance_backends()) {
     DYNAMIC_SECTION(info->name) {
       Rng rng(seed + index);
       BackendConfig config;

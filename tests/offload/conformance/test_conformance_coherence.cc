@@ -1,6 +1,6 @@
 // Conformance 4: install-before-remove coherence under install delay, with
-// concurrent writers, for every registered backend (the model is
-// tests/offload/test_manager_coherence.cc, which covers switch_lpm alone).
+// concurrent writers, for every backend of conformance_backends() (the model
+// is tests/offload/test_manager_coherence.cc, which covers switch_lpm alone).
 //
 // Writers put and erase on a real tree (each owns the keys key % 4 ==
 // writer, so it knows their exact answer; values are long enough that the
@@ -171,7 +171,7 @@ TEST_CASE("conformance: coherence with delayed installs under a manual clock",
           "[conformance][coherence][concurrent]") {
   const std::uint64_t seed = forein::testing::test_seed("conformance coherence manual clock");
   std::uint64_t index = 0;
-  for (const BackendInfo* info : backends()) {
+  for (const BackendInfo* info : conformance_backends()) {
     DYNAMIC_SECTION(info->name) {
       std::mt19937_64 rng(seed + index);
       ManagerOptions options;
@@ -222,7 +222,7 @@ TEST_CASE("conformance: coherence with the manager's own thread installing meanw
           "[conformance][coherence][concurrent]") {
   const std::uint64_t seed = forein::testing::test_seed("conformance coherence background");
   std::uint64_t index = 0;
-  for (const BackendInfo* info : backends()) {
+  for (const BackendInfo* info : conformance_backends()) {
     DYNAMIC_SECTION(info->name) {
       std::mt19937_64 rng(seed + index);
       SteadyManagerClock steady;

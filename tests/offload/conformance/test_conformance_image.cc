@@ -1,14 +1,16 @@
 // Conformance 2: hint(image, word) is pure and safe on any bytes.
 //
-// For every registered backend, the image of a real device after planning a
-// real tree (bulk-loaded, then split and merged by writes, then planned
-// again) is cut at every length (a dense sample for a large image), given
-// random byte flips, replaced by random bytes, given a real prefix and a
-// random rest, given header-like fields at extreme values (every u8, u16,
-// u32 and u64 position of the first 64 bytes), and copied to odd
-// addresses. Each form lives in a buffer whose bytes past the span are
-// poisoned under AddressSanitizer, so a read outside the span fails the run
-// (`make check-asan`); UBSan catches misaligned loads. hint() must return.
+// For every backend of conformance_backends() (the registered ones, then any
+// a test file adds), the image of a real device after planning a real tree
+// (bulk-loaded, then split and merged by writes, then planned again) is cut
+// at every length (a dense sample for a large image), given random byte
+// flips, replaced by random bytes, given a real prefix and a random rest,
+// given header-like fields at extreme values (every u8, u16, u32 and u64
+// position of the first 64 bytes), and copied to odd addresses. Each form
+// lives in a buffer whose bytes past the span are poisoned under
+// AddressSanitizer, so a read outside the span fails the run: CTest's
+// offload_conformance_asan in the default build, and `make check-asan`;
+// UBSan catches misaligned loads. hint() must return.
 //
 // And a valid image's hints name only nodes the device was told about: an
 // empty device hints nothing, and every hint of a planned device is a node
@@ -116,7 +118,7 @@ TEST_CASE("conformance: an empty device hints nothing; a planned one only its tr
           "[conformance][image]") {
   const std::uint64_t seed = forein::testing::test_seed("conformance image nodes");
   std::uint64_t index = 0;
-  for (const BackendInfo* info : backends()) {
+  for (const BackendInfo* info : conformance_backends()) {
     DYNAMIC_SECTION(info->name) {
       Rng rng(seed + index);
       // A fresh device was told about nothing.
@@ -158,7 +160,7 @@ TEST_CASE("conformance: torn, flipped, random and misaligned images never crash 
           "[conformance][image]") {
   const std::uint64_t seed = forein::testing::test_seed("conformance image garbage");
   std::uint64_t index = 0;
-  for (const BackendInfo* info : backends()) {
+  for (const BackendInfo* info : conformance_backends()) {
     DYNAMIC_SECTION(info->name) {
       Rng rng(seed + index);
       std::vector<RealImage> images;

@@ -1,16 +1,16 @@
 // Conformance 5: usage() is in the hardware's units and matches the plan.
 //
-// For every registered backend, with the default configuration, an explicit
-// capacity (4096 records: a power of two, as switch_visibility's table needs; scaled by
-// units_per_record for a backend counting cache or DPA bytes) and a
-// small budget: usage().unit == info.unit; capacity is
-// config.capacity, else info.default_capacity (a backend that holds nothing,
-// default_capacity 0, reports 0 whatever it is configured with); used <=
-// capacity at every step; once nothing is pending, used equals the
-// manager's stats().target_entries (capacity > 0), and also after writes,
-// while batches are pending under an install delay, and after they are all
-// applied. The published image fits info.max_image_bytes(used) and
-// max_image_bytes(capacity).
+// For every backend of conformance_backends() (the registered ones, then any
+// a test file adds), with the default configuration, an explicit capacity
+// (4096 records: a power of two, as switch_visibility's table needs; scaled
+// by units_per_record for a backend counting cache or DPA bytes) and a small
+// budget: usage().unit == info.unit; capacity is config.capacity, else
+// info.default_capacity (a backend that holds nothing, default_capacity 0,
+// reports 0 whatever it is configured with); used <= capacity at every step;
+// once nothing is pending, used equals the manager's stats().target_entries
+// (capacity > 0), and also after writes, while batches are pending under an
+// install delay, and after they are all applied. The published image fits
+// info.max_image_bytes(used) and max_image_bytes(capacity).
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -54,7 +54,7 @@ TEST_CASE("conformance: usage() in the hardware's units, equal to the plan once 
           "[conformance][usage]") {
   const std::uint64_t seed = forein::testing::test_seed("conformance usage");
   std::uint64_t index = 0;
-  for (const BackendInfo* info : backends()) {
+  for (const BackendInfo* info : conformance_backends()) {
     DYNAMIC_SECTION(info->name) {
       Rng rng(seed + index);
       struct Case {

@@ -207,6 +207,12 @@ struct BackendInfo {
   std::uint32_t capabilities;
   const char* unit;  // usage() unit
   std::uint64_t default_capacity;
+  // About how many units of the capacity one planned record takes, for
+  // sizing capacities in records (the conformance suite does): 1 for a
+  // backend that counts records (LPM entries, in-switch nodes, slots); fpga,
+  // counting cache bytes, 8,192 (a node's 8 KB slot); dpa, counting DPA
+  // bytes, 1,024 (an index node takes 80 bytes to about 2 KiB).
+  std::uint64_t units_per_record = 1;
   HintFunction hint;
   std::unique_ptr<Planner> (*make_planner)(const BackendConfig& config);
   std::unique_ptr<Device> (*make_device)(const BackendConfig& config);
