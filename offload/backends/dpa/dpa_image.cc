@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "forein/offload/image_header.h"
+
 namespace forein::offload::dpa {
 
 namespace {
@@ -9,36 +11,25 @@ namespace {
 constexpr std::uint32_t kMagic = 0x31415044;  // "DPA1" in memory order
 constexpr std::uint16_t kFormat = 1;
 
-// The header checked against the span; ok = false for anything else.
-struct View {
-  bool ok = false;
-  const std::byte* base = nullptr;
-  std::uint64_t length = 0;
-  std::uint32_t nodes = 0;
+static_assert(kImageIndexBytes == kImageIndexEntryBytes);
+
+// The header checked against the span (image_header.h: entries are the
+// index's nodes); ok = false for anything else.
+struct View : ImageView {
   std::uint64_t root = kNoAddress;
   std::uint64_t capacity = 0;
-  std::uint64_t used = 0;
 };
 
 View view_of(std::span<const std::byte> image) noexcept {
-  View v;
-  if (image.size() < kImageHeaderBytes) return v;
-  const std::byte* p = image.data();
-  if (load<std::uint32_t>(p) != kMagic || load<std::uint16_t>(p + 4) != kFormat) return v;
-  v.length = load<std::uint64_t>(p + 8);
-  if (v.length > image.size() || v.length < kImageHeaderBytes) return v;
-  v.nodes = load<std::uint32_t>(p + 16);
-  v.root = load<std::uint64_t>(p + 24);
-  v.capacity = load<std::uint64_t>(p + 32);
-  v.used = load<std::uint64_t>(p + 40);
-  // 32-bit count: the sum fits in 64 bits.
-  if (kImageHeaderBytes + std::uint64_t{v.nodes} * kImageIndexBytes > v.length) return v;
-  v.base = p;
-  v.ok = true;
+  View v{view_image(image, kMagic, kFormat, kImageHeaderBytes, kImageIndexBytes)};
+  if (v.ok) {
+    v.root = load<std::uint64_t>(v.base + 24);
+    v.capacity = load<std::uint64_t>(v.base + 32);
+  }
   return v;
 }
 
-std::uint64_t index_end(const View& v) noexcept { return kImageHeaderBytes + std::uint64_t{v.nodes} * kImageIndexBytes; }
+std::uint64_t index_end(const View& v) noexcept { return kImageHeaderBytes + std::uint64_t{v.entries} * kImageIndexBytes; }
 
 // The node at an offset, checked against the image.
 NodeView node_at(const View& v, std::uint64_t offset) noexcept {
@@ -47,23 +38,13 @@ NodeView node_at(const View& v, std::uint64_t offset) noexcept {
 }
 
 NodeView node_of_entry(const View& v, std::size_t i) noexcept {
-  return node_at(v, load<std::uint64_t>(v.base + kImageHeaderBytes + i * kImageIndexBytes + 8));
+  return node_at(v, index_entry_offset(v, kImageHeaderBytes, i));
 }
 
 // The node at a DPA address (binary search of the index), or ok = false.
 NodeView find_node(const View& v, std::uint64_t address) noexcept {
-  std::size_t lo = 0, hi = v.nodes;
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    const std::uint64_t at = load<std::uint64_t>(v.base + kImageHeaderBytes + mid * kImageIndexBytes);
-    if (at == address) return node_of_entry(v, mid);
-    if (at < address) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return NodeView{};
+  const auto offset = find_index_entry(v, kImageHeaderBytes, 8, address);
+  return offset ? node_at(v, *offset) : NodeView{};
 }
 
 }  // namespace
@@ -78,10 +59,7 @@ std::vector<std::byte> build_image(const std::map<std::uint64_t, std::vector<std
   }
   std::vector<std::byte> out(length);
   std::byte* p = out.data();
-  store<std::uint32_t>(p, kMagic);
-  store<std::uint16_t>(p + 4, kFormat);
-  store<std::uint64_t>(p + 8, length);
-  store<std::uint32_t>(p + 16, static_cast<std::uint32_t>(nodes.size()));
+  write_image_head(p, kMagic, kFormat, length, static_cast<std::uint32_t>(nodes.size()));
   store<std::uint64_t>(p + 24, root);
   store<std::uint64_t>(p + 32, capacity);
   store<std::uint64_t>(p + 40, used);
@@ -148,7 +126,7 @@ ImageSummary summarize_image(std::span<const std::byte> image) {
   s.ok = true;
   s.root = v.root;
   s.capacity = v.capacity;
-  for (std::size_t i = 0; i < v.nodes; ++i) {
+  for (std::size_t i = 0; i < v.entries; ++i) {
     const NodeView n = node_of_entry(v, i);
     if (!n.ok) continue;
     if (n.kind == kLeafKind) {
@@ -181,7 +159,7 @@ std::vector<ImageRecord> dpa_image_records(std::span<const std::byte> image) {
   // Inner nodes: kind = their index level, key = their first pivot, no node
   // of the host; index leaves: one record per boundary (kind 0), the host
   // node its words lead to.
-  for (std::size_t i = 0; i < v.nodes; ++i) {
+  for (std::size_t i = 0; i < v.entries; ++i) {
     const NodeView n = node_of_entry(v, i);
     if (!n.ok) continue;
     if (n.kind == kLeafKind) {

@@ -5,6 +5,7 @@
 
 #include "fattree/compare64.h"
 #include "forein/offload/bytes.h"
+#include "forein/offload/image_header.h"
 
 namespace forein::offload::fattree {
 
@@ -31,12 +32,12 @@ struct View {
 
 View view_of(std::span<const std::byte> image) noexcept {
   View v;
-  if (image.size() < kImageHeaderBytes) return v;
-  const std::byte* p = image.data();
-  if (load<std::uint32_t>(p) != kMagic || load<std::uint16_t>(p + 4) != kFormat) return v;
-  const auto length = load<std::uint64_t>(p + 8);
-  if (length > image.size() || load<std::uint32_t>(p + 20) != kNodeSets) return v;
-  v.ranges = load<std::uint32_t>(p + 16);
+  const ImageView head = view_image(image, kMagic, kFormat, kImageHeaderBytes, kImageRangeBytes);
+  if (!head.ok) return v;
+  const std::byte* p = head.base;
+  const std::uint64_t length = head.length;
+  if (load<std::uint32_t>(p + 20) != kNodeSets) return v;
+  v.ranges = head.entries;
   // Counts are 32-bit, so every sum below fits in 64 bits.
   std::uint64_t at = kImageHeaderBytes;
   v.ranges_at = static_cast<std::size_t>(at);
@@ -130,10 +131,7 @@ std::vector<std::byte> build_image(const std::vector<RangeRecord>& ranges,
   for (const auto& set : sets) length += set.size() * kImageNodeBytes;
   std::vector<std::byte> out(length);
   std::byte* p = out.data();
-  put_u32(out, 0, kMagic);
-  store<std::uint16_t>(p + 4, kFormat);
-  store<std::uint64_t>(p + 8, length);
-  put_u32(out, 16, static_cast<std::uint32_t>(ranges.size()));
+  write_image_head(p, kMagic, kFormat, length, static_cast<std::uint32_t>(ranges.size()));
   put_u32(out, 20, kNodeSets);
   std::size_t at = kImageHeaderBytes;
   for (const RangeRecord& r : ranges) {

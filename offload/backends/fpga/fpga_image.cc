@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "forein/offload/image_header.h"
+
 namespace forein::offload::fpga {
 
 namespace {
@@ -12,30 +14,18 @@ constexpr std::uint16_t kFormat = 1;
 constexpr std::uint8_t kRootFlag = 1;
 constexpr std::uint8_t kHiInfFlag = 2;
 
-// The header checked against the span; ok = false for anything else.
-struct View {
-  bool ok = false;
-  const std::byte* base = nullptr;
-  std::uint64_t length = 0;
-  std::uint32_t dram = 0;
+static_assert(kImageIndexBytes == kImageIndexEntryBytes);
+
+// The header checked against the span (image_header.h: entries are the DRAM
+// nodes' index), and the root record's offset (0: none); ok = false for
+// anything else.
+struct View : ImageView {
   std::uint64_t root_at = 0;
-  std::uint64_t capacity = 0;
 };
 
 View view_of(std::span<const std::byte> image) noexcept {
-  View v;
-  if (image.size() < kImageHeaderBytes) return v;
-  const std::byte* p = image.data();
-  if (load<std::uint32_t>(p) != kMagic || load<std::uint16_t>(p + 4) != kFormat) return v;
-  v.length = load<std::uint64_t>(p + 8);
-  if (v.length > image.size() || v.length < kImageHeaderBytes) return v;
-  v.dram = load<std::uint32_t>(p + 16);
-  v.root_at = load<std::uint64_t>(p + 24);
-  v.capacity = load<std::uint64_t>(p + 32);
-  // 32-bit count: the sum fits in 64 bits.
-  if (kImageHeaderBytes + std::uint64_t{v.dram} * kImageIndexBytes > v.length) return v;
-  v.base = p;
-  v.ok = true;
+  View v{view_image(image, kMagic, kFormat, kImageHeaderBytes, kImageIndexBytes)};
+  if (v.ok) v.root_at = load<std::uint64_t>(v.base + 24);
   return v;
 }
 
@@ -54,7 +44,7 @@ struct Rec {
 
 Rec record_at(const View& v, std::uint64_t offset) noexcept {
   Rec r;
-  const std::uint64_t index_end = kImageHeaderBytes + std::uint64_t{v.dram} * kImageIndexBytes;
+  const std::uint64_t index_end = kImageHeaderBytes + std::uint64_t{v.entries} * kImageIndexBytes;
   if (offset < index_end || offset > v.length || v.length - offset < kRecordHeaderBytes) return r;
   const std::byte* p = v.base + offset;
   r.children = load<std::uint32_t>(p + 8);
@@ -79,19 +69,8 @@ PageId child_node(const Rec& r, std::size_t i) noexcept {
 
 // The DRAM record of node id, or a record with ok = false.
 Rec find_dram(const View& v, PageId node) noexcept {
-  std::size_t lo = 0, hi = v.dram;
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    const std::byte* e = v.base + kImageHeaderBytes + mid * kImageIndexBytes;
-    const auto at = load<std::uint32_t>(e);
-    if (at == node) return record_at(v, load<std::uint64_t>(e + 8));
-    if (at < node) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return Rec{};
+  const auto offset = find_index_entry(v, kImageHeaderBytes, 4, node);
+  return offset ? record_at(v, *offset) : Rec{};
 }
 
 void put_record(std::byte* p, const CacheRecord& r) {
@@ -125,10 +104,7 @@ std::vector<std::byte> build_image(const CacheRecord* root, const std::vector<co
   for (const CacheRecord* r : sorted) length += record_data_bytes(r->children.size());
   std::vector<std::byte> out(length);
   std::byte* p = out.data();
-  store<std::uint32_t>(p, kMagic);
-  store<std::uint16_t>(p + 4, kFormat);
-  store<std::uint64_t>(p + 8, length);
-  store<std::uint32_t>(p + 16, static_cast<std::uint32_t>(sorted.size()));
+  write_image_head(p, kMagic, kFormat, length, static_cast<std::uint32_t>(sorted.size()));
   store<std::uint32_t>(p + 20, root != nullptr ? root->node : kNoPage);
   store<std::uint64_t>(p + 24, root != nullptr ? records_at : 0);
   store<std::uint64_t>(p + 32, capacity);
@@ -206,8 +182,8 @@ std::vector<ImageRecord> fpga_image_records(std::span<const std::byte> image) {
     const Rec r = record_at(v, v.root_at);
     if (r.ok) out.push_back(ImageRecord{r.lo, 0, 0, r.level, r.node});
   }
-  for (std::size_t i = 0; i < v.dram; ++i) {
-    const Rec r = record_at(v, load<std::uint64_t>(v.base + kImageHeaderBytes + i * kImageIndexBytes + 8));
+  for (std::size_t i = 0; i < v.entries; ++i) {
+    const Rec r = record_at(v, index_entry_offset(v, kImageHeaderBytes, i));
     if (r.ok) out.push_back(ImageRecord{r.lo, 0, 1, r.level, r.node});
   }
   return out;
@@ -221,8 +197,8 @@ std::vector<UsageRow> fpga_image_usage(std::span<const std::byte> image, std::ui
     root = v.root_at != 0 && record_at(v, v.root_at).ok ? 1 : 0;
     const std::uint64_t sets = cache_sets(capacity);
     std::unordered_map<std::uint64_t, std::uint64_t> ways;
-    for (std::size_t i = 0; i < v.dram; ++i) {
-      const Rec r = record_at(v, load<std::uint64_t>(v.base + kImageHeaderBytes + i * kImageIndexBytes + 8));
+    for (std::size_t i = 0; i < v.entries; ++i) {
+      const Rec r = record_at(v, index_entry_offset(v, kImageHeaderBytes, i));
       if (!r.ok) continue;
       ++dram;
       occupied += occupied_bytes(r.occupancy);
