@@ -2,8 +2,8 @@
  *
  * forein_offload_int.h
  *	  Shared memory layout and internal interfaces of forein's offload side
- *	  (forein_offload.c, forein_refresh.c, forein_worker.c,
- *	  forein_sqlfuncs.c).
+ *	  (forein_module.c, forein_slots.c, forein_hints.c, forein_refresh.c,
+ *	  forein_worker.c, forein_sqlfuncs.c).
  *
  * With shared_preload_libraries = 'forein' the postmaster sets aside
  * forein.max_indexes slots.  A slot belongs to one index, keyed by
@@ -50,7 +50,7 @@
 
 #include "forein.h"
 
-/* The paper's switch: 73,000 LPM entries */
+/* forein.lpm_entries (deprecated): the paper's switch, 73,000 LPM entries */
 #define FOREIN_DEFAULT_LPM_ENTRIES	73000
 #define FOREIN_MAX_LPM_ENTRIES		(1 << 22)
 
@@ -59,9 +59,6 @@
 
 /* New samples since the last refresh that make a slot dirty */
 #define FOREIN_RESAMPLE_THRESHOLD	FOREIN_SAMPLE_RING
-
-/* Heaviest leaves pinned into the table before the greedy selection */
-#define FOREIN_HOT_LEAVES			64
 
 /* Merged-away blocks a slot can list; more suspend hints until the next image */
 #define FOREIN_MAX_INVALID			64
@@ -156,7 +153,6 @@ typedef struct ForeinOffCounters
 typedef struct ForeinOffShared
 {
 	int			max_indexes;
-	uint32		slot_capacity;	/* LPM entries a table can hold */
 	Size		image_bytes;	/* image room per table buffer */
 	Size		slot_size;		/* bytes per slot, cache-line aligned */
 	Size		table_offset[2];	/* of each table buffer within a slot */
@@ -171,13 +167,21 @@ typedef struct ForeinOffShared
 
 /* GUCs */
 extern bool forein_offload_enabled;
-extern int	forein_lpm_entries;
+extern int	forein_offload_capacity;
+extern int	forein_lpm_entries;		/* deprecated: forein.offload_capacity */
 extern double forein_sample_rate;
 extern int	forein_install_delay_ms;
 extern int	forein_max_indexes;
 extern bool forein_debug_random_hints;
 
-/* forein_offload.c */
+/* forein_module.c: capacities */
+extern bool forein_sized_by_lpm_entries(int id);
+extern uint64 forein_server_capacity(int id, const char **setting);
+extern uint64 forein_options_capacity(ForeinOptions *opts, int id, const char **option);
+extern uint32 forein_index_budget(Relation index);
+
+/* forein_slots.c */
+extern void forein_slots_init(void);
 extern ForeinOffShared *forein_off_shared;
 extern LWLockPadded *forein_off_locks;	/* [0]: allocation; [1 + i]: slot i */
 
@@ -198,6 +202,15 @@ forein_off_table(ForeinOffSlot *slot, int which)
 							   forein_off_shared->table_offset[which]);
 }
 
+/* Backend row's counters of slot slotno */
+static inline ForeinOffCounters *
+forein_off_counters(int row, int slotno)
+{
+	return (ForeinOffCounters *) ((char *) forein_off_shared +
+								  forein_off_shared->counters_offset +
+								  (Size) row * forein_off_shared->counters_row) + slotno;
+}
+
 static inline uint32 *
 forein_off_ring(ForeinOffSlot *slot)
 {
@@ -215,17 +228,13 @@ forein_index_relfilenode(Relation index)
 }
 
 extern int	forein_off_find_slot(Relation index, bool create);
-extern void forein_off_slot_counts(int slotno, uint64 *counts);
 extern void forein_off_forget_slot(Relation index);
 extern void forein_off_free_slot(int slotno, Oid dboid, Oid relid);
 extern void forein_off_clear_tables(ForeinOffSlot *slot);
-extern uint32 forein_index_budget(Relation index);
-extern bool forein_backend_uses_lpm_entries(int id);
 extern bool forein_off_is_invalid(ForeinOffSlot *slot, BlockNumber blkno);
 extern void forein_off_set_invalid(ForeinOffSlot *slot, const BlockNumber *blocks,
 								   uint32 n);
 extern bool forein_is_forein_index(Relation rel);
-extern void forein_off_local_counts(Oid relid, uint64 *counts);
 
 /* A consistent copy of a slot's active table header */
 typedef struct ForeinOffTableInfo
@@ -247,6 +256,10 @@ extern void forein_off_table_info(int slotno, Relation index,
 /* A palloc'd copy of the active image (NULL if none of this index) */
 extern char *forein_off_copy_image(int slotno, Relation index,
 								   ForeinOffTableInfo *info);
+
+/* forein_hints.c: hint statistics summed over backends, and local ones */
+extern void forein_off_slot_counts(int slotno, uint64 *counts);
+extern void forein_off_local_counts(Oid relid, uint64 *counts);
 
 /* forein_refresh.c */
 extern int64 forein_refresh_index(Relation index, int slotno, bool delay);

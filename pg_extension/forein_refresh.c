@@ -389,8 +389,12 @@ compute_image(Relation index, RefreshData *d, const int32 *node_of,
 	/* the slot holds one whole image: the index may use all of it */
 	config.capacity = r->capacity;
 	config.budget = r->capacity;
-	/* without samples every leaf weighs the same: nothing is hot */
-	config.hot_leaves = nsamples > 0 ? FOREIN_HOT_LEAVES : 0;
+	/*
+	 * The backend's own settings: the reloption offload_settings, else
+	 * their defaults (without samples every leaf weighs the same, and
+	 * switch_lpm then pins no hot leaf).
+	 */
+	config.settings = forein_index_offload_settings(index);
 
 	errbuf[0] = '\0';
 	PG_TRY();

@@ -66,8 +66,9 @@ OwnedRange owned_range(const ServerOptions& o) {
 
 Server::Server(const ServerOptions& options, const Rows& rows) : options_(options) {
   offload::BackendConfig config;
-  config.fat_root_ranges = options_.fat_root_ranges;
-  config.layer_nodes = options_.layer_nodes;
+  // 0: the backend's default (the paper's figures)
+  if (options_.fat_root_ranges != 0) config.set("fat_root_ranges", options_.fat_root_ranges);
+  if (options_.layer_nodes != 0) config.set("layer_nodes", options_.layer_nodes);
   backend_ = std::make_unique<offload::Backend>(offload::backend_for_lookups(options_.backend), config);
   offload::ManagerOptions mo;
   // The index the agent mirror publishes under (forein-load --agent's

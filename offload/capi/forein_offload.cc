@@ -26,6 +26,21 @@ void set_error(char* errbuf, std::size_t errlen, const char* what) {
   if (errbuf != nullptr && errlen > 0) std::snprintf(errbuf, errlen, "%s", what);
 }
 
+// Runs f, turning any exception into its message in errbuf: no exception
+// crosses into C. Whether f ran to the end.
+template <class F>
+bool run_reporting(char* errbuf, std::size_t errlen, F&& f) {
+  try {
+    f();
+    return true;
+  } catch (const std::exception& e) {
+    set_error(errbuf, errlen, e.what());
+  } catch (...) {
+    set_error(errbuf, errlen, "forein offload: unknown error");
+  }
+  return false;
+}
+
 const off::BackendInfo* info_of(int id) {
   const auto all = off::registered_backends();
   if (id < 0 || static_cast<std::size_t>(id) >= all.size()) return nullptr;
@@ -117,6 +132,50 @@ const char* forein_offload_backend_names(void) {
   }
 }
 
+const char* forein_offload_backend_settings(int id) {
+  const off::BackendInfo* info = info_of(id);
+  if (info == nullptr) return nullptr;
+  try {
+    // One text per backend, built once (the registry never changes).
+    static const std::vector<std::string> texts = [] {
+      std::vector<std::string> out;
+      for (const off::BackendInfo* b : off::registered_backends()) {
+        std::string text;
+        for (const off::SettingSpec& s : b->settings) {
+          text += std::string(s.name) + " " + std::to_string(s.default_value) + " " + std::to_string(s.min) + " " +
+                  std::to_string(s.max) + " " + s.description + "\n";
+        }
+        out.push_back(std::move(text));
+      }
+      return out;
+    }();
+    return texts[static_cast<std::size_t>(id)].c_str();
+  } catch (...) {
+    return "";
+  }
+}
+
+int forein_offload_check_settings(int id, const char* settings, char* errbuf, size_t errlen) {
+  const off::BackendInfo* info = info_of(id);
+  if (info == nullptr) {
+    set_error(errbuf, errlen, "forein offload: bad backend id");
+    return -1;
+  }
+  const bool ok = run_reporting(errbuf, errlen, [&] {
+    off::BackendConfig c;
+    if (settings != nullptr) off::parse_settings(settings, &c);
+    off::check_settings(*info, c);
+  });
+  return ok ? 0 : -1;
+}
+
+const char* forein_offload_backend_capacity_alias(int id) {
+  const off::BackendInfo* info = info_of(id);
+  return info != nullptr ? info->deprecated_capacity_name : nullptr;
+}
+
+const char* forein_offload_default_backend_name(void) { return off::default_backend().name; }
+
 int forein_offload_backend_serves_lookups(int id) {
   const off::BackendInfo* info = info_of(id);
   return info != nullptr && off::serves_lookups(*info) ? 1 : 0;
@@ -136,15 +195,9 @@ int forein_offload_lookup_backend_id(const char* name, char* errbuf, size_t errl
     set_error(errbuf, errlen, "forein offload: null backend name");
     return -1;
   }
-  try {
-    const off::BackendInfo& info = off::backend_for_lookups(name);
-    return forein_offload_backend_id(info.name);
-  } catch (const std::exception& e) {
-    set_error(errbuf, errlen, e.what());
-  } catch (...) {
-    set_error(errbuf, errlen, "forein offload: unknown error");
-  }
-  return -1;
+  int id = -1;
+  run_reporting(errbuf, errlen, [&] { id = forein_offload_backend_id(off::backend_for_lookups(name).name); });
+  return id;
 }
 
 const char* forein_offload_backend_unit(int id) {
@@ -222,8 +275,7 @@ void forein_offload_config_init(forein_offload_config* config) {
   *config = forein_offload_config{};
   config->capacity = d.capacity;
   config->budget = d.budget;
-  config->bottom_line_level = d.bottom_line_level;
-  config->hot_leaves = static_cast<uint32_t>(d.hot_leaves);
+  config->settings = nullptr;
 }
 
 forein_offload_manager* forein_offload_manager_create(int id, const forein_offload_config* config,
@@ -235,21 +287,17 @@ forein_offload_manager* forein_offload_manager_create(int id, const forein_offlo
     set_error(errbuf, errlen, msg.c_str());
     return nullptr;
   }
-  try {
+  forein_offload_manager* m = nullptr;
+  run_reporting(errbuf, errlen, [&] {
     off::BackendConfig c;
     if (config != nullptr) {
       c.capacity = config->capacity;
       c.budget = config->budget;
-      c.bottom_line_level = config->bottom_line_level;
-      c.hot_leaves = config->hot_leaves;
+      if (config->settings != nullptr) off::parse_settings(config->settings, &c);
     }
-    return new forein_offload_manager(*info, c);
-  } catch (const std::exception& e) {
-    set_error(errbuf, errlen, e.what());
-  } catch (...) {
-    set_error(errbuf, errlen, "forein offload: unknown error");
-  }
-  return nullptr;
+    m = new forein_offload_manager(*info, c);
+  });
+  return m;
 }
 
 void forein_offload_manager_destroy(forein_offload_manager* m) { delete m; }
@@ -260,15 +308,17 @@ int forein_offload_manager_sync_nodes(forein_offload_manager* m, const forein_of
     set_error(errbuf, errlen, "forein offload: null argument");
     return -1;
   }
-  try {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (nodes[i].node == forein::kNoPage) {
+      set_error(errbuf, errlen, "forein offload: node 0 in the node table");
+      return -1;
+    }
+  }
+  const bool ok = run_reporting(errbuf, errlen, [&] {
     std::vector<NodeInterval> table;
     table.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
       const forein_offload_node& c = nodes[i];
-      if (c.node == forein::kNoPage) {
-        set_error(errbuf, errlen, "forein offload: node 0 in the node table");
-        return -1;
-      }
       NodeInterval iv;
       iv.node = c.node;
       iv.level = c.level;
@@ -280,13 +330,8 @@ int forein_offload_manager_sync_nodes(forein_offload_manager* m, const forein_of
     }
     m->manager.sync_nodes(table);
     m->source.nodes = std::move(table);
-    return 0;
-  } catch (const std::exception& e) {
-    set_error(errbuf, errlen, e.what());
-  } catch (...) {
-    set_error(errbuf, errlen, "forein offload: unknown error");
-  }
-  return -1;
+  });
+  return ok ? 0 : -1;
 }
 
 void forein_offload_manager_record_access(forein_offload_manager* m, uint64_t word) {
@@ -304,21 +349,16 @@ int forein_offload_manager_refresh(forein_offload_manager* m, const uint64_t* wo
     set_error(errbuf, errlen, "forein offload: null argument");
     return -1;
   }
-  try {
-    if (!std::is_sorted(words, words + nwords)) {
-      set_error(errbuf, errlen, "forein offload: key words must be ascending");
-      return -1;
-    }
+  if (!std::is_sorted(words, words + nwords)) {
+    set_error(errbuf, errlen, "forein offload: key words must be ascending");
+    return -1;
+  }
+  const bool ok = run_reporting(errbuf, errlen, [&] {
     m->source.words.assign(words, words + nwords);
     m->manager.refresh();
     m->manager.flush();
-    return 0;
-  } catch (const std::exception& e) {
-    set_error(errbuf, errlen, e.what());
-  } catch (...) {
-    set_error(errbuf, errlen, "forein offload: unknown error");
-  }
-  return -1;
+  });
+  return ok ? 0 : -1;
 }
 
 size_t forein_offload_manager_image(forein_offload_manager* m, void* buf, size_t buflen,

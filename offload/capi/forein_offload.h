@@ -54,6 +54,24 @@ extern const char *forein_offload_lookup_backend_names(void);
  * for and which ones to use).
  */
 extern int	forein_offload_lookup_backend_id(const char *name, char *errbuf, size_t errlen);
+/*
+ * The backend's own settings, one per line: "name default min max
+ * description" (static storage; "" for none, NULL for a bad id).
+ */
+extern const char *forein_offload_backend_settings(int id);
+/*
+ * 0 if settings ("name=value,name=value"; NULL or "": none) are valid for
+ * backend id, else -1 with a message.
+ */
+extern int	forein_offload_check_settings(int id, const char *settings, char *errbuf, size_t errlen);
+/*
+ * The name hosts gave backend id's capacity before capacities were named
+ * for what they size ("lpm_entries" for switch_lpm), kept as a deprecated
+ * alias for that backend only; NULL if none or a bad id.
+ */
+extern const char *forein_offload_backend_capacity_alias(int id);
+/* The backend hosts use when their user names none ("switch_lpm"). */
+extern const char *forein_offload_default_backend_name(void);
 /* The paper's capacity, in that unit. */
 extern uint64_t forein_offload_default_capacity(int id);
 /* The largest image the backend publishes at that capacity (0 for a bad id). */
@@ -138,8 +156,13 @@ typedef struct forein_offload_config
 {
 	uint64_t	capacity;		/* device capacity in its unit; 0: the paper's */
 	uint64_t	budget;			/* planner budget; 0: half the capacity */
-	uint16_t	bottom_line_level;	/* switch_lpm's bottom-line layer (1) */
-	uint32_t	hot_leaves;		/* switch_lpm's pinned hot leaves (64) */
+	/*
+	 * The backend's own settings, "name=value,name=value" (NULL or "": its
+	 * defaults), validated by the backend: an unknown name or a bad value
+	 * makes forein_offload_manager_create fail with a message naming it.
+	 * Which settings a backend takes: forein_offload_backend_settings.
+	 */
+	const char *settings;
 } forein_offload_config;
 
 /* Fills *config with the defaults. */

@@ -11,6 +11,7 @@ FOREIN_CAPI_SOURCES = \
 	offload/core/manager.cc \
 	offload/core/node_table.cc \
 	offload/core/registry.cc \
+	offload/core/settings.cc \
 	offload/backends/dpa/dpa_backend.cc \
 	offload/backends/dpa/dpa_batch.cc \
 	offload/backends/dpa/dpa_device.cc \

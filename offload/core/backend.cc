@@ -24,6 +24,7 @@ namespace forein::offload {
 Device::Device() : image_(std::make_shared<const BackendImage>()) {}
 
 Backend::Backend(const BackendInfo& info, BackendConfig config) : info_(info), config_(config) {
+  check_settings(info, config_);
   if (config_.capacity == 0) config_.capacity = info.default_capacity;
   planner_ = info.make_planner(config_);
   device_ = info.make_device(config_);

@@ -510,9 +510,7 @@ int engine(const Options& opt, const Rtt& rtt) {
 
   off::ManualClock clock;
   off::BackendConfig config;
-  config.fat_root_ranges = 600;
-  config.layer_nodes = 3600;
-  config.cached_layers = 3;
+  config.set("fat_root_ranges", 600).set("layer_nodes", 3600).set("cached_layers", 3);
   config.budget = ft::kCapacity;
   off::Backend backend(off::backend_by_name("fattree"), config);
   off::ManagerOptions mo;

@@ -134,6 +134,29 @@ main(void)
 	err[0] = '\0';
 	CHECK(forein_offload_manager_create(99, NULL, err, sizeof(err)) == NULL);
 	CHECK(strstr(err, "registered backends") != NULL);
+
+	/* the backend's own settings: validated by the backend */
+	CHECK(strcmp(forein_offload_default_backend_name(), forein_offload_backend_name(lpm)) == 0);
+	CHECK(strstr(forein_offload_backend_settings(lpm), "hot_leaves 64 0 ") != NULL);
+	CHECK(strcmp(forein_offload_backend_settings(forein_offload_backend_id("none")), "") == 0);
+	CHECK(forein_offload_backend_settings(99) == NULL);
+	CHECK(forein_offload_check_settings(lpm, "hot_leaves=3, bottom_line_level = 2", err, sizeof(err)) == 0);
+	CHECK(forein_offload_check_settings(lpm, NULL, err, sizeof(err)) == 0);
+	CHECK(forein_offload_check_settings(lpm, "layer_nodes=3", err, sizeof(err)) == -1);
+	CHECK(strstr(err, "no setting \"layer_nodes\"") != NULL);
+	CHECK(forein_offload_check_settings(lpm, "hot_leaves=x", err, sizeof(err)) == -1);
+	CHECK(strstr(err, "takes an integer") != NULL);
+	CHECK(strcmp(forein_offload_backend_capacity_alias(lpm), "lpm_entries") == 0);
+	CHECK(forein_offload_backend_capacity_alias(forein_offload_backend_id("none")) == NULL);
+	forein_offload_config_init(&config);
+	CHECK(config.settings == NULL);
+	config.settings = "hot_leaves=-1";
+	CHECK(forein_offload_manager_create(lpm, &config, err, sizeof(err)) == NULL);
+	CHECK(strstr(err, "hot_leaves") != NULL);
+	config.settings = "hot_leaves=1";
+	m = forein_offload_manager_create(lpm, &config, err, sizeof(err));
+	CHECK(m != NULL);
+	forein_offload_manager_destroy(m);
 	forein_offload_config_init(&config);
 	config.capacity = 1000;
 	m = forein_offload_manager_create(lpm, &config, err, sizeof(err));

@@ -288,7 +288,7 @@ TEST_CASE("fattree: replanning diffs to nothing, and diffs rebuild the same imag
   SyntheticTree t = build_synthetic_tree(random_words(rng, 30000), 32, 120);
   weigh_leaves(t, rng);
   BackendConfig config;
-  config.layer_nodes = 30;
+  config.set("layer_nodes", 30);
   FattreePlanner planner(config);
   FattreeDevice device;
   auto apply = [&](PlanDiff& d) {

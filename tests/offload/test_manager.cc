@@ -416,7 +416,7 @@ TEST_CASE("manager: sampled accesses pin the hot leaves", "[manager]") {
   options.sample_rate = 16;
   options.prior_weight = 0;  // only samples count
   BackendConfig config;
-  config.hot_leaves = 2;
+  config.set("hot_leaves", 2);
   ManagedTree<> t(options, config);
   std::vector<std::int64_t> keys;
   for (std::int64_t i = 0; i < 20000; ++i) keys.push_back(i);

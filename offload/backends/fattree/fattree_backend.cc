@@ -19,6 +19,17 @@ std::unique_ptr<Device> make_device(const BackendConfig& config) {
                                                                        : fattree::kCapacity);
 }
 
+// Fat-B+Tree sections IV-A and V-B (fattree_types.h): "a maximum of 600 ranges" in
+// the fat root (1,024 supported), "a maximum of 3600 nodes" per cached
+// layer (4,096 per node set), and the five node sets of a k=4 FatTree path.
+constexpr SettingSpec kFattreeSettings[] = {
+    {"fat_root_ranges", "ranges of the fat root (the core switch's TCAM)", fattree::kDefaultFatRootRanges, 1,
+     fattree::kFatRootRangeLimit},
+    {"layer_nodes", "nodes of each cached layer (one node set)", fattree::kDefaultLayerNodes, 0,
+     fattree::kNodeSetLimit},
+    {"cached_layers", "cached layers below the fat root (node sets)", fattree::kNodeSets, 0, fattree::kNodeSets},
+};
+
 }  // namespace
 
 const BackendInfo kFattreeBackend = {
@@ -35,6 +46,7 @@ const BackendInfo kFattreeBackend = {
     fattree::fattree_image_max_bytes,
     fattree::fattree_image_records,
     fattree::fattree_image_usage,
+    kFattreeSettings,
 };
 
 }  // namespace forein::offload

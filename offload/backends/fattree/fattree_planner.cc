@@ -3,15 +3,16 @@
 #include <string>
 #include <vector>
 
+#include "fattree/fattree_backend.h"
 #include "fattree/fattree_batch.h"
 
 namespace forein::offload::fattree {
 
 PlanSettings settings_of(const BackendConfig& config) {
   PlanSettings s;
-  if (config.fat_root_ranges != 0) s.fat_root_ranges = config.fat_root_ranges;
-  if (config.layer_nodes != 0) s.layer_nodes = config.layer_nodes;
-  if (config.cached_layers >= 0) s.layers = static_cast<std::uint32_t>(config.cached_layers);
+  s.fat_root_ranges = static_cast<std::uint32_t>(setting_value(kFattreeBackend, config, "fat_root_ranges"));
+  s.layer_nodes = static_cast<std::uint32_t>(setting_value(kFattreeBackend, config, "layer_nodes"));
+  s.layers = static_cast<std::uint32_t>(setting_value(kFattreeBackend, config, "cached_layers"));
   return s;
 }
 

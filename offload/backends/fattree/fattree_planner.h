@@ -35,7 +35,8 @@ class FattreePlanner final : public Planner {
   std::array<std::map<Address, NodeRecord>, kNodeSets> sets_;  // the target, by address
 };
 
-// BackendConfig's fattree fields with the paper's defaults filled in.
+// fattree's settings in config (kFattreeBackend.settings), the paper's
+// figures where unset. Throws InvalidArgument for a bad one.
 PlanSettings settings_of(const BackendConfig& config);
 
 }  // namespace forein::offload::fattree

@@ -120,6 +120,15 @@ LayeredEntries build_layered_entries(std::span<const OffloadNode> table,
     return tree.node(a).weight != tree.node(b).weight ? tree.node(a).weight > tree.node(b).weight
                                                       : a < b;
   });
+  // When every leaf weighs the same (no sampled accesses: each has only
+  // the prior weight) none is heavier: pinning any would be arbitrary.
+  bool uniform = true;
+  for (std::size_t i = 0, first = tree.size(); i < tree.size() && uniform; ++i) {
+    if (!tree.is_leaf(i)) continue;
+    if (first == tree.size()) first = i;
+    uniform = tree.node(i).weight == tree.node(first).weight;
+  }
+  if (uniform) leaves.clear();
   std::vector<char> hot(table.size(), 0);
   std::size_t hot_count = 0;
   for (std::size_t i : leaves) {

@@ -29,6 +29,15 @@ std::vector<ImageRecord> records(std::span<const std::byte> image) {
   return out;
 }
 
+// FOREIN's layered policy (section V-C, layers.h): the bottom line covers
+// every node of one level (default 1, the lowest inner level) so every word
+// matches an entry; the most accessed leaves are pinned before the greedy
+// selection. 64 hot leaves is forein's default, not a figure of the paper.
+constexpr SettingSpec kSwitchLpmSettings[] = {
+    {"bottom_line_level", "the tree level FOREIN's bottom-line layer covers (0: leaves)", 1, 0, 64},
+    {"hot_leaves", "the heaviest leaves pinned before the main layer is selected", 64, 0, 1'000'000},
+};
+
 }  // namespace
 
 const BackendInfo kSwitchLpmBackend = {
@@ -44,6 +53,8 @@ const BackendInfo kSwitchLpmBackend = {
     lpm_image_max_bytes,
     records,
     nullptr,
+    kSwitchLpmSettings,
+    "lpm_entries",
 };
 
 }  // namespace forein::offload

@@ -3,18 +3,24 @@
 #include <utility>
 
 #include "switch_lpm/entry_diff.h"
+#include "switch_lpm/switch_lpm_backend.h"
 #include "switch_lpm/lpm_batch.h"
 
 namespace forein::offload {
+
+SwitchLpmPlanner::SwitchLpmPlanner(const BackendConfig& config)
+    : budget_(config.budget),
+      bottom_line_level_(static_cast<std::uint16_t>(setting_value(kSwitchLpmBackend, config, "bottom_line_level"))),
+      hot_leaves_(static_cast<std::size_t>(setting_value(kSwitchLpmBackend, config, "hot_leaves"))) {}
 
 PlanDiff SwitchLpmPlanner::plan(const PlanInput& input) {
   std::vector<LpmEntry> next;
   LayeredEntries layers;
   if (!input.nodes.empty()) {
     LayerOptions options;
-    options.budget = config_.budget != 0 ? config_.budget : input.capacity / 2;
-    options.bottom_line_level = config_.bottom_line_level;
-    options.hot_leaves = config_.hot_leaves;
+    options.budget = budget_ != 0 ? budget_ : input.capacity / 2;
+    options.bottom_line_level = bottom_line_level_;
+    options.hot_leaves = hot_leaves_;
     std::vector<Word> words;
     if (input.keys != nullptr) {
       input.keys->for_each_word([&](Word w) {

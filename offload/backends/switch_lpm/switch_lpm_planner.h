@@ -4,6 +4,8 @@
 // encoded as LPM batches (lpm_batch.h).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "forein/offload/backend.h"
@@ -14,7 +16,8 @@ namespace forein::offload {
 
 class SwitchLpmPlanner final : public Planner {
  public:
-  explicit SwitchLpmPlanner(const BackendConfig& config) : config_(config) {}
+  // Throws InvalidArgument for a bad setting (kSwitchLpmSettings).
+  explicit SwitchLpmPlanner(const BackendConfig& config);
 
   PlanDiff plan(const PlanInput& input) override;
   ChangeBatch full_target() const override;
@@ -25,7 +28,9 @@ class SwitchLpmPlanner final : public Planner {
   const std::vector<LpmEntry>& target() const { return target_; }
 
  private:
-  const BackendConfig config_;
+  const std::uint64_t budget_;  // 0: half the capacity
+  const std::uint16_t bottom_line_level_;
+  const std::size_t hot_leaves_;
   std::vector<LpmEntry> target_;
 };
 

@@ -161,21 +161,36 @@ class Device {
 // bytes that are not a valid image it returns some hint or none.
 using HintFunction = StartHints (*)(std::span<const std::byte> image, Word w) noexcept;
 
-// Settings common to every backend; a backend reads what applies to it.
+// One of a backend's own settings, declared by the backend as PostgreSQL
+// declares a reloption: an integer with its range and default.
+struct SettingSpec {
+  const char* name;         // lower case, e.g. "hot_leaves"
+  const char* description;  // one line, for errors and docs
+  std::int64_t default_value;
+  std::int64_t min;
+  std::int64_t max;
+};
+
+// A setting as a host passes it: name=value, not yet validated.
+struct BackendSetting {
+  std::string name;
+  std::string value;
+};
+
+// What a host configures: the two settings every backend has, and the
+// backend's own settings by name (BackendInfo::settings declares them; the
+// backend validates them, check_settings()).
 struct BackendConfig {
   std::uint64_t capacity = 0;  // in the device's units; 0: the paper's figure
   // Planner budget in the device's units; 0: half the capacity, so a
   // complete turnover still fits while new records are installed before
   // the old ones are removed.
   std::uint64_t budget = 0;
-  std::uint16_t bottom_line_level = 1;  // switch_lpm: FOREIN's bottom-line layer
-  std::size_t hot_leaves = 64;          // switch_lpm: heaviest leaves pinned
-  // fattree: the fat root's ranges (0: the paper's 600), nodes per cached
-  // layer (0: the paper's 3,600) and cached layers below the fat root
-  // (-1: the five node sets of a k=4 FatTree path).
-  std::uint32_t fat_root_ranges = 0;
-  std::uint32_t layer_nodes = 0;
-  std::int32_t cached_layers = -1;
+  std::vector<BackendSetting> settings;  // unset ones take their default
+
+  // Sets (or replaces) one of the backend's settings.
+  BackendConfig& set(std::string_view name, std::string_view value);
+  BackendConfig& set(std::string_view name, std::int64_t value);
 };
 
 // One line of a device's usage broken down by part (fattree: per switch and
@@ -226,7 +241,30 @@ struct BackendInfo {
   // default); null: one row, the record count against the capacity.
   std::vector<UsageRow> (*image_usage)(std::span<const std::byte> image,
                                        std::uint64_t capacity) = nullptr;
+  // The backend's own settings (BackendConfig::settings); empty: none.
+  std::span<const SettingSpec> settings = {};
+  // The name hosts gave this backend's capacity before capacities were
+  // named for what they size (switch_lpm: "lpm_entries", PostgreSQL's
+  // forein.lpm_entries and reloption lpm_entries); hosts keep accepting it,
+  // deprecated, for this backend only. Null: none.
+  const char* deprecated_capacity_name = nullptr;
 };
+
+// "name=value,name=value" (blanks around names and values ignored; empty
+// text: none) added to config's settings. Throws InvalidArgument for an
+// item without '=', an empty name or a name config already sets. Does not
+// validate values or names: check_settings().
+void parse_settings(std::string_view text, BackendConfig* config);
+
+// Throws InvalidArgument, naming the backend, the setting and what it takes,
+// when config sets a name `info` does not declare (or the same one twice),
+// or a value that is not an integer in the declared range.
+void check_settings(const BackendInfo& info, const BackendConfig& config);
+
+// The value of info's setting `name` in config (validated), or its default.
+// Throws InvalidArgument as check_settings does, and for a name `info`
+// does not declare (a backend asking for a setting it never declared).
+std::int64_t setting_value(const BackendInfo& info, const BackendConfig& config, std::string_view name);
 
 // info.image_usage, or its one-row default.
 std::vector<UsageRow> image_usage(const BackendInfo& info, std::span<const std::byte> image,
@@ -235,7 +273,7 @@ std::vector<UsageRow> image_usage(const BackendInfo& info, std::span<const std::
 // One backend instance (for one index): planner and device together.
 class Backend {
  public:
-  // Throws InvalidArgument for a bad configuration.
+  // Throws InvalidArgument for a bad configuration (check_settings()).
   Backend(const BackendInfo& info, BackendConfig config = {});
 
   const BackendInfo& info() const { return info_; }
