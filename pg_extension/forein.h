@@ -511,7 +511,9 @@ typedef struct ForeinOptions
 	int32		vl_len_;		/* varlena header (do not touch directly!) */
 	int			fillfactor;
 	int			offload_offset; /* string: a registered offload backend */
-	int			lpm_entries;	/* 0: forein.lpm_entries */
+	int			offload_capacity;	/* 0: the server's (forein_server_capacity) */
+	int			offload_settings_offset;	/* string: the backend's own settings */
+	int			lpm_entries;	/* deprecated: offload_capacity (switch_lpm) */
 	bool		deduplicate_items;	/* posting lists (forein_posting.c) */
 	bool		align_leaves;	/* aligned leaf cuts (forein_separator.c) */
 	float8		vacuum_cleanup_index_scale_factor;	/* btree's; no effect */
@@ -530,6 +532,7 @@ extern void forein_costestimate(PlannerInfo *root, IndexPath *path,
 								double *indexCorrelation, double *indexPages);
 extern bool forein_validate(Oid opclassoid);
 extern int	forein_index_backend(Relation index);
+extern char *forein_index_offload_settings(Relation index);
 extern bool forein_index_offloaded(Relation index);
 extern int	forein_index_fillfactor(Relation index);
 extern bool forein_index_dedup(Relation index);
@@ -573,22 +576,12 @@ extern Page forein_register_page(GenericXLogState *xs, Buffer buf, int flags);
 extern void forein_xlog_finish(GenericXLogState *xs);
 extern void forein_xlog_abort(GenericXLogState *xs);
 
-/* forein_xlog.c: forein's WAL resource manager (when preloaded) */
-#define FOREIN_RMGR_ID			161
-extern bool forein_wal_rmgr_ready;
-extern void forein_register_wal_rmgr(void);
-extern XLogRecPtr forein_log_insert(Buffer buf, OffsetNumber off);
-extern void forein_change_leaf(Relation index, Buffer buf, OffsetNumber *deleted,
-							  int n_deleted, OffsetNumber *updated_off,
-							  IndexTuple *updated, int n_updated, bool vacuum,
-							  TransactionId horizon);
 extern void forein_check_page(Relation index, Page page, BlockNumber blkno);
 extern void forein_get_root(Relation index, BlockNumber *root, uint32 *level);
 extern void forein_verify_metapage(Relation index, Page metapage);
 extern void forein_check_metapage(Relation index);
 extern List *forein_partition_indexes(Oid parentidx);
 extern void forein_refuse_partitioned(Relation index);
-extern bool forein_page_recyclable(Page page);
 extern void forein_key_from_datum(ForeinState *state, Datum value, bool isnull,
 								  ForeinSearchKey *key);
 extern bool forein_value_from_arg(ForeinState *state, int col, Datum value,
@@ -617,6 +610,16 @@ extern IndexTuple forein_make_placeholder(ForeinState *state);
 extern IndexTuple forein_make_bound(IndexTuple itup);
 extern bool forein_keys_equal(ForeinState *state, IndexTuple a, IndexTuple b);
 extern Size forein_page_free(Page page);
+
+/* forein_xlog.c: forein's WAL resource manager (when preloaded) */
+#define FOREIN_RMGR_ID			161
+extern bool forein_wal_rmgr_ready;
+extern void forein_register_wal_rmgr(void);
+extern XLogRecPtr forein_log_insert(Buffer buf, OffsetNumber off);
+extern void forein_change_leaf(Relation index, Buffer buf, OffsetNumber *deleted,
+							  int n_deleted, OffsetNumber *updated_off,
+							  IndexTuple *updated, int n_updated, bool vacuum,
+							  TransactionId horizon);
 
 /* forein_posting.c */
 extern int	forein_posting_count(IndexTuple itup);
@@ -701,6 +704,7 @@ extern IndexBulkDeleteResult *forein_bulkdelete(IndexVacuumInfo *info,
 												void *callback_state);
 extern IndexBulkDeleteResult *forein_vacuumcleanup(IndexVacuumInfo *info,
 												   IndexBulkDeleteResult *stats);
+extern bool forein_page_recyclable(Page page);
 
 /* forein_hooks.c */
 extern void forein_hooks_init(void);
@@ -720,8 +724,8 @@ extern Oid	forein_check_table_privilege(Oid indexoid, ForeinPrivilege need);
 extern void forein_recheck_table(Oid indexoid, Oid heapoid);
 
 /*
- * forein_offload.c: hints and statistics.  Without shared_preload_libraries
- * every call is cheap and returns "no hint".
+ * forein_hints.c: hints and statistics (forein_module.c: module load).
+ * Without shared_preload_libraries every call is cheap and returns "no hint".
  */
 typedef struct ForeinHint
 {

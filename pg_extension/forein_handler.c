@@ -27,6 +27,7 @@
 #include "utils/elog.h"
 #include "utils/index_selfuncs.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
@@ -66,6 +67,69 @@ validate_offload(const char *value)
 				 errdetail("%s.", errbuf)));
 }
 
+/* The backend id reloptions name (offload, else the default) */
+static int
+options_backend(ForeinOptions *opts)
+{
+	const char *value = forein_offload_default_backend_name();
+
+	if (opts != NULL && opts->offload_offset != 0)
+		value = (const char *) opts + opts->offload_offset;
+	return forein_offload_backend_id(value);
+}
+
+/*
+ * The reloptions that depend on the backend, checked together at CREATE
+ * INDEX and ALTER INDEX SET: offload_settings by the backend itself, and a
+ * capacity no larger than the server reserved per slot (only known with
+ * the module preloaded).
+ */
+static void
+check_offload_options(ForeinOptions *opts)
+{
+	int			id = options_backend(opts);
+	const char *option = NULL;
+	const char *setting = NULL;
+	uint64		asked;
+	uint64		server;
+	char		errbuf[512];
+
+	if (id < 0)
+		return;					/* validate_offload reported it */
+	if (opts->offload_settings_offset != 0 &&
+		forein_offload_check_settings(id, (const char *) opts + opts->offload_settings_offset,
+									  errbuf, sizeof(errbuf)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for forein option \"offload_settings\": \"%s\"",
+						(const char *) opts + opts->offload_settings_offset),
+				 errdetail("%s.", errbuf)));
+
+	asked = forein_options_capacity(opts, id, &option);
+	if (forein_off_shared == NULL || asked == 0)
+		return;
+	server = forein_server_capacity(id, &setting);
+	if (asked <= server)
+		return;
+	/* the deprecated reloption names the deprecated setting, as it did */
+	if (setting == NULL && strcmp(option, "lpm_entries") == 0)
+		setting = "forein.lpm_entries";
+	if (setting != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s " UINT64_FORMAT " exceeds the server's %s (" UINT64_FORMAT ")",
+						option, asked, setting, server),
+				 errhint("Raise %s in postgresql.conf and restart, or ask for fewer %s.",
+						 setting, strcmp(option, "lpm_entries") == 0 ? "entries" :
+						 forein_offload_backend_unit(id))));
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s " UINT64_FORMAT " exceeds backend \"%s\"'s capacity (" UINT64_FORMAT " %s, the paper's)",
+					option, asked, forein_offload_backend_name(id), server,
+					forein_offload_backend_unit(id)),
+			 errhint("Set forein.offload_capacity in postgresql.conf and restart, or ask for less.")));
+}
+
 /* Registers the reloptions once per backend, on first use */
 static void
 init_reloptions(void)
@@ -78,10 +142,20 @@ init_reloptions(void)
 					  FOREIN_DEFAULT_FILLFACTOR, FOREIN_MIN_FILLFACTOR, 100,
 					  ShareUpdateExclusiveLock);
 	add_string_reloption(forein_relopt_kind, "offload",
-						 "Offload backend that supplies scan hints: a registered one (none, switch_lpm, fattree, fpga, dpa)",
-						 "switch_lpm", validate_offload, ShareUpdateExclusiveLock);
+						 MemoryContextStrdup(TopMemoryContext,
+											 psprintf("Offload backend that supplies scan hints: a registered one (%s)",
+													  forein_offload_lookup_backend_names())),
+						 forein_offload_default_backend_name(), validate_offload,
+						 ShareUpdateExclusiveLock);
+	add_int_reloption(forein_relopt_kind, "offload_capacity",
+					  "Device capacity this index may use, in its backend's unit (0: the server's, forein.offload_capacity)",
+					  0, 0, INT_MAX, ShareUpdateExclusiveLock);
+	add_string_reloption(forein_relopt_kind, "offload_settings",
+						 "The offload backend's own settings, name=value,... (checked by the backend)",
+						 "", NULL, ShareUpdateExclusiveLock);
+	/* offload_capacity's first name, kept for the backends it sized (switch_lpm) */
 	add_int_reloption(forein_relopt_kind, "lpm_entries",
-					  "LPM entries this index may use in the switch table (0: forein.lpm_entries; LPM backends only)",
+					  "Deprecated: offload_capacity for backends counted in LPM entries",
 					  0, 0, 4 * 1024 * 1024, ShareUpdateExclusiveLock);
 	/* btree's (deprecated since PostgreSQL 14, no effect): accepted as btree accepts it */
 	add_real_reloption(forein_relopt_kind, "vacuum_cleanup_index_scale_factor",
@@ -102,6 +176,8 @@ forein_options(Datum reloptions, bool validate)
 	static const relopt_parse_elt tab[] = {
 		{"fillfactor", RELOPT_TYPE_INT, offsetof(ForeinOptions, fillfactor)},
 		{"offload", RELOPT_TYPE_STRING, offsetof(ForeinOptions, offload_offset)},
+		{"offload_capacity", RELOPT_TYPE_INT, offsetof(ForeinOptions, offload_capacity)},
+		{"offload_settings", RELOPT_TYPE_STRING, offsetof(ForeinOptions, offload_settings_offset)},
 		{"lpm_entries", RELOPT_TYPE_INT, offsetof(ForeinOptions, lpm_entries)},
 		{"deduplicate_items", RELOPT_TYPE_BOOL, offsetof(ForeinOptions, deduplicate_items)},
 		{"align_leaves", RELOPT_TYPE_BOOL, offsetof(ForeinOptions, align_leaves)},
@@ -115,15 +191,8 @@ forein_options(Datum reloptions, bool validate)
 	opts = (ForeinOptions *) build_reloptions(reloptions, validate, forein_relopt_kind,
 											  sizeof(ForeinOptions), tab, lengthof(tab));
 
-	/* an index cannot ask for more than the server reserved per slot */
-	if (validate && opts != NULL && forein_off_shared != NULL &&
-		opts->lpm_entries > 0 &&
-		(uint32) opts->lpm_entries > forein_off_shared->slot_capacity)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lpm_entries %d exceeds the server's forein.lpm_entries (%u)",
-						opts->lpm_entries, forein_off_shared->slot_capacity),
-				 errhint("Raise forein.lpm_entries in postgresql.conf and restart, or ask for fewer entries.")));
+	if (validate && opts != NULL)
+		check_offload_options(opts);
 	return (bytea *) opts;
 }
 
@@ -168,7 +237,8 @@ forein_index_align_leaves(Relation index)
 
 /*
  * The index's offload backend, as an id of the offload C ABI: its
- * reloption offload, default switch_lpm.
+ * reloption offload, default the offload layer's default backend
+ * (switch_lpm).
  */
 int
 forein_index_backend(Relation index)
@@ -178,18 +248,27 @@ forein_index_backend(Relation index)
 	/* once per relcache entry: the name lookup is too slow for every scan */
 	if (!state->backend_known)
 	{
-		ForeinOptions *opts = (ForeinOptions *) index->rd_options;
-		const char *value = "switch_lpm";
-		int			id;
+		int			id = options_backend((ForeinOptions *) index->rd_options);
 
-		if (opts != NULL && opts->offload_offset != 0)
-			value = (const char *) opts + opts->offload_offset;
-		id = forein_offload_backend_id(value);
 		state->backend_id = id >= 0 && forein_offload_backend_serves_lookups(id) ? id
 			: forein_offload_backend_id("none");
 		state->backend_known = true;
 	}
 	return state->backend_id;
+}
+
+/*
+ * The index's reloption offload_settings (the backend's own settings,
+ * checked when set), palloc'd; NULL if none.
+ */
+char *
+forein_index_offload_settings(Relation index)
+{
+	ForeinOptions *opts = (ForeinOptions *) index->rd_options;
+
+	if (opts == NULL || opts->offload_settings_offset == 0)
+		return NULL;
+	return pstrdup((const char *) opts + opts->offload_settings_offset);
 }
 
 /* Does the index's backend give hints at all? (on every scan start) */

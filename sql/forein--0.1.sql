@@ -128,7 +128,7 @@ RETURNS void
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT PARALLEL RESTRICTED;
 
--- BEGIN offload functions (pg_extension/forein_offload.c)
+-- BEGIN offload functions (pg_extension/forein_sqlfuncs.c)
 
 -- Offload statistics of one index.  backend: 'switch_lpm'; 'none' when the
 -- index has offload = 'none', forein.offload is off, the index is temporary

@@ -3,7 +3,7 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION forein UPDATE TO '0.4'" to load this file. \quit
 
--- BEGIN 0.4 operator classes (the same in forein--0.4.sql and
+-- BEGIN 0.4 operator classes (the same in forein--0.5.sql and
 -- forein--0.3--0.4.sql, so that an updated and a fresh install agree)
 
 -- date, timestamp and timestamptz compare with each other like btree's

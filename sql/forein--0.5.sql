@@ -121,7 +121,7 @@ CREATE OPERATOR CLASS uuid_ops DEFAULT FOR TYPE uuid USING forein AS
 	OPERATOR 5 >,
 	FUNCTION 1 uuid_cmp(uuid, uuid);
 
--- BEGIN 0.4 operator classes (the same in forein--0.4.sql and
+-- BEGIN 0.4 operator classes (the same in forein--0.5.sql and
 -- forein--0.3--0.4.sql, so that an updated and a fresh install agree)
 
 -- date, timestamp and timestamptz compare with each other like btree's

@@ -38,7 +38,11 @@ SELECT status FROM forein_stats('off_a');
 -- an index cannot ask for more entries than the server reserved per slot
 CREATE INDEX off_big ON off USING forein (a) WITH (lpm_entries = 100000);
 ALTER INDEX off_a SET (lpm_entries = 100000);
+\set VERBOSITY terse
 ALTER INDEX off_a SET (offload = 'honeycomb');
+\set VERBOSITY default
+-- the same under the capacity's generic name
+CREATE INDEX off_big ON off USING forein (a) WITH (offload_capacity = 100000);
 SELECT forein_refresh('off_none');
 
 -- lookups are counted
@@ -74,6 +78,7 @@ SELECT * FROM forein_stats('off_b_btree');
 SELECT forein_refresh('off_b_btree');
 SELECT * FROM forein_offload_entries('off');
 SET forein.lpm_entries = -1;
+SET forein.offload_capacity = 1000;
 SET forein.sample_rate = 2;
 
 RESET enable_seqscan;

@@ -173,7 +173,7 @@ is( $node->safe_psql(
 
 # An updated installation has the fresh one's operator classes, families,
 # their members, the extension's member objects and its functions' arguments
-# and results (forein--0.3--0.4.sql and forein--0.4.sql share their 0.4
+# and results (forein--0.3--0.4.sql and forein--0.5.sql share their 0.4
 # block, forein--0.4--0.5.sql and forein--0.5.sql their 0.5 one).
 my $catalog = q{
 	SELECT string_agg(r, E'\n' ORDER BY r) FROM (
