@@ -1,4 +1,5 @@
-// libFuzzer target: a registered backend's device given any change batch
+// libFuzzer target: every backend's device (the registered ones and those a
+// conformance extra file adds) given any change batch
 // (docs/offload-conformance.md). A device applies a batch all or nothing:
 // a refused batch (kCapacityExceeded, kInvalidEntry) must leave the image
 // (bytes and version) and usage().used exactly as they were; an accepted
@@ -28,6 +29,7 @@
 #include "forein/offload/backend.h"
 #include "forein/offload/manager.h"
 #include "forein/offload/registry.h"
+#include "offload/conformance/conformance_backends.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
 
@@ -66,7 +68,7 @@ struct Known {
 const std::vector<Known>& known() {
   static const std::vector<Known> all = [] {
     std::vector<Known> out;
-    for (const BackendInfo* info : registered_backends()) {
+    for (const BackendInfo* info : conformance::conformance_backends()) {
       Known k;
       k.small = real_batch(*info, 300);
       k.other = real_batch(*info, 1500);
@@ -121,7 +123,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
-  const auto backends = registered_backends();
+  static const auto backends = conformance::conformance_backends();
   const std::size_t which = (data[0] >> 1) % backends.size();
   const BackendInfo& info = *backends[which];
   const Known& k = known()[which];

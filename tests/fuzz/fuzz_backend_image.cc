@@ -1,4 +1,5 @@
-// libFuzzer target: a registered backend's hint(image, word) on any bytes
+// libFuzzer target: every backend's hint(image, word) on any bytes, the
+// registered ones and those a conformance extra file adds
 // (docs/offload-conformance.md). hint() must return: no crash, no read
 // outside the span (ASan), no undefined behaviour (UBSan).
 //
@@ -23,6 +24,7 @@
 #include "forein/offload/backend.h"
 #include "forein/offload/manager.h"
 #include "forein/offload/registry.h"
+#include "offload/conformance/conformance_backends.h"
 #include "forein/page_store.h"
 #include "forein/tree.h"
 
@@ -51,7 +53,7 @@ std::vector<std::byte> real_image(const BackendInfo& info) {
 const std::vector<std::vector<std::byte>>& real_images() {
   static const std::vector<std::vector<std::byte>> images = [] {
     std::vector<std::vector<std::byte>> out;
-    for (const BackendInfo* info : registered_backends()) out.push_back(real_image(*info));
+    for (const BackendInfo* info : conformance::conformance_backends()) out.push_back(real_image(*info));
     return out;
   }();
   return images;
@@ -72,7 +74,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const auto backends = registered_backends();
+  static const auto backends = conformance::conformance_backends();
   const std::size_t which = (data[0] & 0x7f) % backends.size();
   const BackendInfo& info = *backends[which];
   const bool patch = (data[0] & 0x80) != 0;
