@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in build-fuzz and runs each one
 # bounded (fuzz_lpm_image from a seed corpus of valid images,
-# fuzz_switch_frame from one of valid frames). For CI:
+# fuzz_switch_frame from one of valid frames, fuzz_remote_node from built
+# trees and real walks' READ answers). For CI:
 #   tests/fuzz/run.sh [seconds per target (30)] [extra libFuzzer flags...]
 # Needs clang++ with libFuzzer (Debian: clang-14 and libclang-rt-14-dev).
 set -euo pipefail
@@ -17,9 +18,10 @@ if [[ -z "$cxx" || -z "$cc" ]]; then
 fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFOREIN_FUZZ=ON \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
-targets=(fuzz_backend_image fuzz_backend_batch fuzz_packet fuzz_kv_memif_frame fuzz_data_node fuzz_honeycomb_node)
+targets=(fuzz_backend_image fuzz_backend_batch fuzz_packet fuzz_kv_memif_frame fuzz_data_node fuzz_honeycomb_node
+  fuzz_remote_node)
 # forein-switch's frame handling, when DPDK is there (as for the switch).
-seed_targets=(fuzz_lpm_image_seeds)
+seed_targets=(fuzz_lpm_image_seeds fuzz_remote_node_seeds)
 if pkg-config --exists libdpdk 2>/dev/null; then
   targets+=(fuzz_switch_frame)
   seed_targets+=(fuzz_switch_frame_seeds)
