@@ -164,7 +164,12 @@ RangeResult Store::Impl::range(std::uint64_t from, std::size_t max_pairs, OpCost
   for (;;) {
     const LeafRange lr = descend(cursor, cost);
     const NicLeaf& leaf = *lr.leaf;
-    // The buffer's newest op per key in [cursor, hi), sorted.
+    // The buffer's newest op per key in [cursor, hi), sorted. Newest slot
+    // first, as GET reads it, and the first entry found for a key is kept:
+    // an UPDATE-only patch's RESET can clear the buffer during the scan,
+    // and once one slot reads cleared every lower slot does too, so an
+    // older entry can never stand in for a newer one the RESET cleared
+    // (whose value the patch has already written to the host arrays).
     struct Buffered {
       std::uint64_t key, value;
       std::uint8_t op;
@@ -174,18 +179,14 @@ RangeResult Store::Impl::range(std::uint64_t from, std::size_t max_pairs, OpCost
     if (n > 0) {
       cost.buffer_entries += n;
       cost.dpa_lines += buffer_lines(0, n - 1);
-      for (std::uint32_t i = 0; i < n; ++i) {
+      for (std::uint32_t i = n; i-- > 0;) {
         detail::EntryRead e;
         if (!detail::read_entry(leaf.entries[i], &e)) continue;
-        const std::uint64_t k = e.key, v = e.value;
-        const std::uint8_t op = e.op;
+        const std::uint64_t k = e.key;
         if (k < cursor || (lr.hi && k >= *lr.hi)) continue;
-        auto it = std::find_if(buffered.begin(), buffered.end(), [&](const Buffered& b) { return b.key == k; });
-        if (it == buffered.end()) {
-          buffered.push_back({k, v, op});
-        } else {
-          *it = {k, v, op};  // later slots are newer
-        }
+        const bool newer_seen =
+            std::any_of(buffered.begin(), buffered.end(), [&](const Buffered& b) { return b.key == k; });
+        if (!newer_seen) buffered.push_back({k, e.value, e.op});
       }
       std::sort(buffered.begin(), buffered.end(), [](const Buffered& a, const Buffered& b) { return a.key < b.key; });
     }

@@ -21,12 +21,12 @@
 //   until the stitcher resets it.
 //   Reads: GET checks the traverser's hot-entry cache, descends, scans the
 //   insert buffer (newest first), then the host key window by DMA and the
-//   value by DMA. RANGE descends, merges the leaf's insert buffer with its
-//   host arrays and re-descends with the next key at each leaf's end, at
-//   most 64 pairs a response. RANGE is not a snapshot (as in the paper): a
-//   write that lands during a RANGE may or may not be seen, but every pair
-//   returned was the key's value at some point during the call and keys
-//   come out strictly ascending.
+//   value by DMA. RANGE descends, merges the leaf's insert buffer (also
+//   newest first) with its host arrays and re-descends with the next key
+//   at each leaf's end, at most 64 pairs a response. RANGE is not a
+//   snapshot (as in the paper): a write that lands during a RANGE may or
+//   may not be seen, but every pair returned was the key's value at some
+//   point during the call and keys come out strictly ascending.
 //
 // Every operation fills an OpCost with the DPA lines, L3 lines and DMAs it
 // really made; forein/dpa/model.h turns them into the paper's latency and
