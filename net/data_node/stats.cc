@@ -19,6 +19,7 @@ void DataNodeStats::count_reply(Status status) {
     case Status::kServerError: count(Counter::kServerError); break;
     case Status::kNotFound: count(Counter::kNotFound); break;  // only LOG_READ answers these
     case Status::kMismatch: count(Counter::kMismatches); break;
+    case Status::kBadAddress: break;  // a memory node's reply; a data node never sends it
   }
 }
 

@@ -11,6 +11,7 @@ void ServerStats::count_reply(Op op, Status status) {
     case Status::kTooLarge: bump(too_large_); break;
     case Status::kServerError: bump(server_error_); break;
     case Status::kMismatch: break;  // a data node's reply; a KV server never sends it
+    case Status::kBadAddress: break;  // a memory node's reply; a KV server never sends it
   }
 }
 

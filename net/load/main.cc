@@ -10,6 +10,7 @@
 #include "common/cli.h"
 #include "load/engine.h"
 #include "load/options.h"
+#include "load/remote_read.h"
 #include "load/report.h"
 #ifdef FOREIN_LOAD_WITH_AGENT
 #include "load/agent_hints.h"
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
       return 2;
 #endif
     }
-    report = run_load(options, hints.get());
+    report = options.remote_read ? run_remote_read(options) : run_load(options, hints.get());
   } catch (const std::exception& e) {
     std::cerr << "forein-load: " << e.what() << "\n";
     return 2;

@@ -73,7 +73,7 @@ namespace {
 
 // Which flags were given, for the checks across flags.
 struct Given {
-  bool target = false, workload = false, dist = false, index = false, record = false;
+  bool target = false, workload = false, dist = false, index = false, record = false, shards = false;
 };
 
 // Every flag, once: what --help prints and what parse_options takes.
@@ -150,6 +150,14 @@ void declare(CLI::App& app, LoadOptions* o, Given* g) {
                         "target's PORT + the key's DPA-Store traverser (traverser_of(key, 176)) mod N (not with "
                         "write-only/write-heavy)")
       ->default_str("");
+  app.add_flag("--remote-read", o->remote_read,
+               "the target is forein-mem-server (or a switch in front of K of them): walk the remote tree one "
+               "READ per node, the first READ marked for the switch to rewrite; updates are PUTs to the owner "
+               "(workloads a, b, c; docs/remote-read.md)");
+  cli::number<std::uint32_t>(app, "--shards", &o->shards, 1, 64,
+                             "with --remote-read: K memory nodes, node i holding dataset shard i of K (each its "
+                             "own region and root)")
+      ->each([g](const std::string&) { g->shards = true; });
 }
 
 }  // namespace
@@ -203,6 +211,26 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
   if (!is_ordered(o.workload) && record_given) {
     *error = "--record-bytes needs --workload write-only or write-heavy";
     return false;
+  }
+  if (g.shards && !o.remote_read) {
+    *error = "--shards needs --remote-read";
+    return false;
+  }
+  if (o.remote_read) {
+    const char* refused = !o.agent.empty() ? "--agent" : o.route_by_key != 0 ? "--route-by-key" : nullptr;
+    if (refused != nullptr) {
+      *error = std::string(refused) + " is not used with --remote-read (the switch rewrites the first READ)";
+      return false;
+    }
+    if (o.workload != Workload::kA && o.workload != Workload::kB && o.workload != Workload::kC) {
+      *error = std::string("--remote-read runs --workload a, b or c (reads and updates), not ") + to_string(o.workload);
+      return false;
+    }
+    if (o.outstanding > kMaxRemoteOutstanding) {
+      *error = "--outstanding: at most " + std::to_string(kMaxRemoteOutstanding) +
+               " with --remote-read (one thread per walk in flight)";
+      return false;
+    }
   }
   // YCSB D reads the latest keys unless told otherwise.
   if (!dist_given && o.workload == Workload::kD) o.dist = Distribution::kLatest;

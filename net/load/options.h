@@ -51,7 +51,16 @@ struct LoadOptions {
   // each request goes to target_port + traverser_of(key, 176) % N, the port
   // of the key's traverser thread; 0: every request to target_port.
   unsigned route_by_key = 0;
+  // --remote-read (docs/remote-read.md): the target is a memory node
+  // (forein-mem-server, or a switch in front of K of them); reads walk the
+  // remote tree one READ per node (load/remote_read.h), updates are PUTs
+  // to the tree's owner. Workloads a, b and c.
+  bool remote_read = false;
+  std::uint32_t shards = 1;  // --shards K: the memory nodes holding dataset shards 0..K-1
 };
+
+// --remote-read's limit on --outstanding (one thread per walk in flight).
+inline constexpr unsigned kMaxRemoteOutstanding = 256;
 
 // Parses argv. On a bad command line returns false with a message in
 // *error (the caller prints it with the usage and exits 2). --help sets

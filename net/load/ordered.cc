@@ -24,6 +24,7 @@ const char* status_name(Status s) {
     case Status::kTooLarge: return "too large";
     case Status::kServerError: return "server error";
     case Status::kMismatch: return "mismatch";
+    case Status::kBadAddress: return "bad address";
   }
   return "unknown status";
 }

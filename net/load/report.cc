@@ -78,6 +78,21 @@ std::string report_json(const RunReport& r) {
     o["read_latency_ns"] = latency_object(r.read_latency);
     o["record_bytes"] = opt.record_bytes;
   }
+  if (opt.remote_read) {
+    o["mode"] = "remote-read";
+    o["reads"] = r.reads;
+    o["reads_per_op"] = json_fixed(r.ops > 0 ? static_cast<double>(r.reads) / static_cast<double>(r.ops) : 0, 3);
+    o["start_reads"] = r.start_reads;
+    o["rewritten"] = r.rewritten;
+    o["hint_hits"] = r.hint_hits;
+    o["fallbacks"] = r.fallbacks;
+    o["walk_restarts"] = r.walk_restarts;
+    o["torn_reads"] = r.torn_reads;
+    o["read_failures"] = r.read_failures;
+    o["gave_up"] = r.gave_up;
+    o["height"] = r.remote_height;
+    o["shards"] = opt.shards;
+  }
   o["workload"] = to_string(opt.workload);
   o["dist"] = to_string(opt.dist);
   o["zipf"] = json_fixed(opt.theta, 3);
@@ -108,6 +123,13 @@ std::string format_report(const RunReport& r) {
   if (!r.options.agent.empty()) {
     o << "agent " << r.options.agent << " index " << r.options.index_id << ": " << r.hinted
       << " requests hinted; image fetches " << r.agent_fetches << ", failed " << r.agent_errors << "\n";
+  }
+  if (r.options.remote_read) {
+    o << "remote reads: " << r.reads << " READs ("
+      << fmt("%.2f", r.ops > 0 ? static_cast<double>(r.reads) / static_cast<double>(r.ops) : 0)
+      << " per op, tree height " << r.remote_height << "); start READs " << r.start_reads << ", rewritten by the switch "
+      << r.rewritten << ", hint hits " << r.hint_hits << ", fallbacks " << r.fallbacks << ", torn " << r.torn_reads
+      << ", failed READs " << r.read_failures << ", gave up " << r.gave_up << "\n";
   }
   o << "latency us: min " << fmt("%.1f", us(r.latency.min())) << "  " << latency_line(r.latency) << "\n";
   if (is_ordered(r.options.workload)) {

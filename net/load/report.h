@@ -40,6 +40,17 @@ struct RunReport {
   std::uint64_t read_retries = 0;              // LOG_READ mismatches: the read started again from META_GET
   LatencyHistogram write_latency;              // LOG_APPEND's first send to commit, per committed write
   LatencyHistogram read_latency;               // META_GET's first send to the record, per read that got one
+  // --remote-read (load/remote_read.h):
+  std::uint64_t reads = 0;                     // READs sent (first attempts; start READs and header READs included)
+  std::uint64_t start_reads = 0;               // lookups' first READs, marked for the switch
+  std::uint64_t rewritten = 0;                 // start READs whose address a switch replaced
+  std::uint64_t hint_hits = 0;                 // lookups that went on from the rewritten node
+  std::uint64_t fallbacks = 0;                 // the start node did not check: walked from the root
+  std::uint64_t walk_restarts = 0;             // restarts from the root after the start node was taken
+  std::uint64_t torn_reads = 0;                // nodes read mid-write (odd version, bad checksum)
+  std::uint64_t read_failures = 0;             // READs that got no reply after all attempts, or BAD_ADDRESS
+  std::uint64_t gave_up = 0;                   // lookups with no checked answer within their READ budget
+  std::uint32_t remote_height = 0;             // the tree's height (shard 0's header)
 
   double ops_per_s() const { return elapsed_s > 0 ? static_cast<double>(ops) / elapsed_s : 0; }
 };

@@ -65,6 +65,15 @@ std::uint64_t WorkloadGenerator::draw_key() {
   return 0;
 }
 
+WorkloadGenerator::WorkloadGenerator(const WorkloadGenerator& other, std::uint64_t seed)
+    : mix_(other.mix_),
+      dist_(other.dist_),
+      keys_(other.keys_),
+      next_insert_(other.next_insert_),
+      multiplier_(other.multiplier_),
+      rng_(seed),
+      zipf_(other.zipf_ ? std::make_unique<forein::testing::ZipfGenerator>(*other.zipf_) : nullptr) {}
+
 Operation WorkloadGenerator::next() {
   unsigned roll = std::uniform_int_distribution<unsigned>(0, 99)(rng_);
   std::size_t k = 0;

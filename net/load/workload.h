@@ -51,6 +51,9 @@ inline constexpr std::uint32_t kMaxScanLength = 100;
 class WorkloadGenerator {
  public:
   WorkloadGenerator(Workload w, Distribution d, std::uint64_t keys, double theta, std::uint64_t seed);
+  // The same workload with its own random stream (the Zipf table, whose
+  // set-up sums over every key, is copied, not recomputed).
+  WorkloadGenerator(const WorkloadGenerator& other, std::uint64_t seed);
 
   Operation next();
 

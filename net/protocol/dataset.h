@@ -4,6 +4,8 @@
 // client can check every GET without being told the data.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -41,6 +43,26 @@ inline std::string dataset_value(std::uint64_t i, std::uint32_t version = 0) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "v%015llx", static_cast<unsigned long long>(z >> 4));
   return std::string(buf, 16);
+}
+
+// A value of `bytes` bytes (the remote tree's, 1000 in Fat-B+Tree's data
+// set): dataset_value(i, version) repeated and cut to length, so a reader
+// checks a long value by its first 16 bytes (dataset_long_value_head).
+inline std::string dataset_long_value(std::uint64_t i, std::uint32_t version, std::size_t bytes) {
+  const std::string unit = dataset_value(i, version);
+  std::string out;
+  out.reserve(bytes);
+  while (out.size() < bytes) out.append(unit, 0, std::min(unit.size(), bytes - out.size()));
+  return out;
+}
+// The 16-byte head of a value of dataset_long_value's shape (or a short
+// value itself), or "" if the bytes do not repeat it.
+inline std::string dataset_long_value_head(std::string_view value) {
+  if (value.size() <= 16) return std::string(value);
+  for (std::size_t i = 16; i < value.size(); ++i) {
+    if (value[i] != value[i % 16]) return "";
+  }
+  return std::string(value.substr(0, 16));
 }
 
 // Several servers (docs/network.md, "Several servers"): shard i of k owns

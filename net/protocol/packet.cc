@@ -34,7 +34,7 @@ void store_be(std::byte* p, T v) {
 constexpr std::size_t kEntryHeaderBytes = 6;  // u16 key length, u32 value length
 
 bool known_op(std::uint8_t op) {
-  return op >= static_cast<std::uint8_t>(Op::kGet) && op <= static_cast<std::uint8_t>(Op::kClear);
+  return op >= static_cast<std::uint8_t>(Op::kGet) && op <= static_cast<std::uint8_t>(Op::kRead);
 }
 
 // Walks SCAN entries in [p, p + n); calls f(key, value) for each. Returns
@@ -331,6 +331,42 @@ bool set_fattree_header(std::vector<std::byte>& datagram, const FattreeHeader& h
   }
   store_fattree(datagram.data() + datagram.size() - tail - kFattreeHeaderBytes, header);
   return true;
+}
+
+std::string encode_read_header(const ReadHeader& h) {
+  std::string out(kReadHeaderBytes, '\0');
+  store_read_header(reinterpret_cast<std::byte*>(out.data()), h);
+  return out;
+}
+
+std::optional<ReadHeader> decode_read_header(std::string_view bytes) {
+  if (bytes.size() < kReadHeaderBytes) return std::nullopt;
+  const auto* p = reinterpret_cast<const std::byte*>(bytes.data());
+  const ReadHeader h = load_read_header(p);
+  if ((h.flags & ~kReadKnownFlags) != 0 || load_be<std::uint16_t>(p + 14) != 0) return std::nullopt;
+  return h;
+}
+
+std::size_t read_header_offset(std::span<const std::byte> datagram) {
+  Layout l;
+  if (check(datagram, &l) != ParseError::kNone) return 0;
+  if (static_cast<Op>(static_cast<std::uint8_t>(datagram[3])) != Op::kRead || l.value_len != kReadHeaderBytes) return 0;
+  return kHeaderBytes + l.key_len;
+}
+
+ReadHeader load_read_header(const std::byte* p) {
+  ReadHeader h;
+  h.address = load_be<std::uint64_t>(p);
+  h.length = load_be<std::uint32_t>(p + 8);
+  h.flags = load_be<std::uint16_t>(p + 12);
+  return h;
+}
+
+void store_read_header(std::byte* p, const ReadHeader& h) {
+  store_be<std::uint64_t>(p, h.address);
+  store_be<std::uint32_t>(p + 8, h.length);
+  store_be<std::uint16_t>(p + 12, h.flags);
+  store_be<std::uint16_t>(p + 14, 0);
 }
 
 std::string_view packet_key(std::span<const std::byte> datagram) {

@@ -72,6 +72,10 @@ enum class Op : std::uint8_t {
   kMetaPut = 12,    // client -> metadata node: phase 2 of a write the switch did not take
   kMetaAsync = 13,  // switch -> metadata node: the copy of a write the switch took
   kClear = 14,      // metadata node -> switch: clear a slot if it still holds this timestamp
+  // Remote node reads (docs/remote-read.md): client -> memory node, one
+  // READ of a region's bytes; key = the key being looked up (for the
+  // switch: routing, and the start READ's rewrite), value = ReadHeader.
+  kRead = 15,
 };
 
 enum class Status : std::uint8_t {
@@ -81,6 +85,7 @@ enum class Status : std::uint8_t {
   kTooLarge = 3,    // the reply would not fit one datagram
   kServerError = 4,
   kMismatch = 5,  // LOG_READ: the entry at that location holds another key (retry the read)
+  kBadAddress = 6,  // READ: address or length outside the region, or longer than it serves
 };
 
 inline constexpr std::uint8_t kFlagHint = 1u << 0;     // hint trailer present
@@ -188,6 +193,43 @@ bool set_fattree_header(std::vector<std::byte>& datagram, const FattreeHeader& h
 std::size_t visibility_offset(std::span<const std::byte> datagram);
 VisibilityHeader load_visibility(const std::byte* p);
 void store_visibility(std::byte* p, const VisibilityHeader& v);
+
+// A READ's header (docs/protocol.md, "READ"): the request's whole value,
+// and the first 16 bytes of its reply's value (the bytes read follow):
+//
+//   offset size field
+//   0      8    address: the region byte offset to read
+//   8      4    length: bytes wanted (the reply's bytes, on success)
+//   12     2    flags (kReadStart, kReadRewritten)
+//   14     2    reserved, 0
+inline constexpr std::size_t kReadHeaderBytes = 16;
+// The client's first READ of a lookup: a switch may replace the address
+// with the node its image names for the key (Fat-B+Tree's RoCE `va`
+// rewrite; FOREIN's hinted node).
+inline constexpr std::uint16_t kReadStart = 1u << 0;
+// Set by the switch that replaced the address (the reply echoes it).
+inline constexpr std::uint16_t kReadRewritten = 1u << 1;
+inline constexpr std::uint16_t kReadKnownFlags = kReadStart | kReadRewritten;
+
+struct ReadHeader {
+  std::uint64_t address = 0;
+  std::uint32_t length = 0;
+  std::uint16_t flags = 0;
+
+  bool operator==(const ReadHeader&) const = default;
+};
+
+// 16 bytes.
+std::string encode_read_header(const ReadHeader& h);
+// nullopt unless `bytes` starts with a header whose flags are known and
+// reserved field is 0 (the caller checks the length it needs).
+std::optional<ReadHeader> decode_read_header(std::string_view bytes);
+// For a switch rewriting a start READ in the frame: where a valid
+// datagram's READ header starts (its value, exactly 16 bytes), or 0 (not
+// valid, not a READ, or another value length).
+std::size_t read_header_offset(std::span<const std::byte> datagram);
+ReadHeader load_read_header(const std::byte* p);
+void store_read_header(std::byte* p, const ReadHeader& h);
 
 // The key of a valid datagram without copying it (empty on error).
 std::string_view packet_key(std::span<const std::byte> datagram);

@@ -77,6 +77,14 @@ inline constexpr std::uint8_t kMaxLevel = 31;  // height at most 32
 inline constexpr std::size_t kMaxValueBytes = kMaxReadBytes - kRecordHeaderBytes;
 inline constexpr std::uint8_t kFlagHiInf = 0x01;
 
+// The offload layer's name for a node (its PageId, forein/node_interval.h):
+// the address / 8 (nodes are 8-aligned), so a switch turns a hint back into
+// a READ address without a table. Ids fit 32 bits for regions up to 32 GiB;
+// 0 is the header, never a node (PageId 0 is "no page").
+inline constexpr std::uint64_t kMaxNodeIdRegionBytes = std::uint64_t{8} << 32;
+inline std::uint32_t node_id(Address a) { return static_cast<std::uint32_t>(a / 8); }
+inline Address node_address(std::uint32_t id) { return Address{id} * 8; }
+
 // A node's size and branching: keys at 40, pointers at 40 + 8 * fanout.
 struct Geometry {
   std::uint32_t fanout = 16;
