@@ -56,6 +56,8 @@ std::string counters_json(const Side* sides, const SwitchTotals& totals) {
   s["lookups"] = totals.lookups;
   s["stage"] = totals.stage;
   s["deeper"] = totals.deeper;
+  s["reads"] = totals.reads;
+  s["reads_rewritten"] = totals.reads_rewritten;
   if (!totals.servers.empty()) {
     Json& servers = s["servers"] = Json::array();
     for (const ServerCounters& server : totals.servers) {

@@ -51,6 +51,8 @@ struct SwitchTotals {
   std::vector<ServerCounters> servers;   // with --servers
   const char* stage = "all";             // --stage
   std::uint64_t deeper = 0;              // chain stages: requests this switch's node sets took deeper
+  std::uint64_t reads = 0;               // READ requests forwarded (remote reads)
+  std::uint64_t reads_rewritten = 0;     // start READs whose address the image replaced
   Json members;                          // more members (an object, or null): Switch-delta's counters
 };
 

@@ -12,6 +12,7 @@
 #include "frames.h"
 #include "protocol/dataset.h"
 #include "protocol/packet.h"
+#include "remote/node_layout.h"
 
 namespace forein::net::sw {
 namespace {
@@ -102,15 +103,46 @@ int Forwarder::route_request(PortCounters& c, rte_mbuf* m, rte_ipv4_hdr* ip, std
   }
   const auto op = static_cast<Op>(static_cast<std::uint8_t>(payload[3]));
   // STATS and anything else without a key goes to server 0.
-  if (op != Op::kGet && op != Op::kPut && op != Op::kDelete && op != Op::kScan) return 0;
+  if (op != Op::kGet && op != Op::kPut && op != Op::kDelete && op != Op::kScan && op != Op::kRead) return 0;
   const std::string_view key = forein::net::packet_key(payload);
   const std::size_t k = routing_.servers.size();
   const std::size_t server =
       k > 1 ? forein::net::shard_of(key, static_cast<std::uint32_t>(k), routing_.keys) : 0;
   if (k > 0) bump(routed[server]);
+  if (op == Op::kRead) bump(reads);
   if (!routing_.hints) return static_cast<int>(server);
+  if (op == Op::kRead) {
+    // A READ carries no hint trailer (the memory node knows no tree); only
+    // its address changes, in place (same length).
+    rewrite_read(c, udp, payload, key, server);
+    return static_cast<int>(server);
+  }
   if (!add_hint(c, m, ip, ihl, udp, payload, key, server)) return -1;
   return static_cast<int>(server);
+}
+
+void Forwarder::rewrite_read(PortCounters& c, rte_udp_hdr* udp, std::span<const std::byte> payload,
+                             std::string_view key, std::size_t shard) {
+  const std::size_t at = forein::net::read_header_offset(payload);
+  if (at == 0) return;  // not one READ header: the memory node refuses it
+  std::byte* const header = reinterpret_cast<std::byte*>(udp + 1) + at;
+  forein::net::ReadHeader h = forein::net::load_read_header(header);
+  if ((h.flags & forein::net::kReadStart) == 0) return;  // the walk's later READs go where they say
+  bump(lookups);
+  bump(server_lookups[shard]);
+  // The deepest node the image resolves (fattree: its walk's end; switch_lpm:
+  // the longest-prefix match, else the bottom line's node).
+  const forein::StartHints hints = hint_of(key, shard);
+  const forein::Hint& pick = hints.primary.present() ? hints.primary : hints.secondary;
+  if (!pick.present()) {
+    bump(c.misses);
+    return;
+  }
+  h.address = forein::net::remote::node_address(pick.node);
+  h.flags = static_cast<std::uint16_t>(h.flags | forein::net::kReadRewritten);
+  forein::net::store_read_header(header, h);
+  bump(reads_rewritten);
+  bump(c.hinted);
 }
 
 forein::StartHints Forwarder::hint_of(std::string_view key, std::size_t shard) {

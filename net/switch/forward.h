@@ -52,6 +52,10 @@ class Forwarder {
   std::array<std::atomic<std::uint64_t>, kMaxServers> server_lookups{};
   // Chain stages: requests whose hint this switch's node sets made deeper.
   std::atomic<std::uint64_t> deeper{0};
+  // Remote reads (docs/remote-read.md): READ requests forwarded, and start
+  // READs whose address this switch replaced with its image's node.
+  std::atomic<std::uint64_t> reads{0};
+  std::atomic<std::uint64_t> reads_rewritten{0};
 
   const Routing& routing() const { return routing_; }
 
@@ -74,6 +78,12 @@ class Forwarder {
   // temporary header too). False when m was dropped (freed).
   bool add_hint(PortCounters& c, rte_mbuf* m, rte_ipv4_hdr* ip, std::size_t ihl, rte_udp_hdr* udp,
                 std::span<const std::byte> payload, std::string_view key, std::size_t shard);
+  // A start READ (kReadStart): its target address replaced in the frame by
+  // the node server `shard`'s image names for key (Fat-B+Tree's RoCE `va`
+  // rewrite; switch_lpm's hinted node), kReadRewritten set. Other READs,
+  // and a miss, pass unchanged.
+  void rewrite_read(PortCounters& c, rte_udp_hdr* udp, std::span<const std::byte> payload, std::string_view key,
+                    std::size_t shard);
   // The hints server `shard`'s image has for key (none: a miss).
   forein::StartHints hint_of(std::string_view key, std::size_t shard);
   // A chain stage's rewritten request, or nullopt (a miss).

@@ -124,6 +124,8 @@ int main(int argc, char** argv) {
       constexpr const char* kStages[] = {"core", "aggregation", "edge"};
       totals.stage = o.stage < 0 ? "all" : kStages[o.stage];
       totals.deeper = forward.deeper.load();
+      totals.reads = forward.reads.load();
+      totals.reads_rewritten = forward.reads_rewritten.load();
       if (forward.plane() != nullptr) totals.members = forward.plane()->json();
       std::printf("%s\n", sw::counters_json(sides, totals).c_str());
       std::fflush(stdout);
