@@ -35,20 +35,31 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 usage() {
 	cat <<'EOF'
-usage: scripts/testbed.sh [--backend NAME[,NAME...]] [--keys N] [--servers K]
-                          [--workload W] [--zipf THETA] [--seconds S]
-                          [--rounds R] [--outstanding O] [--threads T]
+usage: scripts/testbed.sh [--mode kv|remote-read] [--backend NAME[,NAME...]]
+                          [--keys N] [--servers K] [--workload W] [--zipf THETA]
+                          [--seconds S] [--rounds R] [--outstanding O]
+                          [--threads T] [--value-bytes B] [--fanout F | --node-bytes B]
                           [--build DIR] [--results DIR]
+  --mode M              kv: forein-kv-server behind the switches (the default);
+                        remote-read: forein-mem-server memory nodes, the client
+                        walking the tree one READ per node, the switch
+                        rewriting the first READ (Fat-B+Tree's RDMA setting,
+                        docs/remote-read.md)
   --backend NAME[,...]  offload backends, one testbed each (default switch_lpm,fattree)
-  --keys N              data set keys 0..N-1, sharded over the servers (default 1000000)
-  --servers K           forein-kv-server processes, 1..64 (default 3)
-  --workload W          forein-load's workload: a b c d e f getputdel (default c)
+  --keys N              data set keys 0..N-1, sharded over the servers
+                        (default 1000000; remote-read: 2000000, the paper's)
+  --servers K           server (memory node) processes, 1..64 (default 3; remote-read: 1)
+  --workload W          forein-load's workload: a b c d e f getputdel (default c;
+                        remote-read: a b c)
   --zipf THETA          Zipf exponent of the keys, 0 < THETA < 1 (default 0.99)
   --seconds S           seconds of each measured run (default 10)
   --rounds R            rounds per backend; each runs once with hints and once
                         without (default 3; medians are reported)
   --outstanding O       forein-load's operations in flight, 1..4096 (default 16)
   --threads T           worker threads per server, 1..64 (default 1)
+  --value-bytes B       remote-read: bytes per value (default 1000, the paper's)
+  --fanout F            remote-read: branches per node, 4..1024 (default 16, the paper's)
+  --node-bytes B        remote-read: nodes of B bytes instead (8192: 8 KiB pages)
   --build DIR           the CMake build folder with the programs (default build)
   --results DIR         where the CSVs, the plot and the logs go
                         (default results/testbed-<timestamp>)
@@ -68,10 +79,14 @@ bad() {
 is_uint() { [[ $1 =~ ^[0-9]{1,10}$ ]]; }
 in_range() { is_uint "$1" && [ "$((10#$1))" -ge "$2" ] && [ "$((10#$1))" -le "$3" ]; }
 
+MODE=kv
 BACKENDS=switch_lpm,fattree
-KEYS=1000000
-SERVERS=3
+KEYS=""
+SERVERS=""
 WORKLOAD=c
+VALUE_BYTES=1000
+FANOUT=""
+NODE_BYTES=""
 ZIPF=0.99
 SECONDS_PER_RUN=10
 ROUNDS=3
@@ -94,7 +109,7 @@ while [ $# -gt 0 ]; do
 		;;
 	esac
 	case "$flag" in
-	--backend | --keys | --servers | --workload | --zipf | --seconds | --rounds | --outstanding | --threads | --build | --results)
+	--mode | --backend | --keys | --servers | --workload | --zipf | --seconds | --rounds | --outstanding | --threads | --value-bytes | --fanout | --node-bytes | --build | --results)
 		if [ $# -eq 0 ] || [ -z "$1" ] || [[ $1 == --* ]]; then bad "$flag needs a value"; fi
 		value=$1
 		shift
@@ -102,6 +117,10 @@ while [ $# -gt 0 ]; do
 	*) bad "unknown flag '$flag'" ;;
 	esac
 	case "$flag" in
+	--mode) MODE=$value ;;
+	--value-bytes) VALUE_BYTES=$value ;;
+	--fanout) FANOUT=$value ;;
+	--node-bytes) NODE_BYTES=$value ;;
 	--backend) BACKENDS=$value ;;
 	--keys) KEYS=$value ;;
 	--servers) SERVERS=$value ;;
@@ -115,6 +134,31 @@ while [ $# -gt 0 ]; do
 	--results) RESULTS=$value ;;
 	esac
 done
+
+case "$MODE" in
+kv)
+	KEYS=${KEYS:-1000000} SERVERS=${SERVERS:-3}
+	for f in VALUE_BYTES:1000:--value-bytes FANOUT::--fanout NODE_BYTES::--node-bytes; do
+		IFS=: read -r var def name <<<"$f"
+		[ "${!var}" = "$def" ] || bad "$name is a --mode remote-read flag"
+	done
+	;;
+remote-read)
+	KEYS=${KEYS:-2000000} SERVERS=${SERVERS:-1}
+	in_range "$VALUE_BYTES" 0 32744 || bad "--value-bytes: '$VALUE_BYTES' is not a whole number from 0 to 32744"
+	[ -z "$FANOUT" ] || [ -z "$NODE_BYTES" ] || bad "give --fanout or --node-bytes, not both"
+	[ -z "$FANOUT" ] || in_range "$FANOUT" 4 1024 || bad "--fanout: '$FANOUT' is not a whole number from 4 to 1024"
+	[ -z "$NODE_BYTES" ] || { in_range "$NODE_BYTES" 104 32768 && [ $((10#$NODE_BYTES % 8)) -eq 0 ]; } ||
+		bad "--node-bytes: '$NODE_BYTES' is not a multiple of 8 from 104 to 32768"
+	case "$WORKLOAD" in
+	a | b | c) ;;
+	*) bad "--workload: '$WORKLOAD' is not one of a b c (--mode remote-read: reads and updates)" ;;
+	esac
+	in_range "$OUTSTANDING" 1 256 ||
+		bad "--outstanding: '$OUTSTANDING' is not a whole number from 1 to 256 (--mode remote-read: a client thread each)"
+	;;
+*) bad "--mode: '$MODE' is not one of kv remote-read" ;;
+esac
 
 IFS=, read -r -a backend_list <<<"$BACKENDS"
 [ "${#backend_list[@]}" -gt 0 ] || bad "--backend: give at least one backend name"
@@ -159,7 +203,9 @@ why=$(netns_check 2>&1) || fail "$why"
 BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || fail "--build: no such folder (build first: make)"
 SWITCH=$BUILD/net/switch/forein-switch
 SERVER=$BUILD/net/kv_server/forein-kv-server
+MEM=$BUILD/net/mem_server/forein-mem-server
 LOAD=$BUILD/net/load/forein-load
+[ "$MODE" = kv ] || SERVER=$MEM
 for p in "$SERVER" "$LOAD"; do
 	[ -x "$p" ] || fail "$p is not built (make, or cmake --build $BUILD)"
 done
@@ -169,8 +215,9 @@ for f in --servers --hints --keys; do
 	grep -q -- "$f" <<<"$switch_help" || fail "this forein-switch has no $f flag (several servers, hints off): rebuild it"
 done
 server_help=$("$SERVER" --help 2>&1) || true
-grep -q -- --shard <<<"$server_help" || fail "this forein-kv-server has no --shard flag: rebuild it"
+grep -q -- --shard <<<"$server_help" || fail "this $(basename "$SERVER") has no --shard flag: rebuild it"
 registered=$(sed -n 's/^ *backends: *//p' <<<"$server_help" | tr -d ' ' | tr ',' ' ')
+[ "$MODE" = kv ] || registered="switch_lpm fattree" # the backends a switch rewrites READs with
 for b in "${backend_list[@]}"; do
 	[ -z "$registered" ] || [[ " $registered " == *" $b "* ]] ||
 		bad "--backend: '$b' is not a registered backend ($registered)"
@@ -351,12 +398,12 @@ children_ticks() {
 		printf "%d\n", n * hz + 0.5 }')
 }
 
-# run_load NAME TARGET SECONDS VERIFY SEED: one forein-load run; sets LOAD_JSON
-# and LOAD_CPU (its CPU ticks).
+# run_load NAME TARGET SECONDS VERIFY SEED: one forein-load run (with the
+# flags in LOAD_EXTRA, if any); sets LOAD_JSON and LOAD_CPU (its CPU ticks).
 run_load() {
 	local name=$1 target=$2 secs=$3 verify=$4 seed=$5 rc=0 before
 	local args=(--target "$target" --keys "$KEYS" --workload "$WORKLOAD" --dist zipf --zipf "$ZIPF"
-		--seconds "$secs" --outstanding "$OUTSTANDING" --seed "$seed")
+		--seconds "$secs" --outstanding "$OUTSTANDING" --seed "$seed" ${LOAD_EXTRA[@]+"${LOAD_EXTRA[@]}"})
 	[ "$verify" = 1 ] && args+=(--verify)
 	children_ticks
 	before=$CHILD_TICKS
@@ -404,6 +451,12 @@ cpu_per_op() {
 }
 
 # ---------------------------------------------------------------------------
+if [ "$MODE" = remote-read ]; then
+	# shellcheck source=testbed-remote-read.sh
+	. "$ROOT/scripts/testbed-remote-read.sh"
+	exit 0
+fi
+
 CSV=$RESULTS/testbed.csv
 SUMMARY=$RESULTS/summary.csv
 JSONL=$RESULTS/results.jsonl
@@ -567,7 +620,7 @@ for k in "${!backend_list[@]}"; do
 		"$ratio" "$ratio_rounds" "$hits" "$reqs" "$BACKEND_WRONG" "$errors" "$timeouts"
 	[ "$preq" -eq 0 ] || echo "testbed: warning: $B: the servers saw $preq hinted requests through the switch with --hints off" >&2
 	echo "$B,$SERVERS,$KEYS,$WORKLOAD,$ZIPF,$SECONDS_PER_RUN,$ROUNDS,$oh,$op,$ratio,$ratio_rounds,$p50h,$p99h,$p50p,$p99p,$hits,$hreq,$reqs,$preq,$BACKEND_WRONG,$errors,$timeouts" >>"$SUMMARY"
-	line=$(printf '{"backend":"%s","ops_per_s_hinted":%s,"ops_per_s_plain":%s,"ratio":%s,"ratio_per_round":%s,"hint_hits":%d,"hinted_requests":%d,"requests":%d,"wrong":%d,"errors":%d,"timeouts":%d,"p50_us_hinted":%s,"p99_us_hinted":%s,"p50_us_plain":%s,"p99_us_plain":%s,"servers":%d,"keys":%d,"workload":"%s","zipf":%s,"seconds":%s,"rounds":%d,"outstanding":%d,"threads":%d}' \
+	line=$(printf '{"backend":"%s","mode":"kv","ops_per_s_hinted":%s,"ops_per_s_plain":%s,"ratio":%s,"ratio_per_round":%s,"hint_hits":%d,"hinted_requests":%d,"requests":%d,"wrong":%d,"errors":%d,"timeouts":%d,"p50_us_hinted":%s,"p99_us_hinted":%s,"p50_us_plain":%s,"p99_us_plain":%s,"servers":%d,"keys":%d,"workload":"%s","zipf":%s,"seconds":%s,"rounds":%d,"outstanding":%d,"threads":%d}' \
 		"$B" "$oh" "$op" "$ratio" "$ratio_rounds" "$hits" "$hreq" "$reqs" "$BACKEND_WRONG" "$errors" "$timeouts" "$p50h" "$p99h" "$p50p" "$p99p" \
 		"$SERVERS" "$KEYS" "$WORKLOAD" "$ZIPF" "$SECONDS_PER_RUN" "$ROUNDS" "$OUTSTANDING" "$THREADS")
 	json_lines+=("$line")

@@ -67,6 +67,16 @@ args_tests() {
 	check "backend empty item" expect_bad "--backend switch_lpm,,fattree" "--backend: '' is not a backend name"
 	check "backend twice" expect_bad "--backend fattree,fattree" "named twice"
 	check "--flag=value form" expect_bad "--servers=x" "--servers: 'x'"
+	check "unknown mode" expect_bad "--mode rdma" "--mode: 'rdma' is not one of kv remote-read"
+	check "remote-read flag in kv mode" expect_bad "--fanout 16" "--fanout is a --mode remote-read flag"
+	check "remote-read: workload d" expect_bad "--mode remote-read --workload d" "--workload: 'd' is not one of a b c"
+	check "remote-read: fanout 3" expect_bad "--mode remote-read --fanout 3" "--fanout: '3'"
+	check "remote-read: node bytes not a multiple of 8" expect_bad "--mode remote-read --node-bytes 8190" \
+		"--node-bytes: '8190' is not a multiple of 8"
+	check "remote-read: fanout and node bytes" expect_bad "--mode remote-read --fanout 16 --node-bytes 8192" \
+		"give --fanout or --node-bytes, not both"
+	check "remote-read: value bytes" expect_bad "--mode remote-read --value-bytes 40000" "--value-bytes: '40000'"
+	check "remote-read: outstanding 300" expect_bad "--mode remote-read --outstanding 300" "--outstanding: '300'"
 	# Valid flags get past the parser (whatever happens next is not exit 2).
 	local rc=0
 	bash "$TESTBED" --keys 10 --servers 1 --build /nonexistent/build >/dev/null 2>&1 || rc=$?
@@ -115,6 +125,29 @@ e2e_tests() {
 	check "namespace named forein-testbed-PID" test -n "$ns"
 	check "namespace $ns deleted" namespace_gone "$ns"
 	for t in $taps; do check "TAP $t never in the root namespace" test ! -e "/sys/class/net/$t"; done
+
+	# 1b. --mode remote-read, short: the JSON lines, wrong 0, the first
+	# READs rewritten and fewer READs per lookup with hints.
+	rc=0
+	out=$(bash "$TESTBED" --build "$build" --mode remote-read --keys 20000 --seconds 1 --outstanding 4 \
+		--backend fattree,switch_lpm --results "$results/rr" 2>"$results/rr.stderr") || rc=$?
+	echo "$out"
+	check "remote-read: exits 0 (stderr: $(tail -n 3 "$results/rr.stderr" | tr '\n' ' '))" test "$rc" -eq 0
+	local b line
+	for b in fattree switch_lpm; do
+		line=$(grep "^{\"backend\":\"$b\",\"mode\":\"remote-read\"" <<<"$out" || true)
+		check "remote-read: a JSON line for $b" test -n "$line"
+		for key in ops_per_s_hinted ops_per_s_plain ratio p50_us_hinted p50_us_plain p99_us_hinted p99_us_plain \
+			reads_per_op_hinted reads_per_op_plain hint_hits wrong; do
+			check "remote-read $b: JSON has \"$key\"" grep -q "\"$key\":" <<<"$line"
+		done
+		check "remote-read $b: wrong == 0" grep -q '"wrong":0,' <<<"$line"
+		check "remote-read $b: hint_hits > 0" grep -qE '"hint_hits":[1-9]' <<<"$line"
+		check "remote-read $b: fewer READs per lookup with hints" awk -v l="$line" 'BEGIN {
+			match(l, /"reads_per_op_hinted":[0-9.]+/); h = substr(l, RSTART + 22, RLENGTH - 22) + 0
+			match(l, /"reads_per_op_plain":[0-9.]+/); p = substr(l, RSTART + 21, RLENGTH - 21) + 0
+			exit !(h > 0 && h < p) }'
+	done
 
 	# 2. SIGTERM mid-run: every process it started is stopped, the TAPs go.
 	bash "$TESTBED" --build "$build" --keys 20000 --servers 3 --seconds 5 --backend switch_lpm \
