@@ -84,7 +84,7 @@ Bytes bytes(std::initializer_list<int> v) {
 // A valid packet of each op, its trailers chosen by the two flags.
 std::vector<Packet> samples(bool with_hint, bool with_fattree) {
   std::vector<Packet> out;
-  for (int op = 1; op <= 14; ++op) {
+  for (int op = 1; op <= 15; ++op) {
     Packet p;
     p.op = static_cast<Op>(op);
     p.seq = 0x8000000000000000ull + static_cast<std::uint64_t>(op);
@@ -531,4 +531,59 @@ TEST_CASE("SCAN entries encode and decode", "[net][protocol]") {
   auto back = decode_scan_entries(q.value);
   REQUIRE(back.has_value());
   CHECK(back->size() == entries.size());
+}
+
+TEST_CASE("READ: the documented bytes, the header's checks and the switch's rewrite", "[net][protocol]") {
+  using forein::net::decode_read_header;
+  using forein::net::encode_read_header;
+  using forein::net::kReadRewritten;
+  using forein::net::kReadStart;
+  using forein::net::load_read_header;
+  using forein::net::ReadHeader;
+  using forein::net::read_header_offset;
+  using forein::net::store_read_header;
+  Packet p;
+  p.op = Op::kRead;
+  p.seq = 1;
+  p.key = std::string("\0\0\0\0\0\0\0\5", 8);
+  p.value = encode_read_header(ReadHeader{0x7C5D3A8, 296, kReadStart});
+  const std::vector<std::byte> d = encode_packet(p);
+  // docs/protocol.md, "READ": the example, byte for byte.
+  const std::vector<int> want = {0xF0, 0xE1, 0x01, 0x0F, 0x00, 0x00, 0x00, 0x08, 0, 0, 0, 0, 0, 0, 0, 1,
+                                 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5,
+                                 0, 0, 0, 0, 0x07, 0xC5, 0xD3, 0xA8, 0, 0, 0x01, 0x28, 0x00, 0x01, 0, 0};
+  REQUIRE(d.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(std::to_integer<int>(d[i]) == want[i]);
+
+  // The switch's in-place rewrite: same length, the address and the flag.
+  std::vector<std::byte> frame = d;
+  const std::size_t at = read_header_offset(frame);
+  REQUIRE(at == 32);
+  ReadHeader h = load_read_header(frame.data() + at);
+  CHECK(h == ReadHeader{0x7C5D3A8, 296, kReadStart});
+  h.address = 0x1234560;
+  h.flags |= kReadRewritten;
+  store_read_header(frame.data() + at, h);
+  Packet q;
+  REQUIRE(parse_packet(frame, &q) == ParseError::kNone);
+  CHECK(q.key == p.key);
+  CHECK(decode_read_header(q.value) == std::optional<ReadHeader>(ReadHeader{0x1234560, 296, kReadStart | kReadRewritten}));
+
+  // Not a READ, or not exactly one header: no offset.
+  Packet get = p;
+  get.op = Op::kGet;
+  CHECK(read_header_offset(encode_packet(get)) == 0);
+  Packet longer = p;
+  longer.value += "x";
+  CHECK(read_header_offset(encode_packet(longer)) == 0);
+  CHECK(read_header_offset(std::vector<std::byte>(d.begin(), d.end() - 1)) == 0);
+  // Unknown flags and a nonzero reserved field are refused; short values too.
+  std::string v = encode_read_header(ReadHeader{8, 8, 0});
+  CHECK(decode_read_header(v).has_value());
+  v[12] = '\x80';
+  CHECK_FALSE(decode_read_header(v).has_value());
+  v = encode_read_header(ReadHeader{8, 8, 0});
+  v[15] = '\x01';
+  CHECK_FALSE(decode_read_header(v).has_value());
+  CHECK_FALSE(decode_read_header(v.substr(0, 15)).has_value());
 }
