@@ -36,7 +36,7 @@ VERIFY_RUNS=0
 echo "== testbed --mode remote-read: $(uname -srm), $(nproc) cores, $(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1)"
 echo "== date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== backends $BACKENDS; $KEYS keys of $VALUE_BYTES bytes on $SERVERS memory node(s) ($THREADS threads each);" \
-	"nodes ${NODE_ARGS[*]:-of 16 branches}; workload $WORKLOAD, zipf $ZIPF;" \
+	"nodes ${NODE_ARGS[*]:-of 16 branches}; workload $WORKLOAD, $DIST${DIST_ZIPF:-};" \
 	"$ROUNDS round(s) of ${SECONDS_PER_RUN} s with and without hints, $OUTSTANDING outstanding"
 echo "== results: $RESULTS"
 netns_sweep
@@ -146,7 +146,7 @@ for k in "${!backend_list[@]}"; do
 	timeouts=$( (csv_col "$B" hinted timeouts && csv_col "$B" plain timeouts) | sum)
 	p50cut=$(awk -v a="$p50h" -v b="$p50p" 'BEGIN {printf "%.1f", (b > 0) ? 100 * (1 - a / b) : 0}')
 	echo
-	echo "== $B, remote reads: $KEYS keys, $SERVERS memory node(s), height $height, $node_bytes-byte nodes, workload $WORKLOAD, zipf $ZIPF; $ROUNDS round(s) of ${SECONDS_PER_RUN} s each way (medians)"
+	echo "== $B, remote reads: $KEYS keys, $SERVERS memory node(s), height $height, $node_bytes-byte nodes, workload $WORKLOAD, $DIST${DIST_ZIPF:-}; $ROUNDS round(s) of ${SECONDS_PER_RUN} s each way (medians)"
 	printf '   %-9s %10s %8s %8s %9s %22s\n' "" "ops/s" "p50 us" "p99 us" "READs/op" "CPU us/op mem/sw/load"
 	for mode in hinted plain; do
 		label="hints on"
@@ -159,9 +159,9 @@ for k in "${!backend_list[@]}"; do
 		"$ratio" "$ratio_rounds" "$p50cut" "$hits" "$starts" "$BACKEND_WRONG" "$errors" "$timeouts"
 	[ "$prew" -eq 0 ] || echo "testbed: warning: $B: $prew READs came back rewritten through the switch with --hints off" >&2
 	echo "$B,remote-read,$SERVERS,$KEYS,$WORKLOAD,$ZIPF,$SECONDS_PER_RUN,$ROUNDS,$height,$node_bytes,$VALUE_BYTES,$oh,$op,$ratio,$ratio_rounds,$p50h,$p50p,$p99h,$p99p,$rh,$rp,$hits,$starts,$BACKEND_WRONG,$errors,$timeouts" >>"$SUMMARY"
-	line=$(printf '{"backend":"%s","mode":"remote-read","ops_per_s_hinted":%s,"ops_per_s_plain":%s,"ratio":%s,"ratio_per_round":%s,"p50_us_hinted":%s,"p50_us_plain":%s,"p99_us_hinted":%s,"p99_us_plain":%s,"p50_reduction_percent":%s,"reads_per_op_hinted":%s,"reads_per_op_plain":%s,"hint_hits":%d,"start_reads":%d,"wrong":%d,"errors":%d,"timeouts":%d,"servers":%d,"keys":%d,"height":%s,"node_bytes":%s,"value_bytes":%d,"workload":"%s","zipf":%s,"seconds":%s,"rounds":%d,"outstanding":%d,"threads":%d}' \
+	line=$(printf '{"backend":"%s","mode":"remote-read","ops_per_s_hinted":%s,"ops_per_s_plain":%s,"ratio":%s,"ratio_per_round":%s,"p50_us_hinted":%s,"p50_us_plain":%s,"p99_us_hinted":%s,"p99_us_plain":%s,"p50_reduction_percent":%s,"reads_per_op_hinted":%s,"reads_per_op_plain":%s,"hint_hits":%d,"start_reads":%d,"wrong":%d,"errors":%d,"timeouts":%d,"servers":%d,"keys":%d,"height":%s,"node_bytes":%s,"value_bytes":%d,"workload":"%s","dist":"%s","zipf":%s,"seconds":%s,"rounds":%d,"outstanding":%d,"threads":%d}' \
 		"$B" "$oh" "$op" "$ratio" "$ratio_rounds" "$p50h" "$p50p" "$p99h" "$p99p" "$p50cut" "$rh" "$rp" "$hits" "$starts" \
-		"$BACKEND_WRONG" "$errors" "$timeouts" "$SERVERS" "$KEYS" "$height" "$node_bytes" "$VALUE_BYTES" "$WORKLOAD" "$ZIPF" \
+		"$BACKEND_WRONG" "$errors" "$timeouts" "$SERVERS" "$KEYS" "$height" "$node_bytes" "$VALUE_BYTES" "$WORKLOAD" "$DIST" "$ZIPF" \
 		"$SECONDS_PER_RUN" "$ROUNDS" "$OUTSTANDING" "$THREADS")
 	json_lines+=("$line")
 	echo "$line" >>"$JSONL"

@@ -36,7 +36,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 usage() {
 	cat <<'EOF'
 usage: scripts/testbed.sh [--mode kv|remote-read] [--backend NAME[,NAME...]]
-                          [--keys N] [--servers K] [--workload W] [--zipf THETA]
+                          [--keys N] [--servers K] [--workload W] [--dist D] [--zipf THETA]
                           [--seconds S] [--rounds R] [--outstanding O]
                           [--threads T] [--value-bytes B] [--fanout F | --node-bytes B]
                           [--build DIR] [--results DIR]
@@ -51,6 +51,7 @@ usage: scripts/testbed.sh [--mode kv|remote-read] [--backend NAME[,NAME...]]
   --servers K           server (memory node) processes, 1..64 (default 3; remote-read: 1)
   --workload W          forein-load's workload: a b c d e f getputdel (default c;
                         remote-read: a b c)
+  --dist D              key distribution: zipf or uniform (default zipf)
   --zipf THETA          Zipf exponent of the keys, 0 < THETA < 1 (default 0.99)
   --seconds S           seconds of each measured run (default 10)
   --rounds R            rounds per backend; each runs once with hints and once
@@ -84,6 +85,7 @@ BACKENDS=switch_lpm,fattree
 KEYS=""
 SERVERS=""
 WORKLOAD=c
+DIST=zipf
 VALUE_BYTES=1000
 FANOUT=""
 NODE_BYTES=""
@@ -109,7 +111,7 @@ while [ $# -gt 0 ]; do
 		;;
 	esac
 	case "$flag" in
-	--mode | --backend | --keys | --servers | --workload | --zipf | --seconds | --rounds | --outstanding | --threads | --value-bytes | --fanout | --node-bytes | --build | --results)
+	--mode | --backend | --keys | --servers | --workload | --dist | --zipf | --seconds | --rounds | --outstanding | --threads | --value-bytes | --fanout | --node-bytes | --build | --results)
 		if [ $# -eq 0 ] || [ -z "$1" ] || [[ $1 == --* ]]; then bad "$flag needs a value"; fi
 		value=$1
 		shift
@@ -125,6 +127,7 @@ while [ $# -gt 0 ]; do
 	--keys) KEYS=$value ;;
 	--servers) SERVERS=$value ;;
 	--workload) WORKLOAD=$value ;;
+	--dist) DIST=$value ;;
 	--zipf) ZIPF=$value ;;
 	--seconds) SECONDS_PER_RUN=$value ;;
 	--rounds) ROUNDS=$value ;;
@@ -135,6 +138,10 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
+case "$DIST" in
+zipf | uniform) ;;
+*) bad "--dist: '$DIST' is not one of zipf uniform" ;;
+esac
 case "$MODE" in
 kv)
 	KEYS=${KEYS:-1000000} SERVERS=${SERVERS:-3}
@@ -186,6 +193,8 @@ in_range "$THREADS" 1 64 || bad "--threads: '$THREADS' is not a whole number fro
 KEYS=$((10#$KEYS)) SERVERS=$((10#$SERVERS)) ROUNDS=$((10#$ROUNDS))
 OUTSTANDING=$((10#$OUTSTANDING)) THREADS=$((10#$THREADS))
 ZIPF=$(awk -v z="$ZIPF" 'BEGIN {print z + 0}')
+DIST_ZIPF=""
+[ "$DIST" = uniform ] || DIST_ZIPF=" $ZIPF"
 SECONDS_PER_RUN=$(awk -v s="$SECONDS_PER_RUN" 'BEGIN {print s + 0}')
 
 fail() {
@@ -402,7 +411,7 @@ children_ticks() {
 # flags in LOAD_EXTRA, if any); sets LOAD_JSON and LOAD_CPU (its CPU ticks).
 run_load() {
 	local name=$1 target=$2 secs=$3 verify=$4 seed=$5 rc=0 before
-	local args=(--target "$target" --keys "$KEYS" --workload "$WORKLOAD" --dist zipf --zipf "$ZIPF"
+	local args=(--target "$target" --keys "$KEYS" --workload "$WORKLOAD" --dist "$DIST" --zipf "$ZIPF"
 		--seconds "$secs" --outstanding "$OUTSTANDING" --seed "$seed" ${LOAD_EXTRA[@]+"${LOAD_EXTRA[@]}"})
 	[ "$verify" = 1 ] && args+=(--verify)
 	children_ticks
@@ -475,7 +484,7 @@ VERIFY_RUNS=0
 
 echo "== testbed: $(uname -srm), $(nproc) cores, $(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1)"
 echo "== date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== backends $BACKENDS; $KEYS keys on $SERVERS servers ($THREADS threads each); workload $WORKLOAD, zipf $ZIPF;" \
+echo "== backends $BACKENDS; $KEYS keys on $SERVERS servers ($THREADS threads each); workload $WORKLOAD, $DIST${DIST_ZIPF:-};" \
 	"$ROUNDS round(s) of ${SECONDS_PER_RUN} s with and without hints, $OUTSTANDING outstanding"
 echo "== results: $RESULTS"
 netns_sweep
@@ -606,7 +615,7 @@ for k in "${!backend_list[@]}"; do
 	errors=$( (csv_col "$B" hinted errors && csv_col "$B" plain errors) | sum)
 	timeouts=$( (csv_col "$B" hinted timeouts && csv_col "$B" plain timeouts) | sum)
 	echo
-	echo "== $B: $KEYS keys, $SERVERS servers, workload $WORKLOAD, zipf $ZIPF; $ROUNDS round(s) of ${SECONDS_PER_RUN} s each way (medians)"
+	echo "== $B: $KEYS keys, $SERVERS servers, workload $WORKLOAD, $DIST${DIST_ZIPF:-}; $ROUNDS round(s) of ${SECONDS_PER_RUN} s each way (medians)"
 	printf '   %-9s %10s %8s %8s %10s %12s %22s\n' "" "ops/s" "p50 us" "p99 us" "hint hits" "nodes/req" "CPU us/op srv/sw/load"
 	for mode in hinted plain; do
 		label="hints on"
@@ -620,9 +629,9 @@ for k in "${!backend_list[@]}"; do
 		"$ratio" "$ratio_rounds" "$hits" "$reqs" "$BACKEND_WRONG" "$errors" "$timeouts"
 	[ "$preq" -eq 0 ] || echo "testbed: warning: $B: the servers saw $preq hinted requests through the switch with --hints off" >&2
 	echo "$B,$SERVERS,$KEYS,$WORKLOAD,$ZIPF,$SECONDS_PER_RUN,$ROUNDS,$oh,$op,$ratio,$ratio_rounds,$p50h,$p99h,$p50p,$p99p,$hits,$hreq,$reqs,$preq,$BACKEND_WRONG,$errors,$timeouts" >>"$SUMMARY"
-	line=$(printf '{"backend":"%s","mode":"kv","ops_per_s_hinted":%s,"ops_per_s_plain":%s,"ratio":%s,"ratio_per_round":%s,"hint_hits":%d,"hinted_requests":%d,"requests":%d,"wrong":%d,"errors":%d,"timeouts":%d,"p50_us_hinted":%s,"p99_us_hinted":%s,"p50_us_plain":%s,"p99_us_plain":%s,"servers":%d,"keys":%d,"workload":"%s","zipf":%s,"seconds":%s,"rounds":%d,"outstanding":%d,"threads":%d}' \
+	line=$(printf '{"backend":"%s","mode":"kv","ops_per_s_hinted":%s,"ops_per_s_plain":%s,"ratio":%s,"ratio_per_round":%s,"hint_hits":%d,"hinted_requests":%d,"requests":%d,"wrong":%d,"errors":%d,"timeouts":%d,"p50_us_hinted":%s,"p99_us_hinted":%s,"p50_us_plain":%s,"p99_us_plain":%s,"servers":%d,"keys":%d,"workload":"%s","dist":"%s","zipf":%s,"seconds":%s,"rounds":%d,"outstanding":%d,"threads":%d}' \
 		"$B" "$oh" "$op" "$ratio" "$ratio_rounds" "$hits" "$hreq" "$reqs" "$BACKEND_WRONG" "$errors" "$timeouts" "$p50h" "$p99h" "$p50p" "$p99p" \
-		"$SERVERS" "$KEYS" "$WORKLOAD" "$ZIPF" "$SECONDS_PER_RUN" "$ROUNDS" "$OUTSTANDING" "$THREADS")
+		"$SERVERS" "$KEYS" "$WORKLOAD" "$DIST" "$ZIPF" "$SECONDS_PER_RUN" "$ROUNDS" "$OUTSTANDING" "$THREADS")
 	json_lines+=("$line")
 	echo "$line" >>"$JSONL"
 done
@@ -646,7 +655,7 @@ if command -v gnuplot >/dev/null 2>&1; then
 $term
 set output '$PNG'
 set termoption noenhanced
-set title "forein testbed: $KEYS keys, $SERVERS servers, workload $WORKLOAD, zipf $ZIPF ($ROUNDS x ${SECONDS_PER_RUN} s, median, min-max)"
+set title "forein testbed: $KEYS keys, $SERVERS servers, workload $WORKLOAD, $DIST${DIST_ZIPF:-} ($ROUNDS x ${SECONDS_PER_RUN} s, median, min-max)"
 set ylabel 'ops/s'
 set yrange [0:*]
 set grid ytics
