@@ -21,8 +21,11 @@ struct MemOptions {
   std::string backend = "none";        // the owner's offload backend (hints for the switch)
   std::string agent;                   // HOST:PORT of forein-agent (or forein-switch's agent)
   std::string agent_token;
-  std::uint32_t refresh_ms = 100;
-  std::uint32_t sample_rate = 16;      // 1 in N start READs sampled for the planner
+  // The planner's inputs: every start READ's key (the memory node sees it
+  // at no cost beside a queue append), weights halved at every refresh,
+  // so a refresh a second plans from the last few seconds of lookups.
+  std::uint32_t refresh_ms = 1000;
+  std::uint32_t sample_rate = 1;       // 1 in N start READs sampled for the planner
   std::uint32_t fat_root_ranges = 0;   // fattree settings (0: the paper's)
   std::uint32_t layer_nodes = 0;
 };
