@@ -104,10 +104,17 @@ else
   eth_scales=10000000,20000000,50000000,100000000
   eth_keys=100000000
 fi
-run "$exp" rdma-scale --scales "$scales" --out "$out" "${extra[@]}"
-run "$exp" rdma-drift --out "$out" "${extra[@]}"
-run "$exp" rdma-nodes --out "$out" "${extra[@]}"
-run "$exp" rdma-layers --out "$out" "${extra[@]}"
+# One RDMA round trip, in microseconds: measured on the remote-read path
+# (docs/network-benchmark.md, "Remote reads": forein-load --remote-read
+# through forein-switch to forein-mem-server, 2M keys, one lookup in
+# flight, hints off: a median lookup of 7 READs took 352.3 us). RTT_US=
+# overrides it; the paper's own figure (112.6 us / 7 = 16.09 us) is what
+# fattree_experiments uses without --rtt-us.
+rtt=(--rtt-us "${RTT_US:-50.33}")
+run "$exp" rdma-scale --scales "$scales" --out "$out" "${rtt[@]}" "${extra[@]}"
+run "$exp" rdma-drift --out "$out" "${rtt[@]}" "${extra[@]}"
+run "$exp" rdma-nodes --out "$out" "${rtt[@]}" "${extra[@]}"
+run "$exp" rdma-layers --out "$out" "${rtt[@]}" "${extra[@]}"
 run "$exp" eth-scale --eth-scales "$eth_scales" --out "$out" "${extra[@]}"
 run "$exp" eth-rw --eth-keys "$eth_keys" --out "$out" "${extra[@]}"
 run "$exp" eth-skew --eth-keys "$eth_keys" --out "$out" "${extra[@]}"
