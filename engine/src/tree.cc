@@ -360,15 +360,21 @@ bool Tree::get(std::string_view key, std::string* value, const StartHints* hints
 }
 
 bool Tree::put(std::string_view key, std::string_view value, const StartHints* hints) {
-  return impl_->put(key, value, hints);
+  const bool added = impl_->put(key, value, hints);
+  if (added) impl_->keys_changed();
+  return added;
 }
 
 bool Tree::insert(std::string_view key, std::string_view value, const StartHints* hints) {
-  return impl_->put(key, value, hints, false);
+  const bool added = impl_->put(key, value, hints, false);
+  if (added) impl_->keys_changed();
+  return added;
 }
 
 bool Tree::erase(std::string_view key, const StartHints* hints) {
-  return impl_->erase(key, hints);
+  const bool erased = impl_->erase(key, hints);
+  if (erased) impl_->keys_changed();
+  return erased;
 }
 
 // locate_leaf_fast()'s root descent, stopping one level above the leaves:
@@ -419,6 +425,9 @@ Hint Tree::start_leaf(std::string_view key, const StartHints* hints) {
 }
 
 std::uint64_t Tree::size() const { return impl_->size_.load(std::memory_order_relaxed); }
+std::uint64_t Tree::key_generation() const {
+  return impl_->key_generation_.load(std::memory_order_acquire);
+}
 std::uint16_t Tree::height() const { return impl_->height_.load(std::memory_order_relaxed); }
 std::size_t Tree::max_key_size() const { return impl_->page_size_ / 16; }
 std::size_t Tree::max_value_size() const { return impl_->page_size_ / 8; }
@@ -456,6 +465,7 @@ void Tree::reset_stats() {
 void Tree::reload() {
   impl_->retired_.take_all();
   impl_->open_existing();
+  impl_->keys_changed();
 }
 
 void Tree::sync() {

@@ -124,6 +124,7 @@ void Tree::bulk_load(const std::vector<std::pair<std::string, std::string>>& sor
   t.height_.store(level + 1, std::memory_order_release);
   t.size_.store(sorted.size());
   t.write_meta();
+  t.keys_changed();
   t.retire(old_root);
   t.emit(NodeEventKind::kDeleted, old_iv);
   for (const NodeInterval& iv : created) t.emit(NodeEventKind::kCreated, iv);

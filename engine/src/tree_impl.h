@@ -253,6 +253,8 @@ class Tree::Impl {
   void check_sizes(std::string_view key, std::string_view value) const;
   NodeInterval interval_of(const detail::Node& n, PageId id) const;
   void emit(NodeEventKind kind, const NodeInterval& interval);
+  // After a change to the set of keys, once it is visible (Tree::key_generation).
+  void keys_changed() { key_generation_.fetch_add(1, std::memory_order_release); }
   void publish(const detail::OpCounters& c);
   void write_meta();
   // Before the first write to a tree opened in an older format.
@@ -264,6 +266,8 @@ class Tree::Impl {
   std::atomic<PageId> root_{kNoPage};
   std::atomic<std::uint16_t> height_{1};
   std::atomic<std::uint64_t> size_{0};
+  // Tree::key_generation(); beside size_, whose line a key change writes anyway.
+  std::atomic<std::uint64_t> key_generation_{0};
   std::mutex root_mu_;  // serialises root growth and meta rewrites
   std::atomic<bool> old_format_{false};
   detail::RetiredPages retired_;

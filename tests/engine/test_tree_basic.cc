@@ -359,6 +359,50 @@ TEST_CASE("size and height grow with the tree", "[tree][basic]") {
   CHECK(per_level[0] > per_level[1]);
 }
 
+TEST_CASE("key_generation advances on every key-set change and on nothing else",
+          "[tree][basic]") {
+  const std::uint64_t seed = forein::testing::test_seed("key_generation");
+  std::mt19937_64 rng(seed);
+  auto tree = make_tree(4096);
+  std::uint64_t g = tree->key_generation();
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (std::int64_t i = 0; i < 5000; i += 2) rows.emplace_back(forein::encode_int64(i), "v");
+  tree->bulk_load(rows);
+  CHECK(tree->key_generation() > g);
+  g = tree->key_generation();
+  Map model;
+  for (const auto& [k, v] : rows) model[k] = v;
+  // Random puts, inserts and erases (splits and merges among them): the
+  // generation moves exactly when the set of keys does.
+  for (int op = 0; op < 20000; ++op) {
+    const std::string key = forein::encode_int64(static_cast<std::int64_t>(rng() % 6000));
+    const bool present = model.contains(key);
+    switch (rng() % 3) {
+      case 0:
+        REQUIRE(tree->put(key, "p") == !present);
+        model[key] = "p";
+        break;
+      case 1:
+        REQUIRE(tree->insert(key, "i") == !present);
+        model.emplace(key, "i");
+        break;
+      default:
+        REQUIRE(tree->erase(key) == present);
+        model.erase(key);
+        break;
+    }
+    const bool changed = present != model.contains(key);
+    const std::uint64_t now = tree->key_generation();
+    if (changed) {
+      REQUIRE(now > g);
+    } else {
+      REQUIRE(now == g);
+    }
+    g = now;
+  }
+  CHECK(tree->size() == model.size());
+}
+
 TEST_CASE("limits: max key and value sizes", "[tree][basic][limits]") {
   const std::uint32_t page_size = GENERATE(4096u, 8192u, 32768u);
   INFO("page size " << page_size);

@@ -186,6 +186,13 @@ class Tree {
   void sync();
 
   std::uint64_t size() const;    // number of keys
+  // Advances on every change to the set of keys: a new key (put, insert),
+  // an erase, bulk_load, reload; not on a value replaced in place. Bumped
+  // (release) after the change is visible, so a reader that loads a value
+  // (acquire) and then scans sees every change counted in it; a change not
+  // counted yet makes a later call return more (the offload layer's
+  // KeySource::key_generation: an unchanged index re-reads no keys).
+  std::uint64_t key_generation() const;
   std::uint16_t height() const;  // levels, 1 = a single leaf
   std::size_t max_key_size() const;
   std::size_t max_value_size() const;
