@@ -87,8 +87,19 @@ class ArraySource final : public off::IndexSource {
       if (!fn(words[i])) return;
     }
   }
+  // Advances whenever a refresh hands over other words than the last one
+  // (set_words compares them: one pass over memory the host just wrote, far
+  // cheaper than its page reads that produced them), so a refresh with the
+  // same words (PostgreSQL's, after samples only) reads none in the planner.
+  std::uint64_t key_generation() const override { return generation; }
+  void set_words(const std::uint64_t* w, std::size_t n) {
+    if (n == words.size() && std::equal(w, w + n, words.begin())) return;
+    words.assign(w, w + n);
+    ++generation;
+  }
   std::vector<NodeInterval> nodes;
   std::vector<Word> words;
+  std::uint64_t generation = 0;
 };
 
 }  // namespace
@@ -354,7 +365,7 @@ int forein_offload_manager_refresh(forein_offload_manager* m, const uint64_t* wo
     return -1;
   }
   const bool ok = run_reporting(errbuf, errlen, [&] {
-    m->source.words.assign(words, words + nwords);
+    m->source.set_words(words, nwords);
     m->manager.refresh();
     m->manager.flush();
   });
@@ -399,6 +410,8 @@ void forein_offload_manager_stats(const forein_offload_manager* m, forein_offloa
     out->failed_installs = s.failed_installs;
     out->image_bytes = image->bytes.size();
     out->image_version = image->version;
+    out->plans = s.plans;
+    out->skipped_refreshes = s.skipped_refreshes;
   } catch (...) {
     // leave zeros
   }

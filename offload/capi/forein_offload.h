@@ -202,7 +202,10 @@ extern void forein_offload_manager_record_access(forein_offload_manager *m, uint
 /*
  * Plans from the node table, the sampled accesses and the index's key
  * words (ascending; duplicates allowed), and applies the result to the
- * device now. Returns 0, or -1 with a message (nothing changed).
+ * device now. Returns 0, or -1 with a message (nothing changed).  When
+ * nothing changed since the last plan (the same node table, the same
+ * words, no sampled access) the planner is not asked: the plan would be
+ * the same (stats: plans, skipped_refreshes).
  */
 extern int	forein_offload_manager_refresh(forein_offload_manager *m, const uint64_t *words,
 										   size_t nwords, char *errbuf, size_t errlen);
@@ -229,6 +232,8 @@ typedef struct forein_offload_stats
 	uint64_t	failed_installs;
 	uint64_t	image_bytes;
 	uint64_t	image_version;
+	uint64_t	plans;			/* refreshes that asked the planner */
+	uint64_t	skipped_refreshes;	/* refreshes with nothing to plan */
 } forein_offload_stats;
 
 extern void forein_offload_manager_stats(const forein_offload_manager *m,

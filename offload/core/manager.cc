@@ -46,6 +46,8 @@ void OffloadManager::attach(const IndexSource& source, std::unique_ptr<IndexSour
     source.for_each_node([&](const NodeInterval& iv) {
       table_->apply(NodeEvent{NodeEventKind::kCreated, iv});
     });
+    table_changed_ = true;  // a new source: plan from it
+    planned_key_generation_ = kUnknownKeyGeneration;
   }
   if (options_.refresh_period.count() > 0 && !thread_.joinable()) {
     {
@@ -61,6 +63,7 @@ void OffloadManager::detach() {
   std::lock_guard lock(refresh_mu_);
   source_ = nullptr;
   owned_source_.reset();
+  planned_key_generation_ = kUnknownKeyGeneration;
 }
 
 void OffloadManager::stop_background() {
@@ -76,7 +79,7 @@ void OffloadManager::stop_background() {
 
 void OffloadManager::sync_nodes(std::span<const NodeInterval> nodes) {
   std::lock_guard lock(refresh_mu_);
-  table_->replace_all(nodes);
+  if (table_->replace_all(nodes)) table_changed_ = true;
 }
 
 void OffloadManager::on_node_event(const NodeEvent& event) {
@@ -122,20 +125,57 @@ void OffloadManager::refresh() {
     table_->apply(e);
     ++applied_events;
   }
-  table_->decay(options_.weight_decay);
+  // Decay changes the table unless every weight is 0 (or the factor is 1).
+  // It is not neutral to the plan: leaves weigh their samples plus the
+  // prior, and the greedy ranks nodes by absolute AMA reductions under a
+  // budget, so scaling the sampled part alone can reorder nodes. Hence no
+  // refresh is skipped while some weight is left, and negligible_weight
+  // brings every weight to exactly 0 a bounded number of refreshes after
+  // the samples stop.
+  if (applied_events != 0 || !samples.empty() ||
+      (options_.weight_decay != 1.0 && table_->has_weight())) {
+    table_changed_ = true;
+  }
+  table_->decay(options_.weight_decay, options_.negligible_weight);
   table_->add_accesses(samples);
   const std::vector<PageId> dead = table_->take_newly_dead();
 
   // Phase I: the planner's difference between what the device will hold
   // and what the current node table wants. Without a source there is
   // nothing to plan from: the installed set stays.
+  //
+  // Skipping the planner: the plan is a function of the node table (live
+  // nodes, parents, weights plus the prior), the key words and the
+  // capacity, and of the planner's previous target. When the table did not
+  // change since the last plan (no event, sample, changed sync_nodes or
+  // effective decay: table_changed_ false) and the source reports the same
+  // known key_generation as before that plan, this plan's input is the last
+  // one's, bit for bit, and every planner diffs an unchanged input to
+  // nothing (the same target; tests/offload/test_idle_refresh.cc compares a
+  // skipping manager with one that plans every time, image byte for byte).
+  // Since a skip needs weights that decay leaves unchanged (all 0), there
+  // is no decay to carry over to the next plan: the factor^n of skipped
+  // refreshes is 1.
   const std::uint64_t capacity = backend_.usage().capacity;
   PlanDiff diff;
   const std::size_t before = target_records_;
+  bool planned = false;
   if (source_ != nullptr) {
-    const std::vector<OffloadNode> table = table_->build(options_.prior_weight);
-    diff = backend_.planner().plan(PlanInput{table, source_, capacity});
-    target_records_ = diff.target_records;
+    // Read before the words are: a key change after this read makes the
+    // next refresh's generation differ.
+    const std::uint64_t key_generation = source_->key_generation();
+    const bool keys_unchanged =
+        key_generation != kUnknownKeyGeneration && key_generation == planned_key_generation_;
+    if (!options_.skip_unchanged || table_changed_ || !keys_unchanged) {
+      const std::vector<OffloadNode> table = table_->build(options_.prior_weight);
+      diff = backend_.planner().plan(PlanInput{table, source_, capacity, keys_unchanged});
+      target_records_ = diff.target_records;
+      table_changed_ = false;
+      planned_key_generation_ = key_generation;
+      planned = true;
+    } else {
+      diff.target_records = target_records_;
+    }
   } else {
     diff.target_records = target_records_;
   }
@@ -170,6 +210,8 @@ void OffloadManager::refresh() {
   {
     std::lock_guard s(stats_mu_);
     ++stats_.refreshes;
+    stats_.plans += planned;
+    stats_.skipped_refreshes += source_ != nullptr && !planned;
     stats_.events += applied_events;
     stats_.foreign_events += foreign_events;
     stats_.sampled_accesses += samples.size();
@@ -180,7 +222,7 @@ void OffloadManager::refresh() {
     stats_.entries_queued_remove += removes;
     stats_.target_entries = target_records_;
     stats_.live_nodes = table_->live_count();
-    if (source_ != nullptr) stats_.plan_metrics = std::move(diff.metrics);
+    if (planned) stats_.plan_metrics = std::move(diff.metrics);
   }
   lock.unlock();
   pump();

@@ -29,24 +29,47 @@ void NodeTable::apply(const NodeEvent& event) {
   if (!was_live) ++live_;
 }
 
-void NodeTable::replace_all(std::span<const NodeInterval> nodes) {
+namespace {
+
+bool same_interval(const NodeInterval& a, const NodeInterval& b) {
+  return a.index == b.index && a.node == b.node && a.level == b.level && a.lo == b.lo &&
+         a.hi == b.hi && a.hi_inf == b.hi_inf && a.version == b.version;
+}
+
+}  // namespace
+
+bool NodeTable::replace_all(std::span<const NodeInterval> nodes) {
   std::unordered_map<PageId, Slot> next;
   next.reserve(nodes.size());
+  // Unchanged: every given node was live with the same interval, no node
+  // is given twice, and no other node was live (counted below).
+  bool changed = false;
+  bool weighted = false;
   for (const NodeInterval& iv : nodes) {
     if (iv.node == kNoPage) continue;
     Slot& slot = next[iv.node];
+    if (slot.live) changed = true;  // given twice
     slot.interval = iv;
     slot.live = true;
     const auto old = slots_.find(iv.node);
+    if (old == slots_.end() || !old->second.live || !same_interval(old->second.interval, iv)) {
+      changed = true;
+    }
     if (old != slots_.end() && old->second.live && old->second.interval.level == iv.level) {
       slot.weight = old->second.weight;
+      weighted = weighted || slot.weight != 0;
     }
   }
   for (const auto& [id, slot] : slots_) {
-    if (slot.live && !next.contains(id)) newly_dead_.push_back(id);
+    if (slot.live && !next.contains(id)) {
+      newly_dead_.push_back(id);
+      changed = true;
+    }
   }
   slots_ = std::move(next);
   live_ = slots_.size();
+  has_weight_ = weighted;
+  return changed;
 }
 
 std::vector<PageId> NodeTable::take_newly_dead() {
@@ -65,8 +88,15 @@ bool NodeTable::is_live(PageId id) const {
   return it != slots_.end() && it->second.live;
 }
 
-void NodeTable::decay(double factor) {
-  for (auto& [id, slot] : slots_) slot.weight *= factor;
+void NodeTable::decay(double factor, double negligible) {
+  if (!has_weight_) return;  // every weight is 0: nothing to do
+  bool weighted = false;
+  for (auto& [id, slot] : slots_) {
+    slot.weight *= factor;
+    if (slot.weight < negligible) slot.weight = 0;
+    weighted = weighted || slot.weight != 0;
+  }
+  has_weight_ = weighted;
 }
 
 void NodeTable::add_accesses(std::span<const Word> words) {
@@ -86,6 +116,7 @@ void NodeTable::add_accesses(std::span<const Word> words) {
     if (it != leaves.begin()) --it;  // the leaf with the largest lo <= w
     it->second->weight += 1;
   }
+  has_weight_ = true;
 }
 
 namespace {

@@ -28,15 +28,21 @@ class NodeTable {
   // Replaces the live set with `nodes` (a host's whole node table read at
   // once, as PostgreSQL's refresh reads its pages): nodes missing from it
   // die, the others take the given intervals; weights of nodes that stay
-  // are kept.
-  void replace_all(std::span<const NodeInterval> nodes);
+  // are kept. Returns false if the live set was exactly `nodes` already
+  // (same nodes, intervals and versions; nothing changed).
+  bool replace_all(std::span<const NodeInterval> nodes);
   // Pages that died since the last call and are still dead.
   std::vector<PageId> take_newly_dead();
 
-  // Multiplies every weight by `factor` (old samples fade).
-  void decay(double factor);
+  // Multiplies every weight by `factor` (old samples fade); a weight that
+  // falls below `negligible` becomes 0, so that the heat of a workload that
+  // stopped fades out completely in a bounded number of decays.
+  void decay(double factor, double negligible = 0);
   // Adds one unit of weight per word to the live leaf that owns it.
   void add_accesses(std::span<const Word> words);
+  // False when every weight is 0, so decay() would change nothing (true
+  // may be conservative).
+  bool has_weight() const { return has_weight_; }
 
   // The live nodes as a plan table: each node's parent is the node one
   // level up whose interval holds its lo. While a root split is still in
@@ -59,6 +65,7 @@ class NodeTable {
   std::unordered_map<PageId, Slot> slots_;
   std::vector<PageId> newly_dead_;
   std::size_t live_ = 0;
+  bool has_weight_ = false;
 };
 
 }  // namespace forein::offload

@@ -24,6 +24,8 @@ void TreeIndexSource::for_each_word(const std::function<bool(Word)>& fn) const {
   });
 }
 
+std::uint64_t TreeIndexSource::key_generation() const { return tree_.key_generation(); }
+
 void OffloadManager::attach(Tree& tree) {
   auto source = std::make_unique<TreeIndexSource>(tree);
   const IndexSource& ref = *source;

@@ -292,6 +292,33 @@ main(void)
 	CHECK(st.live_nodes == NLEAVES);
 	CHECK(st.invalid_nodes == 0);	/* confirmed: the new image is applied */
 
+	/*
+	 * Nothing changed: once the samples' weight has faded (100 halves below
+	 * 2^-20 in 27 refreshes) a refresh with the same node table and the
+	 * same words asks no planner; other words do.
+	 */
+	for (k = 0; k < 40; k++)
+		CHECK(forein_offload_manager_refresh(m, words, nwords, err, sizeof(err)) == 0);
+	forein_offload_manager_stats(m, &st);
+	{
+		uint64_t	plans = st.plans,
+					skipped = st.skipped_refreshes,
+					image_version = st.image_version;
+
+		CHECK(skipped > 0);
+		CHECK(st.plans + st.skipped_refreshes == st.refreshes);
+		CHECK(forein_offload_manager_sync_nodes(m, nodes, n, err, sizeof(err)) == 0);
+		CHECK(forein_offload_manager_refresh(m, words, nwords, err, sizeof(err)) == 0);
+		forein_offload_manager_stats(m, &st);
+		CHECK(st.plans == plans);
+		CHECK(st.skipped_refreshes == skipped + 1);
+		CHECK(st.image_version == image_version);
+		/* a word gone (the last leaf's last key): the next refresh plans */
+		CHECK(forein_offload_manager_refresh(m, words, nwords - 1, err, sizeof(err)) == 0);
+		forein_offload_manager_stats(m, &st);
+		CHECK(st.plans == plans + 1);
+	}
+
 	forein_offload_manager_destroy(m);
 	forein_offload_manager_destroy(NULL);
 

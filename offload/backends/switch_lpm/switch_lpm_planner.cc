@@ -13,22 +13,36 @@ SwitchLpmPlanner::SwitchLpmPlanner(const BackendConfig& config)
       bottom_line_level_(static_cast<std::uint16_t>(setting_value(kSwitchLpmBackend, config, "bottom_line_level"))),
       hot_leaves_(static_cast<std::size_t>(setting_value(kSwitchLpmBackend, config, "hot_leaves"))) {}
 
+std::span<const Word> SwitchLpmPlanner::key_words(const PlanInput& input) {
+  if (input.keys == nullptr) {
+    words_valid_ = false;
+    words_.clear();
+    return {};
+  }
+  if (input.keys_unchanged && words_valid_) return words_;
+  words_valid_ = false;  // until the read below completes
+  words_.clear();
+  input.keys->for_each_word([&](Word w) {
+    words_.push_back(w);
+    return true;
+  });
+  ++word_reads_;
+  words_valid_ = true;
+  return words_;
+}
+
 PlanDiff SwitchLpmPlanner::plan(const PlanInput& input) {
   std::vector<LpmEntry> next;
   LayeredEntries layers;
-  if (!input.nodes.empty()) {
+  if (input.nodes.empty()) {
+    // No words read for this input: what is kept may be older than it.
+    words_valid_ = false;
+  } else {
     LayerOptions options;
     options.budget = budget_ != 0 ? budget_ : input.capacity / 2;
     options.bottom_line_level = bottom_line_level_;
     options.hot_leaves = hot_leaves_;
-    std::vector<Word> words;
-    if (input.keys != nullptr) {
-      input.keys->for_each_word([&](Word w) {
-        words.push_back(w);
-        return true;
-      });
-    }
-    layers = build_layered_entries(input.nodes, words, options);
+    layers = build_layered_entries(input.nodes, key_words(input), options);
     next.reserve(layers.entries.size());
     for (const LpmEntry& e : layers.entries) {
       if (e.node != kNoPage) next.push_back(e);  // not the synthetic root's

@@ -2,10 +2,17 @@
 // greedy-selected main layer, hot leaves) from the node table and the
 // index's key words, diffed against the previous plan (entry_diff.h) and
 // encoded as LPM batches (lpm_batch.h).
+//
+// The key words (for hollow-prefix elimination) are kept from one plan to
+// the next and read again only when the manager cannot promise they are
+// unchanged (PlanInput::keys_unchanged: the source's key_generation moved,
+// or the source cannot tell), so a plan driven by samples alone reads no
+// key.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "forein/offload/backend.h"
@@ -26,12 +33,21 @@ class SwitchLpmPlanner final : public Planner {
   // The entry set the device holds once every planned batch is applied, in
   // diff order (bottom line first, then by prefix).
   const std::vector<LpmEntry>& target() const { return target_; }
+  // How many times plan() read the key words from its KeySource.
+  std::uint64_t word_reads() const { return word_reads_; }
 
  private:
+  // The input's key words, ascending: kept from the last read when the
+  // manager says they are unchanged, read again otherwise.
+  std::span<const Word> key_words(const PlanInput& input);
+
   const std::uint64_t budget_;  // 0: half the capacity
   const std::uint16_t bottom_line_level_;
   const std::size_t hot_leaves_;
   std::vector<LpmEntry> target_;
+  std::vector<Word> words_;   // the last words read
+  bool words_valid_ = false;  // words_ is the whole set of the last plan's source
+  std::uint64_t word_reads_ = 0;
 };
 
 }  // namespace forein::offload

@@ -113,6 +113,11 @@ struct PlanInput {
   std::span<const OffloadNode> nodes;  // the live nodes with parents and weights
   const KeySource* keys = nullptr;     // the index's key words (may be null: no keys known)
   std::uint64_t capacity = 0;          // the device's capacity, in its units
+  // The manager's promise that `keys` is the source of the previous plan()
+  // call and its words have not changed since (same known key_generation):
+  // a planner may reuse what it read from them then (switch_lpm keeps the
+  // words) instead of reading them again. False: read them.
+  bool keys_unchanged = false;
 };
 
 class Planner {

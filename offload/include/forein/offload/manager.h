@@ -10,6 +10,12 @@
 // (explicit, or every refresh_period on the manager's own thread) and
 // pump() (applies the batches whose delay has passed).
 //
+// Idle costs nothing: refresh() asks the planner only when its input may
+// have changed since the last plan (node events, sampled accesses, a new
+// node table from sync_nodes, another key_generation of the source, weights
+// that decay would still change); otherwise the plan would be the last one
+// again and the refresh only pumps (ManagerStats::skipped_refreshes).
+//
 // Coherence while batches are pending (FOREIN section V-D) needs nothing
 // from the tree beyond its validation: a key under a hollow prefix that is
 // not installed yet matches a shorter prefix (an ancestor or the bottom
@@ -41,6 +47,7 @@
 #include "forein/node_interval.h"
 #include "forein/offload/backend.h"
 #include "forein/offload/manager_clock.h"
+#include "forein/offload/plan.h"
 
 namespace forein {
 class Tree;
@@ -77,6 +84,15 @@ struct ManagerOptions {
   // Weights are multiplied by this at every refresh, so the selection
   // follows a drifting workload.
   double weight_decay = 0.5;
+  // A weight that decays below this becomes 0 (one sampled access weighs
+  // 1; 2^-20 is 20 halvings: 2 s of 100 ms refreshes at the default decay).
+  // The heat of a workload that stopped thus fades out completely, and
+  // once every weight is 0 an idle refresh plans nothing (0: weights fade
+  // only by underflow, after about 1,100 halvings).
+  double negligible_weight = 1.0 / (1 << 20);
+  // Skip the planner when nothing it plans from can have changed (see
+  // refresh()). false: plan at every refresh (tests compare the two).
+  bool skip_unchanged = true;
   // Control-plane latency from "computed" to "installed": each batch is due
   // install_delay plus a uniform draw from [0, install_delay_jitter] after
   // its refresh (jitter drawn from delay_seed).
@@ -91,7 +107,9 @@ struct ManagerOptions {
 };
 
 struct ManagerStats {
-  std::uint64_t refreshes = 0;
+  std::uint64_t refreshes = 0;          // refresh() calls, planned or skipped
+  std::uint64_t plans = 0;              // refreshes that asked the planner
+  std::uint64_t skipped_refreshes = 0;  // refreshes with nothing to plan (refreshes - plans, when a source is attached)
   std::uint64_t events = 0;            // node events applied (ignoring foreign indexes)
   std::uint64_t foreign_events = 0;    // events of another index_id
   std::uint64_t sampled_accesses = 0;
@@ -153,6 +171,11 @@ class OffloadManager final : public NodeObserver {
   // Drains events and samples, asks the planner for the difference,
   // queues it (installs, then removals) with the install delay, then
   // pumps. Serialized with other refreshes; never blocks hosts' lookups.
+  // The planner is skipped (skip_unchanged) when the plan could not differ
+  // from the last one: no node event, no sample, no sync_nodes that changed
+  // the table, the source's key_generation known and the same as at the
+  // last plan, and no weight left for decay to change. A device that
+  // refused a batch still gets the whole target again.
   void refresh();
   // Wakes the background thread for a refresh (no-op without one).
   void request_refresh();
@@ -202,6 +225,14 @@ class OffloadManager final : public NodeObserver {
   std::unique_ptr<IndexSource> owned_source_;  // attach(Tree&)'s adapter
   std::unique_ptr<NodeTable> table_;
   std::size_t target_records_ = 0;  // the planner's target, as last planned
+  // What refresh() needs to know to skip the planner (guarded by
+  // refresh_mu_): whether the node table or its weights changed since the
+  // last plan that returned (set by attach, sync_nodes, events, samples,
+  // decay; cleared only once a plan returned, so a plan that threw is
+  // retried), and the source's key_generation read before that plan
+  // (kUnknownKeyGeneration: none, or the source cannot tell).
+  bool table_changed_ = true;
+  std::uint64_t planned_key_generation_ = kUnknownKeyGeneration;
   std::mt19937_64 delay_rng_;
   // An install batch failed: push the whole target at the next refresh.
   std::atomic<bool> reinstall_all_{false};

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 
 #include "forein/key.h"
 #include "forein/node_interval.h"
@@ -19,6 +20,9 @@ struct OffloadNode {
   double weight = 0;         // sampled accesses (leaves')
 };
 
+// key_generation() of a source that cannot tell whether its keys changed.
+inline constexpr std::uint64_t kUnknownKeyGeneration = std::numeric_limits<std::uint64_t>::max();
+
 // The distinct words of an index's keys, ascending. Not a snapshot: keys
 // written meanwhile may or may not be seen (a planner only uses words to
 // skip prefixes no key falls under).
@@ -27,6 +31,16 @@ class KeySource {
   virtual ~KeySource() = default;
   // Calls fn for each distinct word, ascending, until fn returns false.
   virtual void for_each_word(const std::function<bool(Word)>& fn) const = 0;
+  // A count of the changes to the set of keys (inserts of new keys,
+  // erases; not value replacements), or kUnknownKeyGeneration. The
+  // contract: a key-set change that completed before a call returned g is
+  // seen by every for_each_word started after that call, and a change
+  // completed after it makes a later call return a value other than g. So
+  // two calls returning the same known value mean the words a scan after
+  // the first one gave are still the words. The default: unknown (every
+  // refresh re-reads the words); the engine tree (TreeIndexSource) and the
+  // C ABI's source (words handed over at each refresh) know theirs.
+  virtual std::uint64_t key_generation() const { return kUnknownKeyGeneration; }
 };
 
 // A host's index as the manager reads it when it attaches.

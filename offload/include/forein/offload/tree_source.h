@@ -18,6 +18,9 @@ class TreeIndexSource final : public IndexSource {
   // The words of the tree's keys by an ordered scan; keys written meanwhile
   // may or may not be seen.
   void for_each_word(const std::function<bool(Word)>& fn) const override;
+  // Tree::key_generation(): advances on every insert of a new key and
+  // every erase.
+  std::uint64_t key_generation() const override;
 
  private:
   Tree& tree_;
