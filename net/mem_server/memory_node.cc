@@ -154,6 +154,7 @@ Packet MemoryNode::put(const Packet& request) {
     std::lock_guard lock(write_mu_);
     const std::uint64_t splits = writer_.stats().splits;
     r = writer_.put(key, request.value);
+    if (r == remote::PutResult::kInserted) key_generation_.fetch_add(1, std::memory_order_release);
     if (writer_.stats().splits != splits && hooks_.on_nodes_changed) hooks_.on_nodes_changed();
   } catch (const Error&) {
     // A node on the way did not check (corruption): nothing written.

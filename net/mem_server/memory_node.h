@@ -86,6 +86,8 @@ class MemoryNode {
   // Writer's counters and the current header, read under the writer's lock.
   remote::WriterStats writer_stats() const;
   remote::RegionHeader header() const;
+  // Inserts so far (the key set's changes), bumped after each is written.
+  std::uint64_t key_generation() const { return key_generation_.load(std::memory_order_acquire); }
 
  private:
   Packet read(const Packet& request);
@@ -94,6 +96,7 @@ class MemoryNode {
   remote::Region& region_;
   Hooks hooks_;
   MemoryStats stats_;
+  std::atomic<std::uint64_t> key_generation_{0};
   mutable std::mutex write_mu_;
   remote::Writer writer_;  // guarded by write_mu_
 };

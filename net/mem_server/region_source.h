@@ -19,10 +19,16 @@ namespace forein::net::mem {
 
 class RegionIndexSource final : public offload::IndexSource {
  public:
-  RegionIndexSource(const remote::Region& region, std::uint64_t index_id) : region_(region), index_id_(index_id) {}
+  // key_generation: a count of the key set's changes (the owner's
+  // inserts; updates change no key), bumped after each change is written.
+  RegionIndexSource(const remote::Region& region, std::uint64_t index_id,
+                    std::function<std::uint64_t()> key_generation)
+      : region_(region), index_id_(index_id), key_generation_(std::move(key_generation)) {}
 
   void for_each_node(const std::function<void(const NodeInterval&)>& fn) const override;
   void for_each_word(const std::function<bool(Word)>& fn) const override;
+  // So an idle memory node's planner does not re-read every key word.
+  std::uint64_t key_generation() const override { return key_generation_(); }
 
   // Every node, for OffloadManager::sync_nodes after splits.
   std::vector<NodeInterval> nodes() const;
@@ -34,6 +40,7 @@ class RegionIndexSource final : public offload::IndexSource {
 
   const remote::Region& region_;
   std::uint64_t index_id_;
+  std::function<std::uint64_t()> key_generation_;
 };
 
 }  // namespace forein::net::mem

@@ -78,7 +78,8 @@ Server::Server(const MemOptions& options) : options_(options) {
   mo.refresh_period = std::chrono::milliseconds(options_.refresh_ms);
   mo.pump_period = mo.refresh_period;
   manager_ = std::make_unique<offload::OffloadManager>(*backend_, mo);
-  source_ = std::make_unique<RegionIndexSource>(*region_, mo.index_id);
+  source_ = std::make_unique<RegionIndexSource>(*region_, mo.index_id,
+                                                [this] { return node_ ? node_->key_generation() : 0; });
   MemoryNode::Hooks hooks;
   hooks.on_start_read = [this](std::uint64_t word) { manager_->sample_access(word); };
   // Splits are rare (inserts past the build's fill): the whole node table
