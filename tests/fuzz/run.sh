@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets with clang in build-fuzz and runs each one
 # bounded (fuzz_lpm_image from a seed corpus of valid images,
 # fuzz_switch_frame from one of valid frames, fuzz_remote_node from built
-# trees and real walks' READ answers). For CI:
+# trees and real walks' READ answers, fuzz_mem_request from a walk's READ
+# requests, malformed READs and PUTs). For CI:
 #   tests/fuzz/run.sh [seconds per target (30)] [extra libFuzzer flags...]
 # Needs clang++ with libFuzzer (Debian: clang-14 and libclang-rt-14-dev).
 set -euo pipefail
@@ -19,9 +20,9 @@ fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFOREIN_FUZZ=ON \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
 targets=(fuzz_backend_image fuzz_backend_batch fuzz_packet fuzz_kv_memif_frame fuzz_data_node fuzz_honeycomb_node
-  fuzz_remote_node)
+  fuzz_remote_node fuzz_mem_request)
 # forein-switch's frame handling, when DPDK is there (as for the switch).
-seed_targets=(fuzz_lpm_image_seeds fuzz_remote_node_seeds)
+seed_targets=(fuzz_lpm_image_seeds fuzz_remote_node_seeds fuzz_mem_request_seeds)
 if pkg-config --exists libdpdk 2>/dev/null; then
   targets+=(fuzz_switch_frame)
   seed_targets+=(fuzz_switch_frame_seeds)
