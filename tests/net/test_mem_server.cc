@@ -18,7 +18,7 @@
 //     (per level as the build's nodes_per_level, the intervals tiling the
 //     key space), words ascending; after PUTs that split nodes the
 //     on_nodes_changed hook fires (and only then) and the source sees the
-//     new nodes;
+//     new nodes; the key generation counts inserts, not updates;
 //   - READs and walks on three threads while PUTs run (label concurrent:
 //     also under ThreadSanitizer): every value read is one written at or
 //     after the version acknowledged before the lookup began, no key that
@@ -38,7 +38,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -256,26 +255,12 @@ void check_source(const rr::Region& region, const std::vector<forein::NodeInterv
   }
 }
 
-// A RegionIndexSource over region, whichever constructor this tree has:
-// with or without the owner's key-generation callback (a count of the key
-// set's changes; these tests read the nodes and words, not the count).
-template <typename S = RegionIndexSource>
-std::unique_ptr<S> make_source(const rr::Region& region, std::uint64_t index) {
-  if constexpr (std::is_constructible_v<S, const rr::Region&, std::uint64_t, std::function<std::uint64_t()>>) {
-    return std::make_unique<S>(region, index, std::function<std::uint64_t()>([] { return std::uint64_t{0}; }));
-  } else {
-    return std::make_unique<S>(region, index);
-  }
-}
-
-// The node's count of inserts, where MemoryNode has one (nullopt otherwise).
-template <typename N>
-std::optional<std::uint64_t> key_generation_of(N& node) {
-  if constexpr (requires { node.key_generation(); }) {
-    return node.key_generation();
-  } else {
-    return std::nullopt;
-  }
+// A RegionIndexSource over region; its key generation from `generation`
+// (the owner's count of inserts; 0 where a test does not need one).
+std::unique_ptr<RegionIndexSource> make_source(const rr::Region& region, std::uint64_t index,
+                                               std::function<std::uint64_t()> generation = {}) {
+  if (!generation) generation = [] { return std::uint64_t{0}; };
+  return std::make_unique<RegionIndexSource>(region, index, std::move(generation));
 }
 
 std::vector<std::uint64_t> words_of(const RegionIndexSource& source) {
@@ -714,7 +699,8 @@ TEST_CASE("memory node: random PUTs against a model (seeded), splits fire on_nod
   std::mt19937_64 rng(seed);
   Built b = build_region(keys_step(400, 4), 4, 1.0, 8 << 20);
   const std::uint64_t index = kDatasetIndexId + 3;
-  const auto source_ptr = make_source(*b.region, index);
+  MemoryNode* owner = nullptr;  // the node below, once built
+  const auto source_ptr = make_source(*b.region, index, [&owner] { return owner->key_generation(); });
   const RegionIndexSource& source = *source_ptr;
   int changed = 0;
   std::size_t nodes_in_hook = 0;
@@ -724,6 +710,8 @@ TEST_CASE("memory node: random PUTs against a model (seeded), splits fire on_nod
     nodes_in_hook = source.nodes().size();  // as forein-mem-server does: the whole table again
   };
   MemoryNode node(*b.region, hooks);
+  owner = &node;
+  CHECK(source.key_generation() == 0);
   std::map<std::uint64_t, std::string> model;
   for (std::uint64_t i = 0; i < 400; ++i) model[i * 4] = dataset_long_value(i * 4, 0, kValueBytes);
 
@@ -736,7 +724,7 @@ TEST_CASE("memory node: random PUTs against a model (seeded), splits fire on_nod
     const std::uint64_t key = rng() % 2000;
     const std::string value = dataset_long_value(key, static_cast<std::uint32_t>(i + 1), 8 + rng() % 100);
     const rr::WriterStats before = node.writer_stats();
-    const std::optional<std::uint64_t> generation_before = key_generation_of(node);
+    const std::uint64_t generation_before = source.key_generation();
     const int changed_before = changed;
     Packet p;
     p.op = Op::kPut;
@@ -747,9 +735,7 @@ TEST_CASE("memory node: random PUTs against a model (seeded), splits fire on_nod
     model[key] = value;
     const rr::WriterStats after = node.writer_stats();
     // An insert changes the key set (the planner's words), an update does not.
-    if (generation_before) {
-      CHECK(*key_generation_of(node) == *generation_before + (after.inserts - before.inserts));
-    }
+    CHECK(source.key_generation() == generation_before + (after.inserts - before.inserts));
     // The hook fires exactly when the PUT split nodes.
     CHECK(changed == changed_before + (after.splits != before.splits ? 1 : 0));
     if (after.splits != before.splits) {
@@ -770,6 +756,7 @@ TEST_CASE("memory node: random PUTs against a model (seeded), splits fire on_nod
   }
   const rr::WriterStats ws = node.writer_stats();
   CHECK(ws.splits > 0);
+  CHECK(node.key_generation() == ws.inserts);
   CHECK(changed > 0);
   CHECK(changed < 1500);
   // Every key, through the node and straight from the region.
