@@ -80,7 +80,7 @@ std::string report_json(const RunReport& r) {
   }
   if (opt.remote_read) {
     o["mode"] = "remote-read";
-    o["reads"] = r.reads;
+    o["read_requests"] = r.reads;  // "reads" is the read operations, as in every mode
     o["reads_per_op"] = json_fixed(r.ops > 0 ? static_cast<double>(r.reads) / static_cast<double>(r.ops) : 0, 3);
     o["start_reads"] = r.start_reads;
     o["rewritten"] = r.rewritten;

@@ -1,6 +1,7 @@
 #include "remote/walk.h"
 
 #include <algorithm>
+#include <thread>
 
 namespace forein::net::remote {
 
@@ -145,6 +146,10 @@ LookupResult Walker::lookup(std::uint64_t key, Address hint) {
       if ((ck == Check::kOddVersion || ck == Check::kBadChecksum) && !on_hint && again < options_.max_retries) {
         ++again;
         ++c.retries;
+        // Let a writer preempted mid-rewrite finish first (over a network
+        // the READ's round trip waits anyway; in process this is what
+        // keeps a descheduled writer from eating every reader's budget).
+        std::this_thread::yield();
         continue;
       }
       restart();

@@ -126,8 +126,12 @@ void Forwarder::rewrite_read(PortCounters& c, rte_udp_hdr* udp, std::span<const 
   const std::size_t at = forein::net::read_header_offset(payload);
   if (at == 0) return;  // not one READ header: the memory node refuses it
   std::byte* const header = reinterpret_cast<std::byte*>(udp + 1) + at;
-  forein::net::ReadHeader h = forein::net::load_read_header(header);
-  if ((h.flags & forein::net::kReadStart) == 0) return;  // the walk's later READs go where they say
+  // Only a valid header (known flags, reserved 0) is rewritten: a malformed
+  // one passes unchanged for the memory node to refuse, not "repaired" here.
+  const std::optional<forein::net::ReadHeader> valid = forein::net::decode_read_header(
+      std::string_view(reinterpret_cast<const char*>(header), forein::net::kReadHeaderBytes));
+  if (!valid || (valid->flags & forein::net::kReadStart) == 0) return;  // later READs go where they say
+  forein::net::ReadHeader h = *valid;
   bump(lookups);
   bump(server_lookups[shard]);
   // The deepest node the image resolves (fattree: its walk's end; switch_lpm:
@@ -146,11 +150,12 @@ void Forwarder::rewrite_read(PortCounters& c, rte_udp_hdr* udp, std::span<const 
 }
 
 forein::StartHints Forwarder::hint_of(std::string_view key, std::size_t shard) {
-  return image_->read([&](const Image& img) {
+  const auto lookup = [&](const Image& img) {
     if (shard >= img.shards.size() || img.shards[shard].info == nullptr) return forein::StartHints{};
     const ShardImage& s = img.shards[shard];
     return s.info->hint(s.image->bytes, forein::word_of(key));
-  });
+  };
+  return pinned_ ? lookup(*pinned_) : image_->read(lookup);
 }
 
 std::optional<std::vector<std::byte>> Forwarder::stage_rewrite(std::span<const std::byte> payload,

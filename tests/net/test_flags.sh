@@ -54,7 +54,7 @@ wait_line() {
 	done
 }
 
-programs=(agent/forein-agent kv_server/forein-kv-server data_node/forein-data-node load/forein-load
+programs=(agent/forein-agent kv_server/forein-kv-server mem_server/forein-mem-server data_node/forein-data-node load/forein-load
 	switch/forein-switch switch/gen/forein-switch-gen)
 for p in "${programs[@]}"; do
 	prog=$B/$p

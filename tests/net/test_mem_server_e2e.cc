@@ -126,7 +126,7 @@ TEST_CASE("remote reads on loopback: forein-load --remote-read --verify against 
   const std::string after = forein::testing::server_stats(udp);
   INFO(after);
   CHECK(json_number(after, "start_reads") >= start_reads);
-  CHECK(json_number(after, "reads") >= json_number(json, "reads"));
+  CHECK(json_number(after, "reads") >= json_number(json, "read_requests"));
   CHECK(json_number(json_object(after, "writer"), "updates") == updates);
   CHECK(json_number(after, "bad_reads") == 0);
   CHECK(json_number(after, "failed_puts") == 0);
@@ -219,7 +219,7 @@ TEST_CASE("remote reads on loopback: a memory node killed and restarted mid-run"
   CHECK(json_number(json, "errors") == 0);
   CHECK(json_number(json, "verified") > 1000);
   CHECK(json_number(json, "retries") > 0);  // READs in flight when it died were resent
-  CHECK(json_number(json, "reads") > 0);
+  CHECK(json_number(json, "read_requests") > 0);
   const std::string stats = forein::testing::server_stats(udp);
   INFO(stats);
   CHECK(json_number(stats, "start_reads") > 0);
