@@ -35,7 +35,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 usage() {
 	cat <<'EOF'
-usage: scripts/testbed.sh [--mode kv|remote-read] [--backend NAME[,NAME...]]
+usage: scripts/testbed.sh [--mode kv|remote-read|dpdk] [--backend NAME[,NAME...]]
                           [--keys N] [--servers K] [--workload W] [--dist D] [--zipf THETA]
                           [--seconds S] [--rounds R] [--outstanding O]
                           [--threads T] [--value-bytes B] [--fanout F | --node-bytes B]
@@ -44,20 +44,26 @@ usage: scripts/testbed.sh [--mode kv|remote-read] [--backend NAME[,NAME...]]
                         remote-read: forein-mem-server memory nodes, the client
                         walking the tree one READ per node, the switch
                         rewriting the first READ (Fat-B+Tree's RDMA setting,
-                        docs/remote-read.md)
+                        docs/remote-read.md); dpdk: forein-switch-gen ->
+                        forein-switch -> forein-kv-server over memif, the
+                        server's serving thread alone on core 1, the switch
+                        and the generator on core 0 (no root, no TAP)
   --backend NAME[,...]  offload backends, one testbed each (default switch_lpm,fattree)
   --keys N              data set keys 0..N-1, sharded over the servers
                         (default 1000000; remote-read: 2000000, the paper's)
-  --servers K           server (memory node) processes, 1..64 (default 3; remote-read: 1)
+  --servers K           server (memory node) processes, 1..64 (default 3; remote-read: 1;
+                        dpdk: 1, the only value)
   --workload W          forein-load's workload: a b c d e f getputdel (default c;
-                        remote-read: a b c)
+                        remote-read: a b c; dpdk: c, GETs only)
   --dist D              key distribution: zipf or uniform (default zipf)
   --zipf THETA          Zipf exponent of the keys, 0 < THETA < 1 (default 0.99)
   --seconds S           seconds of each measured run (default 10)
   --rounds R            rounds per backend; each runs once with hints and once
                         without (default 3; medians are reported)
-  --outstanding O       forein-load's operations in flight, 1..4096 (default 16)
-  --threads T           worker threads per server, 1..64 (default 1)
+  --outstanding O       forein-load's operations in flight, 1..4096 (default 16;
+                        dpdk: the generator's window, 1..4096)
+  --threads T           worker threads per server, 1..64 (default 1; dpdk: the
+                        kernel-UDP workers beside the memif thread)
   --value-bytes B       remote-read: bytes per value (default 1000, the paper's)
   --fanout F            remote-read: branches per node, 4..1024 (default 16, the paper's)
   --node-bytes B        remote-read: nodes of B bytes instead (8192: 8 KiB pages)
@@ -67,7 +73,7 @@ usage: scripts/testbed.sh [--mode kv|remote-read] [--backend NAME[,NAME...]]
   --help                this text
 Needs root, /dev/net/tun (the switch's TAP ports) and iproute2: everything
 runs inside a network namespace of its own (forein-testbed-PID), deleted at
-the end. The last lines on stdout are one JSON object per backend. Exit 1 if a program fails or any
+the end (--mode dpdk: none of them; it needs taskset and 2 cores). The last lines on stdout are one JSON object per backend. Exit 1 if a program fails or any
 answer is wrong, 2 on a bad flag.
 EOF
 }
@@ -164,7 +170,16 @@ remote-read)
 	in_range "$OUTSTANDING" 1 256 ||
 		bad "--outstanding: '$OUTSTANDING' is not a whole number from 1 to 256 (--mode remote-read: a client thread each)"
 	;;
-*) bad "--mode: '$MODE' is not one of kv remote-read" ;;
+dpdk)
+	KEYS=${KEYS:-1000000} SERVERS=${SERVERS:-1}
+	for f in VALUE_BYTES:1000:--value-bytes FANOUT::--fanout NODE_BYTES::--node-bytes; do
+		IFS=: read -r var def name <<<"${f}"
+		[ "${!var}" = "$def" ] || bad "$name is a --mode remote-read flag"
+	done
+	[ "$WORKLOAD" = c ] || bad "--workload: '$WORKLOAD' is not c (--mode dpdk: forein-switch-gen sends GETs only)"
+	[ "$SERVERS" = 1 ] || bad "--servers: '$SERVERS' is not 1 (--mode dpdk: one forein-kv-server on the switch's memif port)"
+	;;
+*) bad "--mode: '$MODE' is not one of kv remote-read dpdk" ;;
 esac
 
 IFS=, read -r -a backend_list <<<"$BACKENDS"
@@ -204,18 +219,23 @@ fail() {
 
 # ---------------------------------------------------------------------------
 # What the run needs: root, /dev/net/tun, the programs.
-[ "$(id -u)" -eq 0 ] || fail "needs root: forein-switch creates TAP devices (CAP_NET_ADMIN); run it with sudo"
-[ -c /dev/net/tun ] || fail "needs /dev/net/tun for forein-switch's TAP devices (modprobe tun)"
+# (--mode dpdk: memif ports, no TAP devices, no namespace, no root)
 # shellcheck source=netns.sh
 . "$ROOT/scripts/netns.sh"
-why=$(netns_check 2>&1) || fail "$why"
+if [ "$MODE" != dpdk ]; then
+	[ "$(id -u)" -eq 0 ] || fail "needs root: forein-switch creates TAP devices (CAP_NET_ADMIN); run it with sudo"
+	[ -c /dev/net/tun ] || fail "needs /dev/net/tun for forein-switch's TAP devices (modprobe tun)"
+	why=$(netns_check 2>&1) || fail "$why"
+fi
 BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || fail "--build: no such folder (build first: make)"
 SWITCH=$BUILD/net/switch/forein-switch
 SERVER=$BUILD/net/kv_server/forein-kv-server
 MEM=$BUILD/net/mem_server/forein-mem-server
 LOAD=$BUILD/net/load/forein-load
-[ "$MODE" = kv ] || SERVER=$MEM
-for p in "$SERVER" "$LOAD"; do
+[ "$MODE" = remote-read ] && SERVER=$MEM
+# (--mode dpdk: forein-switch-gen is the load, forein-agent keeps the image)
+[ "$MODE" = dpdk ] && LOAD=$BUILD/net/switch/gen/forein-switch-gen
+for p in "$SERVER" "$LOAD" $([ "$MODE" = dpdk ] && echo "$BUILD/net/agent/forein-agent"); do
 	[ -x "$p" ] || fail "$p is not built (make, or cmake --build $BUILD)"
 done
 [ -x "$SWITCH" ] || fail "$SWITCH is not built: it needs DPDK (apt-get install libdpdk-dev, then reconfigure and build)"
@@ -226,7 +246,8 @@ done
 server_help=$("$SERVER" --help 2>&1) || true
 grep -q -- --shard <<<"$server_help" || fail "this $(basename "$SERVER") has no --shard flag: rebuild it"
 registered=$(sed -n 's/^ *backends: *//p' <<<"$server_help" | tr -d ' ' | tr ',' ' ')
-[ "$MODE" = kv ] || registered="switch_lpm fattree" # the backends a switch rewrites READs with
+[ "$MODE" = remote-read ] && registered="switch_lpm fattree" # the backends a switch rewrites READs with
+[ "$MODE" != dpdk ] || command -v taskset >/dev/null 2>&1 || fail "--mode dpdk needs taskset (util-linux)"
 for b in "${backend_list[@]}"; do
 	[ -z "$registered" ] || [[ " $registered " == *" $b "* ]] ||
 		bad "--backend: '$b' is not a registered backend ($registered)"
@@ -465,6 +486,8 @@ if [ "$MODE" = remote-read ]; then
 	. "$ROOT/scripts/testbed-remote-read.sh"
 	exit 0
 fi
+# shellcheck source=testbed-dpdk.sh
+if [ "$MODE" = dpdk ]; then . "$ROOT/scripts/testbed-dpdk.sh"; exit 0; fi
 
 CSV=$RESULTS/testbed.csv
 SUMMARY=$RESULTS/summary.csv

@@ -3,22 +3,53 @@
 #pragma once
 
 #include <rte_pause.h>
+#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 namespace forein::net::dpdk {
 
+// FOREIN_DPDK_IDLE=yield in the environment: an idle poller yields the
+// core (sched_yield) instead of sleeping. For pollers that share one core
+// (scripts/testbed.sh --mode dpdk runs forein-switch and forein-switch-gen
+// on core 0): the other one runs at once instead of after a timer sleep
+// the kernel stretches to ~50 us; on a core of its own a yield returns at
+// once, so a poller there spins. Read once.
+inline bool yield_when_idle() {
+  static const bool yield = [] {
+    const char* v = std::getenv("FOREIN_DPDK_IDLE");
+    return v != nullptr && std::string_view(v) == "yield";
+  }();
+  return yield;
+}
+
 // After `idle` empty polls in a row: a few pause spins, then sleeps
 // doubling from 1 us to 256 us, so a poller shares the cores with the
-// servers and clients instead of burning one.
+// servers and clients instead of burning one (FOREIN_DPDK_IDLE=yield:
+// yields instead of sleeping).
 inline void back_off(unsigned idle) {
-  if (idle < 64) {
+  if (idle >= 64 && yield_when_idle()) {
+    sched_yield();
+  } else if (idle < 64) {
     rte_pause();
   } else {
     const unsigned shift = std::min(idle - 64, 8u);
     const timespec ts{0, static_cast<long>(1000u << shift)};
     ::nanosleep(&ts, nullptr);
+  }
+}
+
+// A poller waiting for answers to what it sent (forein-switch-gen with
+// requests in flight): spins, or with FOREIN_DPDK_IDLE=yield yields after
+// a few spins, so the switch sharing its core forwards them.
+inline void wait_in_flight(unsigned idle) {
+  if (idle >= 16 && yield_when_idle()) {
+    sched_yield();
+  } else {
+    rte_pause();
   }
 }
 

@@ -88,6 +88,35 @@ Packet RequestHandler::handle(const Packet& request) {
   });
 }
 
+bool RequestHandler::serve_get(const Packet& request, Op* op, Status* status, std::string* value) {
+  if (request.op != Op::kGet || request.key.size() > tree_.max_key_size() || !owned_.owns(request.key)) {
+    return false;
+  }
+  stats_.count_request(Op::kGet);
+  StartHints hints;
+  const StartHints* hint_ptr = nullptr;
+  if (request.hints) {
+    stats_.count_hinted();
+    hints = manager_ != nullptr ? manager_->filter(*request.hints) : *request.hints;
+    hint_ptr = &hints;
+  }
+  *op = Op::kReply;
+  *status = Status::kOk;
+  try {
+    if (manager_ != nullptr) manager_->sample_access(word_of(request.key));
+    if (!tree_.get(request.key, value, hint_ptr)) {
+      *status = Status::kNotFound;
+      value->clear();
+    }
+  } catch (const std::exception& e) {
+    *op = Op::kError;
+    *status = Status::kServerError;
+    *value = e.what();
+  }
+  stats_.count_reply(*op, *status);
+  return true;
+}
+
 // Entries from the request's key (inclusive) in key order, at most count
 // of them (0: no limit but the datagram), as many as fit one datagram;
 // kFlagMore when the datagram filled up before count was reached and

@@ -73,6 +73,15 @@ class PacketHandler {
  public:
   virtual ~PacketHandler() = default;
   virtual Packet handle(const Packet& request) = 0;
+  // The memif port's run-to-completion GET: when this handler serves
+  // request (a GET) without building a reply Packet, it does so, counts
+  // it as handle() would, sets *op, *status and *value (a buffer the
+  // caller reuses) and returns true. False: nothing done or counted; the
+  // caller uses handle().
+  virtual bool serve_get(const Packet& request, Op* op, Status* status, std::string* value) {
+    (void)request, (void)op, (void)status, (void)value;
+    return false;
+  }
 };
 
 class RequestHandler final : public PacketHandler {
@@ -86,6 +95,10 @@ class RequestHandler final : public PacketHandler {
   // kServerError and a message in the value. Counts the request and the
   // reply.
   Packet handle(const Packet& request) override;
+  // A GET of a key this server owns and the tree allows, answered as
+  // handle() answers it (same counters, hints filtered, accesses sampled)
+  // into *value; anything else: false.
+  bool serve_get(const Packet& request, Op* op, Status* status, std::string* value) override;
 
  private:
   Packet scan(const Packet& request, const StartHints* hints);

@@ -4,8 +4,13 @@
 // an address in use: a message on stderr and exit code 2. Metadata mode
 // (--mode metadata): a data node that does not answer the start-up replay
 // of its log, exit code 1.
+#include <sched.h>
+#include <sys/resource.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -52,6 +57,26 @@ int main(int argc, char** argv) {
     return fail("--memif: this build has no DPDK (libdpdk-dev)");
   }
 
+  if (options.memif_core >= 0) {
+    // --memif-core N: the threads started from here on (EAL, gRPC, the
+    // offload manager's, the UDP workers) inherit a mask without N; the
+    // memif poll thread then takes N alone (MemifPort).
+    cpu_set_t cpus;
+    const auto n = static_cast<unsigned>(options.memif_core);
+    if (n >= CPU_SETSIZE || sysconf(_SC_NPROCESSORS_ONLN) <= static_cast<long>(n)) {
+      return fail("--memif-core: CPU " + std::to_string(n) + " is not online");
+    }
+    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_ISSET(n, &cpus) && CPU_COUNT(&cpus) > 1) {
+      CPU_CLR(n, &cpus);
+      sched_setaffinity(0, sizeof cpus, &cpus);
+    }
+    // ... and at nice +10 (Linux: per thread, inherited by new threads):
+    // the offload manager's refreshes yield to what shares their CPUs (a
+    // switch, a load generator); the poll thread takes the old nice back.
+    errno = 0;
+    const int base = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0 && setpriority(PRIO_PROCESS, 0, std::min(base + 10, 19)) == 0) options.memif_nice = base;
+  }
   // Every thread started from here on inherits the blocked set; the main
   // thread takes the signals with sigwait().
   sigset_t signals;
@@ -64,6 +89,7 @@ int main(int argc, char** argv) {
   try {
     const Rows rows =
         options.mode == ServerMode::kMetadata ? Rows{}  // rebuilt from the data nodes' logs
+        : Server::loads_generated(options)      ? Rows{}  // streamed into the tree by Server
         : options.data_file.empty()
             ? generated_rows(forein::net::shard_first(options.shard, options.shards, options.keys),
                              forein::net::shard_first(options.shard + 1, options.shards, options.keys))

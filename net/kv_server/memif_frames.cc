@@ -161,4 +161,39 @@ bool build_udp_frames(const UdpEndpoint& self, const UdpEndpoint& peer, std::spa
   return true;
 }
 
+std::size_t write_reply_frame(std::span<std::byte> out, const UdpEndpoint& self, const UdpEndpoint& peer,
+                              std::uint16_t ip_id, std::uint8_t op, std::uint8_t status, std::uint64_t seq,
+                              std::span<const std::byte> key, std::span<const std::byte> value) {
+  // The protocol's header (docs/protocol.md): magic, version 1, op, flags,
+  // status, key length, seq, value length, count.
+  constexpr std::size_t kHeader = 24;
+  const std::size_t datagram = kHeader + key.size() + value.size();
+  if (datagram > kMaxUnfragmented) return 0;
+  const std::size_t udp_len = kUdpBytes + datagram;
+  const std::size_t size = kEthernetBytes + kIpv4Bytes + udp_len;
+  if (size > out.size()) return 0;
+  std::byte* udp = out.data() + kEthernetBytes + kIpv4Bytes;
+  std::byte* h = udp + kUdpBytes;
+  put16(h, 0xF0E1);
+  h[2] = std::byte{1};
+  h[3] = static_cast<std::byte>(op);
+  h[4] = std::byte{0};
+  h[5] = static_cast<std::byte>(status);
+  put16(h + 6, static_cast<std::uint16_t>(key.size()));
+  put32(h + 8, static_cast<std::uint32_t>(seq >> 32));
+  put32(h + 12, static_cast<std::uint32_t>(seq & 0xFFFFFFFFu));
+  put32(h + 16, static_cast<std::uint32_t>(value.size()));
+  put32(h + 20, 0);
+  if (!key.empty()) std::memcpy(h + kHeader, key.data(), key.size());
+  if (!value.empty()) std::memcpy(h + kHeader + key.size(), value.data(), value.size());
+  put16(udp, self.port);
+  put16(udp + 2, peer.port);
+  put16(udp + 4, static_cast<std::uint16_t>(udp_len));
+  put16(udp + 6, 0);
+  const std::uint16_t ck = udp_checksum(self.ip, peer.ip, std::span<const std::byte>(udp, udp_len));
+  put16(udp + 6, ck == 0 ? 0xFFFF : ck);
+  write_headers(out.data(), self, peer, kIpv4Bytes + udp_len, ip_id, 0);
+  return size;
+}
+
 }  // namespace forein::net::kv

@@ -74,6 +74,18 @@ struct Frames {
 bool build_udp_frames(const UdpEndpoint& self, const UdpEndpoint& peer, std::span<const std::byte> datagram,
                       std::uint16_t ip_id, Frames* out);
 
+// The run-to-completion path's reply: one Ethernet/IPv4/UDP frame from
+// `self` to `peer` written straight into `out` (the received frame's own
+// buffer), its datagram the protocol header of a reply (op, status, seq,
+// key, value; no flags, count 0) followed by key and value, with the IPv4
+// and UDP checksums: the same bytes as build_udp_frames() of
+// encode_packet() of that reply. Returns the frame's size, or 0 (out
+// untouched) when it would need fragments (a datagram over kMaxUnfragmented)
+// or does not fit `out`.
+std::size_t write_reply_frame(std::span<std::byte> out, const UdpEndpoint& self, const UdpEndpoint& peer,
+                              std::uint16_t ip_id, std::uint8_t op, std::uint8_t status, std::uint64_t seq,
+                              std::span<const std::byte> key, std::span<const std::byte> value);
+
 // The Internet checksum (RFC 1071) of bytes, folded and complemented.
 std::uint16_t internet_checksum(std::span<const std::byte> bytes);
 // The UDP checksum of a segment (header and payload, its checksum field

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,8 @@ struct MemifConfig {
   std::string socket;    // the socket file forein-switch serves
   std::string net;       // A.B.C: the server is A.B.C.1, the switch A.B.C.2
   std::uint32_t ip = 0;  // A.B.C.1, host order
+  int core = -1;         // the poll thread's CPU (--memif-core); -1: not pinned
+  int nice = std::numeric_limits<int>::min();  // the poll thread's nice (min: unchanged)
 };
 
 class MemifPort {

@@ -149,6 +149,10 @@ void declare(CLI::App& app, ServerOptions* o, Given* g) {
       "also serve on a DPDK memif port joining forein-switch's socket PATH (--server-port memif:PATH)");
   cli::net24(app, "--memif-net", &o->memif_net, &o->memif_ip, "with --memif: the link's /24; the server is A.B.C.1")
       ->each([g](const std::string&) { g->memif_net = true; });
+  cli::number<int>(app, "--memif-core", &o->memif_core, 0, 1023,
+                   "with --memif: run the memif poll thread alone on CPU N, the server's other threads on the "
+                   "CPUs it was started with but N (taskset)")
+      ->default_str("");
   cli::value(
       app, "--engine", "forein|honeycomb|dpa",
       [o](const std::string& v) {
@@ -253,6 +257,10 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
   }
   if (out->shards > 1 && !out->keys_given) {
     *error = "--shard needs --keys (shards split the generated data set)";
+    return false;
+  }
+  if (out->memif_core >= 0 && out->memif_socket.empty()) {
+    *error = "--memif-core needs --memif PATH";
     return false;
   }
   if (memif_net_given && out->memif_socket.empty()) {

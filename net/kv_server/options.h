@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,12 @@ struct ServerOptions {
   std::string memif_socket;
   std::string memif_net = "10.77.1";
   std::uint32_t memif_ip = 0;  // host order, from memif_net
+  // --memif-core N: the memif poll thread (the serving thread) alone on
+  // CPU N; every other thread of the server off it. -1: not pinned.
+  int memif_core = -1;
+  // With --memif-core: the nice the poll thread takes back (main() puts the
+  // server's other threads at +10); numeric_limits<int>::min(): unchanged.
+  int memif_nice = std::numeric_limits<int>::min();
 
   // Metadata mode (--mode metadata; docs/network.md, "Metadata mode").
   // --data-nodes: data node i at position i (LOG_FETCH for recovery and

@@ -117,6 +117,20 @@ Server::Server(const ServerOptions& options, const Rows& rows) : options_(option
       port_handlers_.push_back(std::make_unique<DpaHandler>(*dpa_, dpa_counters_, stats_,
                                                             [this] { return stats_json(); }, i, options_.threads));
     }
+  } else if (loads_generated(options_)) {
+    // Straight from the data set: dataset_key(i) -> dataset_value(i) for
+    // this shard's i, streamed into the tree's leaves.
+    std::uint64_t i = shard_first(options_.shard, options_.shards, options_.keys);
+    const std::uint64_t end = shard_first(options_.shard + 1, options_.shards, options_.keys);
+    tree_->bulk_load_stream([&](std::string* key, std::string* value) {
+      if (i >= end) return false;
+      *key = dataset_key(i);
+      *value = dataset_value(i);
+      ++i;
+      return true;
+    });
+    handler_ = std::make_unique<RequestHandler>(*tree_, manager_.get(), stats_,
+                                                [this] { return stats_json(); }, owned_range(options_));
   } else {
     tree_->bulk_load(rows);
     handler_ = std::make_unique<RequestHandler>(*tree_, manager_.get(), stats_,
@@ -125,6 +139,10 @@ Server::Server(const ServerOptions& options, const Rows& rows) : options_(option
   if (options_.mode == ServerMode::kMetadata) {
     metadata_ = std::make_unique<MetadataNode>(options_, *tree_, stats_, [this] { return stats_json(); });
   }
+}
+
+bool Server::loads_generated(const ServerOptions& o) {
+  return o.mode != ServerMode::kMetadata && o.engine == Engine::kForein && o.data_file.empty();
 }
 
 Server::~Server() {
@@ -142,7 +160,9 @@ std::uint16_t Server::bind() {
   if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + errno_text(errno));
   if (!options_.memif_socket.empty()) {
     memif_ = std::make_unique<MemifPort>(
-        MemifConfig{options_.memif_socket, options_.memif_net, options_.memif_ip}, *handler_, stats_);
+        MemifConfig{options_.memif_socket, options_.memif_net, options_.memif_ip, options_.memif_core,
+                    options_.memif_nice},
+        *handler_, stats_);
   }
   return port_;
 }

@@ -150,11 +150,12 @@ void Forwarder::rewrite_read(PortCounters& c, rte_udp_hdr* udp, std::span<const 
 }
 
 forein::StartHints Forwarder::hint_of(std::string_view key, std::size_t shard) {
-  return image_->read([&](const Image& img) {
+  const auto lookup = [&](const Image& img) {
     if (shard >= img.shards.size() || img.shards[shard].info == nullptr) return forein::StartHints{};
     const ShardImage& s = img.shards[shard];
     return s.info->hint(s.image->bytes, forein::word_of(key));
-  });
+  };
+  return pinned_ ? lookup(*pinned_) : image_->read(lookup);
 }
 
 std::optional<std::vector<std::byte>> Forwarder::stage_rewrite(std::span<const std::byte> payload,

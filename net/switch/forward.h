@@ -59,6 +59,14 @@ class Forwarder {
 
   const Routing& routing() const { return routing_; }
 
+  // The image is pinned once per burst of client-side frames (poll_ports
+  // calls begin_burst before them and end_burst after): one read of the
+  // published snapshot per burst instead of a read section per request.
+  void begin_burst() {
+    if (image_ != nullptr && routing_.hints) pinned_ = image_->load();
+  }
+  void end_burst() { pinned_.reset(); }
+
   // Frame m arrived on sides[in]: the port to send it out on (in itself for
   // an ARP reply), or -1 when it was dropped (counted and freed).
   int handle(int in, rte_mbuf* m);
@@ -97,6 +105,7 @@ class Forwarder {
   Routing routing_;
   std::unique_ptr<VisibilityPlane> plane_;
   rte_mbuf* copy_ = nullptr;
+  std::shared_ptr<const Image> pinned_;  // this burst's image (null: read per request)
 };
 
 }  // namespace forein::net::sw

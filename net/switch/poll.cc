@@ -2,6 +2,7 @@
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_prefetch.h>
 
 #include <array>
 #include <cstdint>
@@ -33,12 +34,15 @@ void poll_ports(Side sides[2], Forwarder& forward, const std::atomic<bool>& stop
         for (std::uint16_t i = 0; i < n; ++i) learn_peer_mac(side, rx[i]);
       }
       std::uint16_t count[2] = {0, 0};
+      if (in == 0) forward.begin_burst();  // requests: the image pinned for the burst
       for (std::uint16_t i = 0; i < n; ++i) {
+        if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void*));
         const int dest = forward.handle(in, rx[i]);
         if (rte_mbuf* copy = forward.take_copy()) out[1][count[1]++] = copy;
         if (dest < 0) continue;  // freed
         out[dest][count[dest]++] = rx[i];
       }
+      if (in == 0) forward.end_burst();
       for (int d = 0; d < 2; ++d) {
         if (count[d] == 0) continue;
         const std::uint16_t sent = rte_eth_tx_burst(sides[d].port, 0, out[d].data(), count[d]);

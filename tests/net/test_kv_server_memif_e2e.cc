@@ -22,6 +22,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -168,6 +169,46 @@ TEST_CASE("memif frames: a request parsed, replies in one frame and as IPv4 frag
   CHECK_FALSE(kv::build_udp_frames(kServer, kSwitch, std::vector<std::byte>(forein::net::kMaxDatagram + 1), 1, &out));
 }
 
+TEST_CASE("memif frames: a reply frame written in place is build_udp_frames' frame of the encoded reply", "[memif]") {
+  std::mt19937_64 rng(42);
+  for (int round = 0; round < 400; ++round) {
+    forein::net::Packet reply;
+    reply.op = round % 5 == 0 ? forein::net::Op::kError : forein::net::Op::kReply;
+    reply.status = round % 5 == 0 ? forein::net::Status::kServerError
+                   : round % 3 == 0 ? forein::net::Status::kNotFound
+                                    : forein::net::Status::kOk;
+    reply.seq = rng();
+    reply.key.resize(rng() % 40);
+    for (char& c : reply.key) c = static_cast<char>(rng());
+    // Values up to past one frame: the largest fit, the rest must be refused.
+    reply.value.resize(round < 300 ? rng() % 300 : 1400 + rng() % 100);
+    for (char& c : reply.value) c = static_cast<char>(rng());
+    const std::vector<std::byte> datagram = forein::net::encode_packet(reply);
+    kv::Frames want;
+    REQUIRE(kv::build_udp_frames(kServer, kSwitch, datagram, static_cast<std::uint16_t>(round), &want));
+    std::vector<std::byte> out(kv::kMaxFrameBytes + 64, std::byte{0xEE});
+    const auto bytes = [](const std::string& x) { return std::as_bytes(std::span<const char>(x.data(), x.size())); };
+    const std::size_t size = kv::write_reply_frame(out, kServer, kSwitch, static_cast<std::uint16_t>(round),
+                                                   static_cast<std::uint8_t>(reply.op),
+                                                   static_cast<std::uint8_t>(reply.status), reply.seq,
+                                                   bytes(reply.key), bytes(reply.value));
+    INFO("round " << round << ", datagram " << datagram.size() << " bytes");
+    if (datagram.size() > kv::kMaxUnfragmented) {
+      CHECK(size == 0);  // fragments: the caller's slow path
+      CHECK(out[0] == std::byte{0xEE});
+      continue;
+    }
+    REQUIRE(want.sizes.size() == 1);
+    REQUIRE(size == want.bytes.size());
+    CHECK(std::equal(want.bytes.begin(), want.bytes.end(), out.begin()));
+    CHECK(out[size] == std::byte{0xEE});  // nothing written past the frame
+    // Too small a buffer: refused, untouched.
+    std::vector<std::byte> small(size - 1, std::byte{0xEE});
+    CHECK(kv::write_reply_frame(small, kServer, kSwitch, 1, 5, 0, reply.seq, bytes(reply.key), bytes(reply.value)) == 0);
+    CHECK(std::all_of(small.begin(), small.end(), [](std::byte b) { return b == std::byte{0xEE}; }));
+  }
+}
+
 TEST_CASE("memif frames: malformed frames are refused, never read past", "[memif]") {
   const std::vector<std::byte> get =
       forein::net::encode_packet(forein::testing::request(forein::net::Op::kGet, forein::net::dataset_key(9)));
@@ -257,6 +298,8 @@ TEST_CASE("forein-kv-server: --memif flag errors exit 2", "[memif]") {
   refused({"--memif", "/tmp/s.sock", "--memif-net", "10.77.1.1"}, "A.B.C");
   refused({"--memif", "/tmp/s.sock", "--memif-net", "10.77.300"}, "A.B.C");
   refused({"--memif-net", "10.77.1"}, "--memif-net needs --memif");
+  refused({"--memif-core", "1"}, "--memif-core needs --memif");
+  refused({"--memif", "/tmp/s.sock", "--memif-core", "1024"}, "--memif-core");
   const TempDir dir;
   refused({"--memif", dir.path + "/none.sock"}, "no memif socket");
 }

@@ -4,6 +4,12 @@
 #   bash tests/testbed/test_testbed.sh args
 #       bad flags are refused with exit 2 and a message naming the flag;
 #       --help prints the usage and exits 0. Needs nothing built.
+#   bash tests/testbed/test_testbed.sh dpdk BUILD_DIR
+#       a short --mode dpdk run (20,000 keys, fattree, one round of 1 s):
+#       the JSON line has its keys, wrong == 0, every hinted GET hit and
+#       visited fewer tree nodes, the server's CPU per request measured,
+#       nothing left behind. No root (memif); exit 77 without a built
+#       forein-switch or 2 cores.
 #   bash tests/testbed/test_testbed.sh e2e BUILD_DIR
 #       a short real run (20,000 keys, 3 servers, 1 s runs, switch_lpm):
 #       the JSON line has its keys, wrong == 0, hints hit, and no process,
@@ -67,7 +73,7 @@ args_tests() {
 	check "backend empty item" expect_bad "--backend switch_lpm,,fattree" "--backend: '' is not a backend name"
 	check "backend twice" expect_bad "--backend fattree,fattree" "named twice"
 	check "--flag=value form" expect_bad "--servers=x" "--servers: 'x'"
-	check "unknown mode" expect_bad "--mode rdma" "--mode: 'rdma' is not one of kv remote-read"
+	check "unknown mode" expect_bad "--mode rdma" "--mode: 'rdma' is not one of kv remote-read dpdk"
 	check "remote-read flag in kv mode" expect_bad "--fanout 16" "--fanout is a --mode remote-read flag"
 	check "remote-read: workload d" expect_bad "--mode remote-read --workload d" "--workload: 'd' is not one of a b c"
 	check "remote-read: fanout 3" expect_bad "--mode remote-read --fanout 3" "--fanout: '3'"
@@ -77,10 +83,69 @@ args_tests() {
 		"give --fanout or --node-bytes, not both"
 	check "remote-read: value bytes" expect_bad "--mode remote-read --value-bytes 40000" "--value-bytes: '40000'"
 	check "remote-read: outstanding 300" expect_bad "--mode remote-read --outstanding 300" "--outstanding: '300'"
+	check "dpdk: workload b" expect_bad "--mode dpdk --workload b" "--workload: 'b' is not c \(--mode dpdk"
+	check "dpdk: two servers" expect_bad "--mode dpdk --servers 2" "--servers: '2' is not 1 \(--mode dpdk"
+	check "dpdk: a remote-read flag" expect_bad "--mode dpdk --node-bytes 8192" "--node-bytes is a --mode remote-read flag"
+	check "dpdk: keys zero" expect_bad "--mode dpdk --keys 0" "--keys: '0'"
+	check "dpdk: outstanding 0" expect_bad "--mode dpdk --outstanding 0" "--outstanding: '0'"
+	check "--help names --mode dpdk" bash -c "bash '$TESTBED' --help | grep -q -- 'kv|remote-read|dpdk'"
 	# Valid flags get past the parser (whatever happens next is not exit 2).
 	local rc=0
 	bash "$TESTBED" --keys 10 --servers 1 --build /nonexistent/build >/dev/null 2>&1 || rc=$?
 	check "valid flags are not refused as flags (exit $rc)" test "$rc" -ne 2
+}
+
+# dpdk_tests BUILD_DIR: a short --mode dpdk run (memif: no root, no TAP):
+# the JSON line has every key, wrong 0, hints hit and save tree nodes, the
+# server's CPU per request is measured both ways, and the run's memif
+# socket folder and programs are gone after it. Exit 77 without a built
+# forein-switch or fewer than 2 cores.
+dpdk_tests() {
+	local build=$1 out rc=0 line key dir
+	if [ ! -x "$build/net/switch/forein-switch" ] || [ ! -x "$build/net/switch/gen/forein-switch-gen" ]; then
+		echo "skipped: $build/net/switch/forein-switch(-gen) is not built (libdpdk-dev)"
+		exit 77
+	fi
+	if [ "$(nproc)" -lt 2 ] || ! command -v taskset >/dev/null 2>&1; then
+		echo "skipped: --mode dpdk pins the server to a core of its own: needs 2 cores and taskset"
+		exit 77
+	fi
+	results=$(mktemp -d)
+	trap 'rm -rf "$results"' EXIT
+	out=$(bash "$TESTBED" --build "$build" --mode dpdk --keys 20000 --seconds 1 --rounds 1 --backend fattree \
+		--results "$results/dpdk" 2>"$results/dpdk.stderr") || rc=$?
+	echo "$out"
+	check "dpdk: exits 0 (stderr: $(tail -n 3 "$results/dpdk.stderr" | tr '\n' ' '))" test "$rc" -eq 0
+	line=$(grep '^{"backend":"fattree","mode":"dpdk"' <<<"$out" || true)
+	check "dpdk: a JSON line for fattree" test -n "$line"
+	for key in ops_per_s_hinted ops_per_s_plain ratio ratio_per_round p50_us_hinted p50_us_plain p99_us_hinted \
+		p99_us_plain nodes_per_op_hinted nodes_per_op_plain server_cpu_us_per_op_hinted server_cpu_us_per_op_plain \
+		server_busy_us_per_op_hinted server_busy_us_per_op_plain server_process_cpu_us_per_op_hinted \
+		server_process_cpu_us_per_op_plain hint_hits wrong errors timeouts servers keys \
+		height workload dist zipf seconds rounds; do
+		check "dpdk: JSON has \"$key\"" grep -q "\"$key\":" <<<"$line"
+	done
+	check "dpdk: wrong == 0" grep -q '"wrong":0,' <<<"$line"
+	check "dpdk: hint_hits > 0" grep -qE '"hint_hits":[1-9]' <<<"$line"
+	check "dpdk: keys 20000, one server" grep -q '"servers":1,"keys":20000,' <<<"$line"
+	# field LINE KEY: a number of the JSON line.
+	field() { sed -n "s/.*\"$2\":\([0-9.]*\).*/\1/p" <<<"$1"; }
+	check "dpdk: every hinted GET hit" test "$(field "$line" hint_hits)" = "$(field "$line" hinted_requests)"
+	check "dpdk: fewer tree nodes per GET with hints" awk -v h="$(field "$line" nodes_per_op_hinted)" \
+		-v p="$(field "$line" nodes_per_op_plain)" 'BEGIN {exit !(h > 0 && h < p)}'
+	for key in server_cpu_us_per_op_hinted server_cpu_us_per_op_plain server_busy_us_per_op_hinted \
+		server_busy_us_per_op_plain ops_per_s_hinted ops_per_s_plain; do
+		check "dpdk: $key > 0" awk -v v="$(field "$line" "$key")" 'BEGIN {exit !(v > 0)}'
+	done
+	check "dpdk: CSV with a row per run" test "$(grep -c '^fattree,1,' "$results/dpdk/testbed.csv")" -eq 2
+	check "dpdk: the server's exit line in the logs" grep -q '"memif":' "$results/dpdk/logs/fattree-server.out"
+	dir=$(sed -n 's/^== fattree: memif sockets \(.*\)\/0\/c.sock .*/\1/p' <<<"$out")
+	check "dpdk: the socket folder was named" test -n "$dir"
+	check "dpdk: the socket folder $dir is removed" test ! -e "$dir"
+	# (every program of the run has the socket folder in its arguments)
+	local left=""
+	[ -z "$dir" ] || left=$(pgrep -f -- "$dir/" 2>/dev/null | tr '\n' ' ' || true)
+	check "dpdk: no program of the run left ($left)" test -z "$left"
 }
 
 # children PID: the pids whose parent is PID.
@@ -223,6 +288,13 @@ namespace_gone() { [ -n "$1" ] && [ ! -e "/run/netns/$1" ] && ! ip netns list | 
 
 case "${1:-}" in
 args) args_tests ;;
+dpdk)
+	[ $# -eq 2 ] || {
+		echo "usage: $0 dpdk BUILD_DIR" >&2
+		exit 2
+	}
+	dpdk_tests "$2"
+	;;
 e2e)
 	[ $# -eq 2 ] || {
 		echo "usage: $0 e2e BUILD_DIR" >&2
@@ -231,7 +303,7 @@ e2e)
 	e2e_tests "$2"
 	;;
 *)
-	echo "usage: $0 args | e2e BUILD_DIR" >&2
+	echo "usage: $0 args | e2e BUILD_DIR | dpdk BUILD_DIR" >&2
 	exit 2
 	;;
 esac

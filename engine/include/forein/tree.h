@@ -149,6 +149,15 @@ class Tree {
   // leaves to bulk_fill_percent. Throws InvalidArgument if the tree is not
   // empty or the input is not strictly ascending.
   void bulk_load(const std::vector<std::pair<std::string, std::string>>& sorted);
+  // bulk_load from a generator, for data sets too large to hold as a
+  // vector beside the tree (forein-kv-server --keys 100000000): next(key,
+  // value) assigns the next pair to *key and *value and returns true, or
+  // returns false at the end. The same nodes as bulk_load of the same
+  // pairs; memory besides the tree's pages: one leaf's pairs and a
+  // (separator, page) per leaf. Throws InvalidArgument if the tree is not
+  // empty, or on a pair out of order or too large (the tree then stays
+  // empty; the pages written so far stay allocated in its store).
+  void bulk_load_stream(const std::function<bool(std::string* key, std::string* value)>& next);
 
   // Asks the CPU to start loading the leaf an operation on `key` would
   // reach: walks the inner nodes from the root as a lookup does and issues

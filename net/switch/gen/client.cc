@@ -152,7 +152,7 @@ class Client {
       } else if (in_flight_ > 0) {
         // Requests in flight: the switch and the server are working on
         // them; a sleep (the kernel's timer slack is ~50 us) would idle all.
-        rte_pause();
+        forein::net::dpdk::wait_in_flight(++idle);
       } else {
         forein::net::dpdk::back_off(++idle);
       }
