@@ -239,6 +239,63 @@ void Tree::check() {
   }
 }
 
+void Tree::for_each_leaf_words(
+    const std::function<bool(PageId leaf, std::uint64_t change)>& want,
+    const std::function<void(PageId leaf, std::uint64_t change, std::span<const Word> words,
+                             bool read)>& visit) {
+  Impl& t = *impl_;
+  detail::EpochManager::Guard guard;  // no page of the walk is reused under it
+  // The leftmost leaf: the first child of the first live node of each level.
+  // A node merged away meanwhile keeps its right link, so a stale child
+  // still leads right to the live nodes.
+  PageId id = t.root_.load();
+  {
+    std::vector<std::byte> copy(t.page_size_);
+    std::size_t steps = 0;
+    for (;;) {
+      // Writers may add pages meanwhile: more steps than pages now is a cycle.
+      if (++steps > t.store_->page_count()) corrupt(id, "right links form a cycle");
+      t.snapshot(id, copy.data());
+      const Node n(copy.data(), t.page_size_);
+      if (!n.is_node()) corrupt(id, "linked, but not a node");
+      if (n.dead()) {
+        if (n.right() == kNoPage) corrupt(id, "a dead node ends its level");
+        id = n.right();
+        continue;
+      }
+      if (n.level() == 0) break;
+      if (n.count() == 0) corrupt(id, "an inner node without children");
+      id = n.child_at(0);
+    }
+  }
+  // The leaf level through right links, each leaf read optimistically: its
+  // latch version is its change count (every unlock that changed the page
+  // advances it; a page fetched again gets a fresh one).
+  std::vector<Word> words;
+  std::size_t steps = 0;
+  while (id != kNoPage) {
+    detail::OptNode n;
+    if (!t.read_begin(id, n)) corrupt(id, "linked, but outside the tree's pages");
+    const Node& v = n.node;
+    const bool leaf = v.is_node() && v.level() == 0;
+    const bool dead = v.dead();
+    const PageId right = v.right();
+    const bool read = leaf && !dead && want(id, n.version);
+    words.clear();
+    if (read) {
+      const std::size_t count = v.count();
+      for (std::size_t i = 0; i < count; ++i) words.push_back(v.key_at(i).word);
+    }
+    if (!t.valid(n)) continue;  // a writer came in between: read it again
+    if (!leaf) corrupt(id, "a leaf's right link leads to a page that is not a leaf");
+    // Leaves split meanwhile add pages to the walk: more leaves than pages
+    // now is a cycle.
+    if (++steps > t.store_->page_count()) corrupt(id, "right links form a cycle");
+    if (!dead) visit(id, n.version, words, read);
+    id = right;
+  }
+}
+
 void Tree::for_each_node(const std::function<void(const NodeInterval&)>& fn) {
   Impl& t = *impl_;
   detail::EpochManager::Guard guard;

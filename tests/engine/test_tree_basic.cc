@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -401,6 +402,74 @@ TEST_CASE("key_generation advances on every key-set change and on nothing else",
     g = now;
   }
   CHECK(tree->size() == model.size());
+}
+
+TEST_CASE("for_each_leaf_words: every leaf's words, change counts that move only with writes",
+          "[tree][basic]") {
+  const std::uint64_t seed = forein::testing::test_seed("for_each_leaf_words");
+  std::mt19937_64 rng(seed);
+  auto tree = make_tree(4096);
+  Map model;
+  // The words of a walk that reads every leaf, and each leaf's change count.
+  struct Walk {
+    std::vector<forein::Word> words;  // in walk order
+    std::map<forein::PageId, std::uint64_t> changes;
+    std::size_t read = 0;
+  };
+  auto walk = [&](const std::map<forein::PageId, std::uint64_t>* known) {
+    Walk w;
+    tree->for_each_leaf_words(
+        [&](forein::PageId id, std::uint64_t change) {
+          if (known == nullptr) return true;
+          const auto it = known->find(id);
+          return it == known->end() || it->second != change;
+        },
+        [&](forein::PageId id, std::uint64_t change, std::span<const forein::Word> words, bool read) {
+          REQUIRE(w.changes.emplace(id, change).second);  // each leaf once
+          REQUIRE(std::is_sorted(words.begin(), words.end()));
+          if (read) ++w.read;
+          w.words.insert(w.words.end(), words.begin(), words.end());
+        });
+    return w;
+  };
+  auto model_words = [&] {
+    std::vector<forein::Word> words;
+    for (const auto& [k, v] : model) words.push_back(forein::word_of(k));
+    return words;
+  };
+  for (int round = 0; round < 30; ++round) {
+    const int ops = 1 + static_cast<int>(rng() % 400);
+    for (int op = 0; op < ops; ++op) {
+      // Long and short keys, some sharing a word.
+      std::string key = forein::encode_int64(static_cast<std::int64_t>(rng() % 3000));
+      if (rng() % 3 == 0) key += std::string(1 + rng() % 20, 'x');
+      if (rng() % 3 == 0) {
+        tree->erase(key);
+        model.erase(key);
+      } else {
+        tree->put(key, "v");
+        model[key] = "v";
+      }
+    }
+    const Walk all = walk(nullptr);
+    CHECK(all.words == model_words());  // one walk, no writer: exact, in order
+    CHECK(all.read == all.changes.size());
+    // Nothing changed: a walk that keeps what it knows reads no leaf.
+    const Walk again = walk(&all.changes);
+    CHECK(again.read == 0);
+    CHECK(again.changes == all.changes);
+    // One new key changes its leaf only (a split: the new leaf and the
+    // right neighbour, whose left link moves, too).
+    std::string key;
+    do {
+      key = forein::encode_int64(static_cast<std::int64_t>(rng() % 3000)) + "new";
+    } while (model.contains(key));
+    tree->put(key, "v");
+    model[key] = "v";
+    const Walk after = walk(&all.changes);
+    CHECK(after.read >= 1);
+    CHECK(after.read <= 3);  // a split also relinks the right neighbour
+  }
 }
 
 TEST_CASE("limits: max key and value sizes", "[tree][basic][limits]") {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -178,6 +179,24 @@ class Tree {
 
   // Calls fn for every live node, level by level, leaves last.
   void for_each_node(const std::function<void(const NodeInterval&)>& fn);
+
+  // The leaves left to right, each with its change count (a number that
+  // differs whenever a write changed the leaf since: a caller that kept a
+  // leaf's words from an earlier walk need not read them again) and, where
+  // want(leaf, change) is true, its keys' words in ascending order (read
+  // false: the words are not read and the span is empty). visit is called
+  // once per live leaf, after the leaf was read consistently; want may be
+  // asked more than once for a leaf (a writer came in between) and must
+  // have no side effects. Not a snapshot, as scan(): a leaf split or merged
+  // during the walk may show its keys before or after the move, so words
+  // can repeat across leaves (the walk's words are ascending only within a
+  // leaf). A key change completed before the walk starts is seen. Safe
+  // beside writers (the offload layer's incremental key words,
+  // TreeIndexSource).
+  void for_each_leaf_words(
+      const std::function<bool(PageId leaf, std::uint64_t change)>& want,
+      const std::function<void(PageId leaf, std::uint64_t change, std::span<const Word> words,
+                               bool read)>& visit);
 
   // Verifies every invariant: key order inside nodes, lo/hi nesting,
   // sibling links in both directions, levels, entry counts. Throws
