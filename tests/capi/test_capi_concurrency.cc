@@ -56,7 +56,7 @@ TEST_CASE("capi: readers never block or see garbage while the writer publishes",
   for (std::uint64_t i = 0; i < 4096; ++i) words.push_back(i * (~std::uint64_t{0} / 4096));
 
   std::atomic<bool> stop{false};
-  std::atomic<std::uint64_t> bad{0}, hinted{0};
+  std::atomic<std::uint64_t> bad{0}, hinted{0}, lookups{0};
   std::vector<std::thread> readers;
   for (int r = 0; r < 2; ++r) {
     readers.emplace_back([&, r] {
@@ -71,6 +71,7 @@ TEST_CASE("capi: readers never block or see garbage while the writer publishes",
           if (!known) bad.fetch_add(1);
         }
         if (h.primary.node != 0) hinted.fetch_add(1, std::memory_order_relaxed);
+        lookups.fetch_add(1, std::memory_order_relaxed);
       }
     });
   }
@@ -79,6 +80,11 @@ TEST_CASE("capi: readers never block or see garbage while the writer publishes",
                                       : table(96, 200, 10 + static_cast<std::uint64_t>(round));
     REQUIRE(forein_offload_manager_sync_nodes(m, nodes.data(), nodes.size(), err, sizeof err) == 0);
     REQUIRE(forein_offload_manager_refresh(m, words.data(), words.size(), err, sizeof err) == 0);
+    // The readers look up between publishes, however the threads are
+    // scheduled (a refresh with unchanged words is quick: without this the
+    // writer could finish before a reader ran).
+    const std::uint64_t seen = lookups.load();
+    while (lookups.load() < seen + 64) std::this_thread::yield();
   }
   stop = true;
   for (auto& t : readers) t.join();

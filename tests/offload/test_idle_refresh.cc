@@ -4,7 +4,9 @@
 // value replaced in place does not; a plan driven by samples alone reads
 // no key words; and a manager that skips unchanged refreshes leaves every
 // registered backend's device byte for byte where a manager that plans at
-// every refresh leaves it (randomized, FOREIN_SEED).
+// every refresh leaves it (randomized, FOREIN_SEED). The engine tree's
+// source reads again only the words of leaves that changed (its case beside
+// concurrent writers: test_incremental_words_concurrency.cc).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -418,5 +421,67 @@ TEST_CASE("idle refresh: skipping leaves every backend's device where planning e
     CHECK(sa.plans + sa.skipped_refreshes == sa.refreshes);
     CHECK(sb.skipped_refreshes == 0);
     CHECK(sb.plans == sb.refreshes);
+  }
+}
+
+namespace {
+
+// The tree's distinct key words by a plain ordered scan.
+std::vector<Word> scanned_words(Tree& tree) {
+  std::vector<Word> words;
+  tree.scan(forein::ScanSpec{}, [&](std::string_view key, std::string_view) {
+    const Word w = word_of(key);
+    if (words.empty() || words.back() != w) words.push_back(w);
+    return true;
+  });
+  return words;
+}
+
+std::vector<Word> source_words(const KeySource& source) {
+  std::vector<Word> words;
+  source.for_each_word([&](Word w) {
+    words.push_back(w);
+    return true;
+  });
+  return words;
+}
+
+}  // namespace
+
+TEST_CASE("idle refresh: the tree's words are read again only from the leaves that changed",
+          "[manager][idle][random]") {
+  const std::uint64_t seed = forein::testing::test_seed("incremental words");
+  std::mt19937_64 rng(seed);
+  auto tree = Tree::create(std::make_unique<forein::MemoryPageStore>(4096));
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (std::int64_t i = 0; i < 40000; i += 2) rows.emplace_back(int_key(i), "v");
+  tree->bulk_load(rows);
+  TreeIndexSource source(*tree);
+  REQUIRE(source_words(source) == scanned_words(*tree));
+  const std::uint64_t leaves = source.leaves_read();
+  REQUIRE(leaves > 50);
+  REQUIRE(source.leaves_kept() == 0);
+  // Unchanged: every leaf from memory.
+  REQUIRE(source_words(source) == scanned_words(*tree));
+  CHECK(source.leaves_read() == leaves);
+  CHECK(source.leaves_kept() == leaves);
+  for (int round = 0; round < 40; ++round) {
+    // A few writes, or many (splits, merges, long keys sharing words).
+    const int n = rng() % 4 == 0 ? 2000 : 1 + static_cast<int>(rng() % 5);
+    for (int i = 0; i < n; ++i) {
+      std::string key = int_key(static_cast<std::int64_t>(rng() % 45000));
+      if (rng() % 4 == 0) key += std::string(1 + rng() % 30, 'k');
+      if (rng() % 2 == 0) {
+        tree->erase(key);
+      } else {
+        tree->put(key, "w");
+      }
+    }
+    const std::uint64_t read_before = source.leaves_read();
+    INFO("round " << round << ", writes " << n << ", seed " << seed);
+    REQUIRE(source_words(source) == scanned_words(*tree));
+    // A handful of writes touch a handful of leaves (each: its leaf, and on
+    // a split or merge the neighbours).
+    if (n <= 5) CHECK(source.leaves_read() - read_before <= 4 * static_cast<std::uint64_t>(n));
   }
 }
