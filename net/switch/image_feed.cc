@@ -1,5 +1,6 @@
 #include "image_feed.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "forein/offload/registry.h"
@@ -56,6 +57,10 @@ void ImageFeed::refresh_loop(std::uint64_t first_index, std::size_t count, std::
   std::vector<ShardImage> held(count);
   std::unique_lock lock(mu_);
   bool first = true;
+  // While the images stay the same the period doubles, up to 80 ms (or the
+  // given period, if longer), so an idle switch does not wake 200 times a
+  // second; a change brings it back at once.
+  auto wait = period;
   while (!done_) {
     lock.unlock();
     std::vector<ShardImage> now(count);
@@ -70,9 +75,12 @@ void ImageFeed::refresh_loop(std::uint64_t first_index, std::size_t count, std::
       out->publish(std::move(next));
       held = std::move(now);
       first = false;
+      wait = period;
+    } else {
+      wait = std::min(wait * 2, std::max(period, std::chrono::milliseconds(80)));
     }
     lock.lock();
-    cv_.wait_for(lock, period, [&] { return done_; });
+    cv_.wait_for(lock, wait, [&] { return done_; });
   }
 }
 
