@@ -12,11 +12,6 @@
 
 namespace forein::net::kv {
 
-namespace {
-
-// PATH usable in the memif vdev argument (no ',' or '='), in the JSON
-// stats (no '"', '\\' or control bytes) and as a Unix socket address
-// (under 108 bytes): forein-switch's rule for memif:PATH.
 bool valid_memif_path(std::string_view path) {
   if (path.empty() || path.size() >= 108) return false;
   for (const char c : path) {
@@ -24,6 +19,8 @@ bool valid_memif_path(std::string_view path) {
   }
   return true;
 }
+
+namespace {
 
 // H:P[,H:P...], at most max entries.
 bool parse_host_port_list(std::string_view text, std::size_t max, std::vector<HostPort>* out) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "forein/offload/registry.h"
@@ -84,6 +85,11 @@ struct ServerOptions {
 // *error (the caller prints it with the usage and exits 2). --help sets
 // *help and returns true.
 bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error, bool* help);
+
+// A memif socket PATH usable in the memif vdev argument (no ',' or '='),
+// in the JSON stats (no '"', '\\' or control bytes) and as a Unix socket
+// address (under 108 bytes): forein-switch's rule for memif:PATH.
+bool valid_memif_path(std::string_view path);
 
 std::string usage_text(const char* argv0);
 

@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
     std::fputs(usage_text("forein-mem-server").c_str(), stdout);
     return 0;
   }
+  if (!options.memif_socket.empty() && !forein::net::kv::have_memif_port()) {
+    std::fprintf(stderr, "forein-mem-server: --memif: this build has no DPDK (libdpdk-dev)\n");
+    return 2;
+  }
   if (!options.agent.empty() && !have_agent_client()) {
     std::fprintf(stderr, "forein-mem-server: --agent: this build has no gRPC agent client (net/agent)\n");
     return 2;

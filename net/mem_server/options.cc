@@ -2,6 +2,7 @@
 
 #include "common/cli.h"
 #include "forein/offload/registry.h"
+#include "kv_server/options.h"
 #include "remote/node_layout.h"
 
 namespace forein::net::mem {
@@ -16,7 +17,7 @@ bool read_backend(const std::string& name) {
 }
 
 struct Given {
-  bool listen = false, keys = false, fanout = false;
+  bool listen = false, keys = false, fanout = false, memif_net = false;
 };
 
 void declare(CLI::App& app, MemOptions* o, Given* g) {
@@ -70,6 +71,18 @@ void declare(CLI::App& app, MemOptions* o, Given* g) {
   cli::number<std::uint32_t>(app, "--layer-nodes", &o->layer_nodes, 1, 4096,
                              "fattree: nodes per cached layer (default the paper's 3600)")
       ->default_str("");
+  cli::value(
+      app, "--memif", "PATH",
+      [o](const std::string& v) {
+        if (!kv::valid_memif_path(v)) return false;
+        o->memif_socket = v;
+        return true;
+      },
+      "the memif socket file forein-switch serves (under 108 bytes, without ',', '=', '\"', '\\' or control "
+      "characters)",
+      "also serve on a DPDK memif port joining forein-switch's socket PATH (--server-port memif:PATH)");
+  cli::net24(app, "--memif-net", &o->memif_net, &o->memif_ip, "with --memif: the link's /24; the memory node is A.B.C.1")
+      ->each([g](const std::string&) { g->memif_net = true; });
 }
 
 }  // namespace
@@ -113,6 +126,17 @@ bool parse_options(int argc, char** argv, MemOptions* out, std::string* error, b
   if (!out->agent_token.empty() && out->agent.empty()) {
     *error = "--agent-token needs --agent";
     return false;
+  }
+  if (g.memif_net && out->memif_socket.empty()) {
+    *error = "--memif-net needs --memif PATH";
+    return false;
+  }
+  if (!out->memif_socket.empty()) {
+    if (!parse_net(out->memif_net, &out->memif_ip)) {
+      *error = "bad default memif network";
+      return false;
+    }
+    out->memif_ip += 1;  // the memory node is the link's .1
   }
   return true;
 }

@@ -28,6 +28,12 @@ struct MemOptions {
   std::uint32_t sample_rate = 1;       // 1 in N start READs sampled for the planner
   std::uint32_t fat_root_ranges = 0;   // fattree settings (0: the paper's)
   std::uint32_t layer_nodes = 0;
+  // --memif PATH [--memif-net A.B.C]: a DPDK memif port beside the kernel
+  // sockets, joining forein-switch's socket PATH; on that link the memory
+  // node is A.B.C.1 (memif_ip). Empty: none.
+  std::string memif_socket;
+  std::string memif_net = "10.77.1";
+  std::uint32_t memif_ip = 0;  // host order
 };
 
 bool parse_options(int argc, char** argv, MemOptions* out, std::string* error, bool* help);

@@ -32,6 +32,17 @@ namespace forein::net::mem {
 
 namespace {
 
+// The memif port's view of the memory node: a decoded request in, its
+// reply out (READ, PUT, STATS; the rest refused), counted by the node.
+class MemoryPacketHandler final : public kv::PacketHandler {
+ public:
+  explicit MemoryPacketHandler(MemoryNode& node) : node_(node) {}
+  Packet handle(const Packet& request) override { return node_.serve(request); }
+
+ private:
+  MemoryNode& node_;
+};
+
 // A READ reply of the longest READ, with headers, fits this.
 constexpr std::size_t kReceiveBuffer = 65536;
 
@@ -94,6 +105,7 @@ Server::Server(const MemOptions& options) : options_(options) {
 
 Server::~Server() {
   stop();
+  memif_.reset();
   mirror_.reset();
   for (int fd : sockets_) ::close(fd);
   for (int fd : stop_pipe_) {
@@ -104,6 +116,11 @@ Server::~Server() {
 std::uint16_t Server::bind() {
   port_ = listen_udp(options_.listen_host, options_.listen_port, options_.threads, &sockets_);
   if (::pipe2(stop_pipe_, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (!options_.memif_socket.empty()) {
+    memif_handler_ = std::make_unique<MemoryPacketHandler>(*node_);
+    memif_ = std::make_unique<kv::MemifPort>(
+        kv::MemifConfig{options_.memif_socket, options_.memif_net, options_.memif_ip}, *memif_handler_, memif_stats_);
+  }
   return port_;
 }
 
@@ -120,6 +137,7 @@ void Server::start() {
 #endif
   manager_->attach(*source_);
   for (const int fd : sockets_) workers_.emplace_back([this, fd] { worker(fd); });
+  if (memif_) memif_->start();
 }
 
 void Server::stop() {
@@ -129,6 +147,7 @@ void Server::stop() {
   }
   for (auto& t : workers_) t.join();
   workers_.clear();
+  if (memif_) memif_->stop();
   manager_->detach();
 }
 
@@ -182,6 +201,14 @@ std::string Server::stats_json() {
     agent["last_error"] = as.last_error;
   }
 #endif
+  if (memif_) {
+    Json memif = memif_->json();
+    // The memif port's datagrams and drops (its READs are in "reads" above).
+    Json counted = memif_stats_.json(TreeStats{});
+    memif["datagrams"] = counted["datagrams"];
+    memif["parse_drops"] = counted["drops"];
+    out["memif"] = std::move(memif);
+  }
   return json_line(out);
 }
 

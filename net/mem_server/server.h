@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "forein/offload/backend.h"
+#include "kv_server/handler.h"
+#include "kv_server/memif_port.h"
+#include "kv_server/stats.h"
 #include "forein/offload/manager.h"
 #include "mem_server/memory_node.h"
 #include "mem_server/options.h"
@@ -54,6 +57,11 @@ class Server {
   std::unique_ptr<RegionIndexSource> source_;
   std::unique_ptr<MemoryNode> node_;
   std::unique_ptr<AgentMirror> mirror_;
+  // --memif: the kv server's memif port (run to completion, fragments)
+  // answering through the memory node; its datagram and drop counters.
+  std::unique_ptr<kv::PacketHandler> memif_handler_;
+  kv::ServerStats memif_stats_;
+  std::unique_ptr<kv::MemifPort> memif_;
   std::vector<int> sockets_;
   int stop_pipe_[2] = {-1, -1};
   std::uint16_t port_ = 0;

@@ -230,3 +230,72 @@ TEST_CASE("remote reads through forein-switch: start READs rewritten, fewer READ
     }
   }
 }
+
+TEST_CASE("remote reads over memif: forein-mem-server --memif behind forein-switch's memif server side",
+          "[e2e][switch][remote-read][memif]") {
+  if (!forein::testing::can_make_taps()) {
+    WARN("the client side is a TAP device: skipped: " << forein::testing::no_taps_reason());
+    return;
+  }
+  const TapNets nets("rm", 2);
+  const forein::testing::TempDir dir;
+  const std::string socket = dir.path + "/m.sock";
+  ChildProcess sw(FOREIN_SWITCH_BIN, {"--agent-listen", "127.0.0.1:0", "--client-iface", nets.client_iface,
+                                      "--client-net", nets.client_net, "--server-port", "memif:" + socket,
+                                      "--server-net", nets.server_net});
+  const int agent_port = ready_port(sw);
+  REQUIRE(agent_port > 0);
+  ChildProcess mem(FOREIN_MEM_SERVER_BIN,
+                   {"--listen", "127.0.0.1:0", "--memif", socket, "--memif-net", nets.server_net, "--keys",
+                    std::to_string(kKeys), "--backend", "fattree", "--agent",
+                    "127.0.0.1:" + std::to_string(agent_port), "--refresh-ms", "50"});
+  const int port = ready_port(mem);
+  REQUIRE(port > 0);
+  UdpClient direct(static_cast<std::uint16_t>(port));  // kernel UDP, loopback
+  UdpClient via(9000, TapNets::addr(nets.client_net, 2));
+  const Packet hr = direct.call(read_request(0, rr::kRegionHeaderBytes));
+  REQUIRE(hr.op == Op::kReply);
+  rr::RegionHeader root;
+  REQUIRE(rr::check_header(std::as_bytes(std::span(hr.value)).subspan(kReadHeaderBytes), &root) == rr::Check::kOk);
+
+  // Through the switch and the memif link (retried until the link is up
+  // and the image is in the switch): a start READ comes back rewritten,
+  // its bytes a node that checks at the address the switch chose.
+  std::uint64_t probe = 0;
+  CHECK(eventually(
+      [&] {
+        probe = (probe * 7919 + 13) % 64;
+        const Packet r = via.call(read_request(root.root, root.geometry.node_bytes, kReadStart, probe));
+        const auto h = decode_read_header(r.value);
+        if (r.op != Op::kReply || !h || (h->flags & kReadRewritten) == 0) return false;
+        rr::NodeView v;
+        return rr::check_node(std::as_bytes(std::span(r.value)).subspan(kReadHeaderBytes), root.geometry, h->address,
+                              &v) == rr::Check::kOk &&
+               v.lo <= probe;
+      },
+      std::chrono::seconds(20)));
+  // A value record of a few hundred bytes and a READ whose reply takes
+  // several frames (IPv4 fragments from the memif port).
+  const Packet big = via.call(read_request(64, 8192));
+  REQUIRE(big.op == Op::kReply);
+  CHECK(big.value.size() == kReadHeaderBytes + 8192);
+  const Packet same = direct.call(read_request(64, 8192));
+  CHECK(big.value == same.value);
+
+  // forein-load --remote-read --verify through the switch: rewritten,
+  // fewer READs than a root start (height + 1), never wrong.
+  const std::string hinted = remote_load(nets.client_net + ".2:9000", "1.5");
+  INFO("hinted: " << hinted);
+  CHECK(json_number(hinted, "rewritten") > 0);
+  CHECK(json_double(hinted, "reads_per_op") < static_cast<double>(root.height + 1) - 0.5);
+
+  // The memory node's READs came over memif: its port counted them.
+  const std::string stats = forein::testing::server_stats(direct);
+  INFO(stats);
+  const std::string memif = json_object(stats, "memif");
+  REQUIRE_FALSE(memif.empty());
+  CHECK(json_number(memif, "replies") > 1000);
+  CHECK(json_number(stats, "rewritten_reads") > 0);
+  forein::testing::stop_json(mem);
+  forein::testing::stop_json(sw);
+}
