@@ -50,26 +50,7 @@ for k in "${!backend_list[@]}"; do
 	BACKEND_WRONG=0
 	server_pids=()
 	sw_hinted="" sw_plain=""
-	pick_ports "$SERVERS"
-	pick_nets "$k"
-	ports_csv=$(
-		IFS=,
-		echo "${PORTS[*]}"
-	)
-	echo
-	echo "== $B: memory nodes on UDP ports $ports_csv; switch with hints ${IFACES[0]}/${IFACES[1]} (${NETS[0]}, ${NETS[1]}), without ${IFACES[2]}/${IFACES[3]} (${NETS[2]}, ${NETS[3]})"
-	start "$B-switch-hinted" "$SWITCH" --servers "$ports_csv" --keys "$KEYS" --service-port "$SERVICE_PORT" \
-		--hints on --agent-listen 127.0.0.1:0 --client-iface "${IFACES[0]}" --server-iface "${IFACES[1]}" \
-		--client-net "${NETS[0]}" --server-net "${NETS[1]}"
-	sw_hinted=$STARTED
-	wait_ready "$B-switch-hinted" "$sw_hinted" 60
-	agent_port=$(listen_port "$B-switch-hinted")
-	[ -n "$agent_port" ] || fail "forein-switch printed no 'listening HOST:PORT' line"
-	start "$B-switch-plain" "$SWITCH" --servers "$ports_csv" --keys "$KEYS" --service-port "$SERVICE_PORT" \
-		--hints off --agent-listen 127.0.0.1:0 --client-iface "${IFACES[2]}" --server-iface "${IFACES[3]}" \
-		--client-net "${NETS[2]}" --server-net "${NETS[3]}"
-	sw_plain=$STARTED
-	wait_ready "$B-switch-plain" "$sw_plain" 60
+	start_switches "$k" "memory nodes"
 	for ((i = 0; i < SERVERS; i++)); do
 		start "$B-mem-$i" "$MEM" --listen "0.0.0.0:${PORTS[i]}" --keys "$KEYS" --shard "$i/$SERVERS" \
 			--backend "$B" --agent "127.0.0.1:$agent_port" --threads "$THREADS" --value-bytes "$VALUE_BYTES" \

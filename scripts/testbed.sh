@@ -362,6 +362,34 @@ pick_nets() {
 	IFACES=("ftb${k}hc" "ftb${k}hs" "ftb${k}pc" "ftb${k}ps")
 }
 
+# start_switches K WHAT: backend K's two switches (hints on, hints off),
+# each on its own TAP pair and /24s, routing to the same $SERVERS servers
+# on fresh ports; sets PORTS, NETS, IFACES, ports_csv, sw_hinted,
+# sw_plain and agent_port (the hinting switch's agent). WHAT names the
+# servers in the line it prints.
+start_switches() {
+	pick_ports "$SERVERS"
+	pick_nets "$1"
+	ports_csv=$(
+		IFS=,
+		echo "${PORTS[*]}"
+	)
+	echo
+	echo "== $B: $2 on UDP ports $ports_csv; switch with hints ${IFACES[0]}/${IFACES[1]} (${NETS[0]}, ${NETS[1]}), without ${IFACES[2]}/${IFACES[3]} (${NETS[2]}, ${NETS[3]})"
+	start "$B-switch-hinted" "$SWITCH" --servers "$ports_csv" --keys "$KEYS" --service-port "$SERVICE_PORT" \
+		--hints on --agent-listen 127.0.0.1:0 --client-iface "${IFACES[0]}" --server-iface "${IFACES[1]}" \
+		--client-net "${NETS[0]}" --server-net "${NETS[1]}"
+	sw_hinted=$STARTED
+	wait_ready "$B-switch-hinted" "$sw_hinted" 60
+	agent_port=$(listen_port "$B-switch-hinted")
+	[ -n "$agent_port" ] || fail "forein-switch printed no 'listening HOST:PORT' line"
+	start "$B-switch-plain" "$SWITCH" --servers "$ports_csv" --keys "$KEYS" --service-port "$SERVICE_PORT" \
+		--hints off --agent-listen 127.0.0.1:0 --client-iface "${IFACES[2]}" --server-iface "${IFACES[3]}" \
+		--client-net "${NETS[2]}" --server-net "${NETS[3]}"
+	sw_plain=$STARTED
+	wait_ready "$B-switch-plain" "$sw_plain" 60
+}
+
 # server_stats PORT: one STATS request to 127.0.0.1:PORT (the namespace's
 # loopback) over bash's /dev/udp; prints the JSON counters (the reply's
 # value: 24-byte header, no key). Resent up to 5 times, 1 s each.
@@ -521,28 +549,7 @@ for k in "${!backend_list[@]}"; do
 	BACKEND_WRONG=0
 	server_pids=()
 	sw_hinted="" sw_plain=""
-	pick_ports "$SERVERS"
-	pick_nets "$k"
-	ports_csv=$(
-		IFS=,
-		echo "${PORTS[*]}"
-	)
-	echo
-	echo "== $B: servers on UDP ports $ports_csv; switch with hints ${IFACES[0]}/${IFACES[1]} (${NETS[0]}, ${NETS[1]}), without ${IFACES[2]}/${IFACES[3]} (${NETS[2]}, ${NETS[3]})"
-
-	# The two switches, each on its own TAP pair and /24s, routing to the same servers.
-	start "$B-switch-hinted" "$SWITCH" --servers "$ports_csv" --keys "$KEYS" --service-port "$SERVICE_PORT" \
-		--hints on --agent-listen 127.0.0.1:0 --client-iface "${IFACES[0]}" --server-iface "${IFACES[1]}" \
-		--client-net "${NETS[0]}" --server-net "${NETS[1]}"
-	sw_hinted=$STARTED
-	wait_ready "$B-switch-hinted" "$sw_hinted" 60
-	agent_port=$(listen_port "$B-switch-hinted")
-	[ -n "$agent_port" ] || fail "forein-switch printed no 'listening HOST:PORT' line"
-	start "$B-switch-plain" "$SWITCH" --servers "$ports_csv" --keys "$KEYS" --service-port "$SERVICE_PORT" \
-		--hints off --agent-listen 127.0.0.1:0 --client-iface "${IFACES[2]}" --server-iface "${IFACES[3]}" \
-		--client-net "${NETS[2]}" --server-net "${NETS[3]}"
-	sw_plain=$STARTED
-	wait_ready "$B-switch-plain" "$sw_plain" 60
+	start_switches "$k" servers
 
 	# The servers: on every address (each switch reaches them from its own
 	# server-side /24), mirroring to the hinting switch's agent.
