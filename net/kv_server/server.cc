@@ -219,16 +219,7 @@ std::string Server::stats_json() {
   out["port"] = port_;
   out["shard"] = options_.shard;
   out["shards"] = options_.shards;
-  Json& offload = out["offload"] = Json::object();
-  offload["backend"] = backend_->name();
-  offload["refreshes"] = ms.refreshes;
-  offload["sampled_accesses"] = ms.sampled_accesses;
-  offload["entries_installed"] = ms.entries_installed;
-  offload["entries_removed"] = ms.entries_removed;
-  offload["failed_installs"] = ms.failed_installs;
-  offload["used"] = usage.used;
-  offload["capacity"] = usage.capacity;
-  offload["unit"] = usage.unit;
+  out["offload"] = offload_json(backend_->name(), ms, usage);
   Json& agent = out["agent"] = Json::object();
   agent["target"] = options_.agent;
 #ifdef FOREIN_KV_WITH_AGENT

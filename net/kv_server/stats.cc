@@ -44,4 +44,20 @@ Json ServerStats::json(const TreeStats& tree) const {
   return out;
 }
 
+Json offload_json(const std::string& backend, const offload::ManagerStats& manager,
+                  const offload::BackendUsage& usage) {
+  Json offload = Json::object();
+  offload["backend"] = backend;
+  offload["refreshes"] = manager.refreshes;
+  offload["sampled_accesses"] = manager.sampled_accesses;
+  offload["live_nodes"] = manager.live_nodes;
+  offload["entries_installed"] = manager.entries_installed;
+  offload["entries_removed"] = manager.entries_removed;
+  offload["failed_installs"] = manager.failed_installs;
+  offload["used"] = usage.used;
+  offload["capacity"] = usage.capacity;
+  offload["unit"] = usage.unit;
+  return offload;
+}
+
 }  // namespace forein::net::kv

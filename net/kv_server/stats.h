@@ -9,6 +9,8 @@
 
 #include "common/stats_json.h"
 #include "forein/node_interval.h"
+#include "forein/offload/backend.h"
+#include "forein/offload/manager.h"
 #include "protocol/packet.h"
 
 namespace forein::net::kv {
@@ -37,5 +39,11 @@ class ServerStats : public DropCounters {
   std::atomic<std::uint64_t> ok_{0}, not_found_{0}, bad_request_{0}, too_large_{0},
       server_error_{0};
 };
+
+// A server's "offload" object (forein-kv-server's and forein-mem-server's):
+// its backend, its manager's refreshes, samples, live nodes and entries,
+// the device's usage.
+Json offload_json(const std::string& backend, const offload::ManagerStats& manager,
+                  const offload::BackendUsage& usage);
 
 }  // namespace forein::net::kv

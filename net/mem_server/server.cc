@@ -178,17 +178,7 @@ std::string Server::stats_json() {
   writer["splits"] = ws.splits;
   writer["root_splits"] = ws.root_splits;
   writer["node_syncs"] = node_syncs_.load(std::memory_order_relaxed);
-  Json& offload = out["offload"] = Json::object();
-  offload["backend"] = backend_->name();
-  offload["refreshes"] = ms.refreshes;
-  offload["sampled_accesses"] = ms.sampled_accesses;
-  offload["live_nodes"] = ms.live_nodes;
-  offload["entries_installed"] = ms.entries_installed;
-  offload["entries_removed"] = ms.entries_removed;
-  offload["failed_installs"] = ms.failed_installs;
-  offload["used"] = usage.used;
-  offload["capacity"] = usage.capacity;
-  offload["unit"] = usage.unit;
+  out["offload"] = kv::offload_json(backend_->name(), ms, usage);
   Json& agent = out["agent"] = Json::object();
   agent["target"] = options_.agent;
 #ifdef FOREIN_MEM_WITH_AGENT
