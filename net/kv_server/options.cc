@@ -124,6 +124,9 @@ void declare(CLI::App& app, ServerOptions* o, Given* g) {
   cli::number<unsigned>(app, "--threads", &o->threads, 1, 64, "UDP worker threads (metadata mode: 1)")
       ->each([o](const std::string&) { o->threads_given = true; });
   cli::number<std::uint32_t>(app, "--refresh-ms", &o->refresh_ms, 1, 3'600'000, "offload refresh period");
+  cli::number<std::uint32_t>(app, "--refresh-cpu-percent", &o->refresh_cpu_percent, 0, 100,
+                             "at most this % of a core in offload refreshes: they space out past --refresh-ms "
+                             "when a plan is expensive (0: no bound)");
   cli::number<std::uint32_t>(app, "--sample-rate", &o->sample_rate, 0, 1'000'000,
                              "1 in N accesses sampled for the offload planner (0: none)");
   cli::part_of(app, "--shard", &o->shard, &o->shards, 64, "I/K",

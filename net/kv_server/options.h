@@ -47,6 +47,7 @@ struct ServerOptions {
   unsigned threads = 2;                // UDP worker threads, 1..64 (metadata mode: 1)
   bool threads_given = false;
   std::uint32_t refresh_ms = 100;      // offload refresh period
+  std::uint32_t refresh_cpu_percent = 5;  // ManagerOptions::max_refresh_share, in %
   std::uint32_t sample_rate = 16;      // 1 in N accesses sampled for the offload planner
   // --shard I/K (with --keys): this server owns dataset shard I of K
   // (protocol/dataset.h) and publishes its image under agent index I.

@@ -76,6 +76,7 @@ Server::Server(const ServerOptions& options, const Rows& rows) : options_(option
   mo.index_id = kDatasetIndexId + options_.shard;
   mo.sample_rate = options_.sample_rate;
   mo.refresh_period = std::chrono::milliseconds(options_.refresh_ms);
+  mo.max_refresh_share = options_.refresh_cpu_percent / 100.0;
   // The background thread wakes (a timed condition-variable wait) once per
   // period: batches carry no install delay here, so refresh() applies them.
   mo.pump_period = mo.refresh_period;

@@ -49,6 +49,11 @@ Json offload_json(const std::string& backend, const offload::ManagerStats& manag
   Json offload = Json::object();
   offload["backend"] = backend;
   offload["refreshes"] = manager.refreshes;
+  offload["plans"] = manager.plans;
+  // What the planner costs the host (its CPU time, summed) and how far
+  // apart max_refresh_share spaces the refreshes now.
+  offload["refresh_cpu_us"] = manager.refresh_cpu_us;
+  offload["refresh_interval_ms"] = manager.refresh_interval_ms;
   offload["sampled_accesses"] = manager.sampled_accesses;
   offload["live_nodes"] = manager.live_nodes;
   offload["entries_installed"] = manager.entries_installed;

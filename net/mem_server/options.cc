@@ -63,6 +63,9 @@ void declare(CLI::App& app, MemOptions* o, Given* g) {
   cli::address(app, "--agent", &o->agent, 1, "mirror the offload image to forein-agent (or forein-switch's agent)");
   cli::text(app, "--agent-token", &o->agent_token, "bearer token for the agent (needs --agent)")->type_name("T");
   cli::number<std::uint32_t>(app, "--refresh-ms", &o->refresh_ms, 1, 3'600'000, "offload refresh period");
+  cli::number<std::uint32_t>(app, "--refresh-cpu-percent", &o->refresh_cpu_percent, 0, 100,
+                             "at most this % of a core in offload refreshes: they space out past --refresh-ms "
+                             "when a plan is expensive (0: no bound)");
   cli::number<std::uint32_t>(app, "--sample-rate", &o->sample_rate, 0, 1'000'000,
                              "1 in N start READs sampled for the offload planner (0: none)");
   cli::number<std::uint32_t>(app, "--fat-root-ranges", &o->fat_root_ranges, 1, 1024,

@@ -25,6 +25,7 @@ struct MemOptions {
   // at no cost beside a queue append), weights halved at every refresh,
   // so a refresh a second plans from the last few seconds of lookups.
   std::uint32_t refresh_ms = 1000;
+  std::uint32_t refresh_cpu_percent = 5;  // ManagerOptions::max_refresh_share, in %
   std::uint32_t sample_rate = 1;       // 1 in N start READs sampled for the planner
   std::uint32_t fat_root_ranges = 0;   // fattree settings (0: the paper's)
   std::uint32_t layer_nodes = 0;

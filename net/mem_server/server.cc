@@ -87,6 +87,7 @@ Server::Server(const MemOptions& options) : options_(options) {
   mo.index_id = kDatasetIndexId + options_.shard;  // the agent index the switch reads for this shard
   mo.sample_rate = options_.sample_rate;
   mo.refresh_period = std::chrono::milliseconds(options_.refresh_ms);
+  mo.max_refresh_share = options_.refresh_cpu_percent / 100.0;
   mo.pump_period = mo.refresh_period;
   manager_ = std::make_unique<offload::OffloadManager>(*backend_, mo);
   source_ = std::make_unique<RegionIndexSource>(*region_, mo.index_id,

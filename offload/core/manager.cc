@@ -1,7 +1,10 @@
 #include "forein/offload/manager.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <utility>
 
 #include "core/control_plane.h"
@@ -16,7 +19,22 @@ namespace {
 // (a host that never refreshes must not grow without bound).
 constexpr std::size_t kMaxPendingSamples = std::size_t{1} << 20;
 
+// CPU time of the calling thread.
+ManagerDuration thread_cpu_time() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
 }  // namespace
+
+ManagerDuration background_refresh_interval(ManagerDuration period, ManagerDuration cost, double share) {
+  if (!(share > 0) || cost.count() <= 0) return period;
+  const double spaced = static_cast<double>(cost.count()) / std::min(share, 1.0);
+  // Bounded so a pathological cost cannot overflow: an hour at most.
+  const double cap = static_cast<double>(std::chrono::nanoseconds(std::chrono::hours(1)).count());
+  return std::max(period, ManagerDuration(static_cast<ManagerDuration::rep>(std::min(spaced, cap))));
+}
 
 double ManagerStats::metric(std::string_view name) const {
   for (const PlanMetric& m : plan_metrics) {
@@ -109,6 +127,7 @@ ManagerDuration OffloadManager::next_delay() {
 
 void OffloadManager::refresh() {
   std::unique_lock lock(refresh_mu_);
+  const ManagerDuration cpu_start = thread_cpu_time();
   std::vector<NodeEvent> events;
   std::vector<Word> samples;
   {
@@ -209,7 +228,6 @@ void OffloadManager::refresh() {
 
   {
     std::lock_guard s(stats_mu_);
-    ++stats_.refreshes;
     stats_.plans += planned;
     stats_.skipped_refreshes += source_ != nullptr && !planned;
     stats_.events += applied_events;
@@ -226,6 +244,13 @@ void OffloadManager::refresh() {
   }
   lock.unlock();
   pump();
+  const auto cpu_us = std::chrono::duration_cast<std::chrono::microseconds>(thread_cpu_time() - cpu_start);
+  {
+    std::lock_guard s(stats_mu_);
+    ++stats_.refreshes;  // last, with its cost: a reader that sees the count sees the cost
+    stats_.refresh_cpu_us += static_cast<std::uint64_t>(cpu_us.count());
+    stats_.last_refresh_cpu_us = static_cast<std::uint64_t>(cpu_us.count());
+  }
 }
 
 void OffloadManager::after_pump(std::size_t batches, std::size_t installed, std::size_t removed,
@@ -262,21 +287,33 @@ void OffloadManager::request_refresh() {
 void OffloadManager::run_background() {
   using std::chrono::steady_clock;
   auto last_refresh = steady_clock::now();
+  ManagerDuration interval = options_.refresh_period;
+  set_refresh_interval(interval);
   std::unique_lock lock(thread_mu_);
   while (!stop_) {
     wake_.wait_for(lock, options_.pump_period, [&] { return stop_ || refresh_requested_; });
     if (stop_) break;
-    const bool due = refresh_requested_ || steady_clock::now() - last_refresh >= options_.refresh_period;
+    const bool due = refresh_requested_ || steady_clock::now() - last_refresh >= interval;
     refresh_requested_ = false;
     lock.unlock();
     if (due) {
+      const ManagerDuration cpu_start = thread_cpu_time();
       refresh();
       last_refresh = steady_clock::now();
+      interval = background_refresh_interval(options_.refresh_period, thread_cpu_time() - cpu_start,
+                                             options_.max_refresh_share);
+      set_refresh_interval(interval);
     } else {
       pump();
     }
     lock.lock();
   }
+}
+
+void OffloadManager::set_refresh_interval(ManagerDuration interval) {
+  std::lock_guard s(stats_mu_);
+  stats_.refresh_interval_ms =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(interval).count());
 }
 
 StartHints OffloadManager::filter(StartHints hints) const {

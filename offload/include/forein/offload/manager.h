@@ -104,12 +104,30 @@ struct ManagerOptions {
   // refresh() and pump() yourself), pump every pump_period.
   ManagerDuration refresh_period{0};
   ManagerDuration pump_period{std::chrono::milliseconds(1)};
+  // The background thread spends at most this share of one core in
+  // refresh(): after a refresh that took c of its CPU time, the next one is
+  // due no sooner than c / max_refresh_share later (so refreshes space out
+  // on a tree whose plan is expensive -- 1e8 keys under a moving workload --
+  // instead of taking a core from the data path; the way autovacuum's cost
+  // delay bounds vacuum). 0: no bound, a refresh every refresh_period.
+  // request_refresh() is not bounded.
+  double max_refresh_share = 0.05;
 };
+
+// The background thread's wait from the end of one refresh to the next:
+// the period, or longer where the refresh's CPU cost `cost` would make
+// refreshes take more than `share` of a core (share 0: the period).
+ManagerDuration background_refresh_interval(ManagerDuration period, ManagerDuration cost, double share);
 
 struct ManagerStats {
   std::uint64_t refreshes = 0;          // refresh() calls, planned or skipped
   std::uint64_t plans = 0;              // refreshes that asked the planner
   std::uint64_t skipped_refreshes = 0;  // refreshes with nothing to plan (refreshes - plans, when a source is attached)
+  std::uint64_t refresh_cpu_us = 0;     // CPU time of the thread(s) running refresh(), summed
+  std::uint64_t last_refresh_cpu_us = 0;
+  // The background thread's current wait between refreshes (refresh_period,
+  // or longer under max_refresh_share); 0 without the thread.
+  std::uint64_t refresh_interval_ms = 0;
   std::uint64_t events = 0;            // node events applied (ignoring foreign indexes)
   std::uint64_t foreign_events = 0;    // events of another index_id
   std::uint64_t sampled_accesses = 0;
@@ -204,6 +222,7 @@ class OffloadManager final : public NodeObserver {
   void attach(const IndexSource& source, std::unique_ptr<IndexSource> owned);
   void run_background();
   ManagerDuration next_delay();
+  void set_refresh_interval(ManagerDuration interval);
   void after_pump(std::size_t batches, std::size_t installed, std::size_t removed,
                   std::size_t failed, std::uint64_t applied_seq);
 
