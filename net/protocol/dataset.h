@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -40,9 +39,12 @@ inline std::string dataset_value(std::uint64_t i, std::uint32_t version = 0) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   z ^= z >> 31;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "v%015llx", static_cast<unsigned long long>(z >> 4));
-  return std::string(buf, 16);
+  // "v%015llx" of z >> 4, by hand: the generator checks every reply with it
+  // and the server builds 1e8 of them, where snprintf was a visible cost.
+  std::string out(16, 'v');
+  std::uint64_t digits = z >> 4;
+  for (std::size_t at = 15; at >= 1; --at, digits >>= 4) out[at] = "0123456789abcdef"[digits & 0xF];
+  return out;
 }
 
 // A value of `bytes` bytes (the remote tree's, 1000 in Fat-B+Tree's data

@@ -173,8 +173,10 @@ std::vector<std::byte> build_image(const std::vector<RangeRecord>& ranges,
   return out;
 }
 
-void fattree_walk_switch(std::span<const std::byte> image, Word w, std::size_t sw, Walk* walk) noexcept {
-  const View v = view_of(image);
+namespace {
+
+// One switch's part of the walk over a checked view (fattree_walk_switch).
+void walk_switch(const View& v, Word w, std::size_t sw, Walk* walk) noexcept {
   if (!v.ok || sw >= kSwitchNames.size()) return;
   if (sw == 0) {
     const std::uint32_t r = match_fat_root(v, w);
@@ -211,9 +213,18 @@ void fattree_walk_switch(std::span<const std::byte> image, Word w, std::size_t s
   }
 }
 
+}  // namespace
+
+void fattree_walk_switch(std::span<const std::byte> image, Word w, std::size_t sw, Walk* walk) noexcept {
+  walk_switch(view_of(image), w, sw, walk);
+}
+
 Walk fattree_walk(std::span<const std::byte> image, Word w) noexcept {
+  // The header is checked once for the three switches (a hint per request
+  // on the switch's data path).
+  const View v = view_of(image);
   Walk walk;
-  for (std::size_t sw = 0; sw < kSwitchNames.size(); ++sw) fattree_walk_switch(image, w, sw, &walk);
+  for (std::size_t sw = 0; sw < kSwitchNames.size(); ++sw) walk_switch(v, w, sw, &walk);
   return walk;
 }
 
