@@ -194,3 +194,52 @@ TEST_CASE("bottom line merges gaps into the left neighbour", "[layers]") {
   for (Word w : {Word{0}, Word{9}, Word{10}, Word{39}}) CHECK(lpm.lookup(w)->node == 7);
   for (Word w : {Word{40}, Word{50}, ~Word{0}}) CHECK(lpm.lookup(w)->node == 8);
 }
+
+TEST_CASE("layered entries: costs kept between plans give the plan made without them",
+          "[layers][incremental]") {
+  const auto seed = forein::testing::test_seed("incremental covers");
+  std::mt19937_64 rng(seed);
+  Workload load = make_workload(rng, 8000, 16, 8);
+  forein::offload::CoverCostCache costs;
+  LayerOptions options;
+  options.budget = 3000;
+  options.hot_leaves = 4;
+  auto same = [&](const char* what) {
+    INFO(what << " (seed " << seed << ")");
+    const LayeredEntries kept = build_layered_entries(load.tree.table, load.tree.words, options, &costs);
+    const LayeredEntries fresh = build_layered_entries(load.tree.table, load.tree.words, options);
+    REQUIRE(kept.entries.size() == fresh.entries.size());
+    for (std::size_t i = 0; i < kept.entries.size(); ++i) {
+      REQUIRE(kept.entries[i].prefix == fresh.entries[i].prefix);
+      REQUIRE(kept.entries[i].node == fresh.entries[i].node);
+      REQUIRE(kept.entries[i].layer == fresh.entries[i].layer);
+    }
+    CHECK(kept.selection.ama == fresh.selection.ama);
+  };
+  same("first plan");
+  const std::uint64_t first = costs.misses();
+  CHECK(first > 0);
+  // Samples alone: new weights, the same intervals and words; no cover again.
+  for (int round = 0; round < 5; ++round) {
+    for (OffloadNode& n : load.tree.table) {
+      if (n.interval.level == 0) n.weight = static_cast<double>(rng() % 100);
+    }
+    same("weights moved");
+  }
+  CHECK(costs.misses() == first);
+  // Some intervals change (a leaf's hi moves down by one; both plans see
+  // the same table): those nodes alone are covered again.
+  std::size_t changed = 0;
+  for (OffloadNode& n : load.tree.table) {
+    if (n.interval.level != 0 || n.interval.hi_inf || rng() % 10 != 0) continue;
+    n.interval.hi -= 1;
+    ++changed;
+  }
+  REQUIRE(changed > 0);
+  same("intervals changed");
+  CHECK(costs.misses() == first + changed);
+  // New words: the owner clears the costs, and everything is covered again.
+  costs.clear();
+  same("after clear");
+  CHECK(costs.misses() > first + changed);
+}

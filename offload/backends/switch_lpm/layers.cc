@@ -26,7 +26,35 @@ void append_entries(std::vector<LpmEntry>& out, const std::vector<Prefix>& prefi
   }
 }
 
+std::vector<Prefix> hollow_free_cover(const NodeInterval& interval, std::span<const Word> words) {
+  return drop_hollow(prefix_cover(interval), words);
+}
+
 }  // namespace
+
+std::uint32_t CoverCostCache::cost(const NodeInterval& interval, std::span<const Word> words) {
+  Cost& c = costs_[interval.node];
+  if (!c.seen) {
+    c.seen = true;
+    ++seen_;
+  }
+  if (c.known && c.lo == interval.lo && c.hi == interval.hi && c.hi_inf == interval.hi_inf) return c.cost;
+  ++misses_;
+  c.known = true;
+  c.lo = interval.lo;
+  c.hi = interval.hi;
+  c.hi_inf = interval.hi_inf;
+  c.cost = static_cast<std::uint32_t>(hollow_free_cover(interval, words).size());
+  return c.cost;
+}
+
+void CoverCostCache::prune() {
+  if (costs_.size() > 2 * seen_ + 1024) {
+    std::erase_if(costs_, [](const auto& entry) { return !entry.second.seen; });
+  }
+  for (auto& [node, c] : costs_) c.seen = false;
+  seen_ = 0;
+}
 
 std::vector<LpmEntry> bottom_line_entries(std::span<const OffloadNode> table, std::uint16_t level) {
   std::vector<std::size_t> members;
@@ -55,7 +83,7 @@ std::vector<LpmEntry> bottom_line_entries(std::span<const OffloadNode> table, st
 
 LayeredEntries build_layered_entries(std::span<const OffloadNode> table,
                                      std::span<const Word> sorted_present_words,
-                                     const LayerOptions& options) {
+                                     const LayerOptions& options, CoverCostCache* costs) {
   std::vector<TreeNodeDesc> descs(table.size());
   std::uint16_t top_level = 0;
   for (std::size_t i = 0; i < table.size(); ++i) {
@@ -79,8 +107,9 @@ LayeredEntries build_layered_entries(std::span<const OffloadNode> table,
   }
 
   // Costs: bottom-line nodes pay for their stretched cover, the rest for
-  // their hollow-free cover. Nodes with no present word would install nothing.
-  std::vector<std::vector<Prefix>> covers(table.size());
+  // their hollow-free cover (its size, kept in `costs` between plans over
+  // the same words; the covers themselves are made for the selected nodes
+  // only). Nodes with no present word would install nothing.
   std::vector<char> in_bottom(table.size(), 0);
   SelectionOptions selection_options;
   selection_options.budget = options.budget;
@@ -102,17 +131,20 @@ LayeredEntries build_layered_entries(std::span<const OffloadNode> table,
   selection_options.budget -= root_bottom_cost;
   for (std::size_t i = 0; i < table.size(); ++i) {
     if (in_bottom[i]) continue;
-    covers[i] = drop_hollow(prefix_cover(table[i].interval), sorted_present_words);
-    descs[i].cost = static_cast<std::uint32_t>(covers[i].size());
-    if (covers[i].empty()) selection_options.excluded.push_back(i);
+    descs[i].cost = costs != nullptr
+                        ? costs->cost(table[i].interval, sorted_present_words)
+                        : static_cast<std::uint32_t>(
+                              hollow_free_cover(table[i].interval, sorted_present_words).size());
+    if (descs[i].cost == 0) selection_options.excluded.push_back(i);
   }
+  if (costs != nullptr) costs->prune();
   SelectionTree tree(std::move(descs));
 
   // Hot leaves: heaviest first, each if it still fits.
   std::uint64_t left = options.budget - bottom.size();
   std::vector<std::size_t> leaves;
   for (std::size_t i = 0; i < tree.size(); ++i) {
-    if (tree.is_leaf(i) && !in_bottom[i] && tree.node(i).weight > 0 && !covers[i].empty()) {
+    if (tree.is_leaf(i) && !in_bottom[i] && tree.node(i).weight > 0 && tree.node(i).cost != 0) {
       leaves.push_back(i);
     }
   }
@@ -133,8 +165,8 @@ LayeredEntries build_layered_entries(std::span<const OffloadNode> table,
   std::size_t hot_count = 0;
   for (std::size_t i : leaves) {
     if (hot_count == options.hot_leaves) break;
-    if (covers[i].size() > left) continue;
-    left -= covers[i].size();
+    if (tree.node(i).cost > left) continue;
+    left -= tree.node(i).cost;
     hot[i] = 1;
     ++hot_count;
     selection_options.pinned.push_back(i);
@@ -146,7 +178,8 @@ LayeredEntries build_layered_entries(std::span<const OffloadNode> table,
   std::vector<LpmEntry> entries = std::move(bottom);
   for (std::size_t i : result.selection.installed) {
     if (in_bottom[i]) continue;
-    append_entries(entries, covers[i], table[i].interval, hot[i] ? Layer::kHotLeaf : Layer::kMain);
+    append_entries(entries, hollow_free_cover(table[i].interval, sorted_present_words), table[i].interval,
+                   hot[i] ? Layer::kHotLeaf : Layer::kMain);
   }
   // One entry per prefix; on a tie the deeper node's (see layers.h).
   std::stable_sort(entries.begin(), entries.end(), [](const LpmEntry& a, const LpmEntry& b) {

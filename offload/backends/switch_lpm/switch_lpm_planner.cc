@@ -17,11 +17,13 @@ std::span<const Word> SwitchLpmPlanner::key_words(const PlanInput& input) {
   if (input.keys == nullptr) {
     words_valid_ = false;
     words_.clear();
+    costs_.clear();
     return {};
   }
   if (input.keys_unchanged && words_valid_) return words_;
   words_valid_ = false;  // until the read below completes
   words_.clear();
+  costs_.clear();  // the covers' hollowness was the old words'
   input.keys->for_each_word([&](Word w) {
     words_.push_back(w);
     return true;
@@ -37,12 +39,14 @@ PlanDiff SwitchLpmPlanner::plan(const PlanInput& input) {
   if (input.nodes.empty()) {
     // No words read for this input: what is kept may be older than it.
     words_valid_ = false;
+    costs_.clear();
   } else {
     LayerOptions options;
     options.budget = budget_ != 0 ? budget_ : input.capacity / 2;
     options.bottom_line_level = bottom_line_level_;
     options.hot_leaves = hot_leaves_;
-    layers = build_layered_entries(input.nodes, key_words(input), options);
+    const std::span<const Word> words = key_words(input);
+    layers = build_layered_entries(input.nodes, words, options, &costs_);
     next.reserve(layers.entries.size());
     for (const LpmEntry& e : layers.entries) {
       if (e.node != kNoPage) next.push_back(e);  // not the synthetic root's

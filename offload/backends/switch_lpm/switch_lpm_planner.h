@@ -28,13 +28,19 @@ class SwitchLpmPlanner final : public Planner {
 
   PlanDiff plan(const PlanInput& input) override;
   ChangeBatch full_target() const override;
-  void reset() override { target_.clear(); }
+  void reset() override {
+    target_.clear();
+    costs_.clear();
+  }
 
   // The entry set the device holds once every planned batch is applied, in
   // diff order (bottom line first, then by prefix).
   const std::vector<LpmEntry>& target() const { return target_; }
   // How many times plan() read the key words from its KeySource.
   std::uint64_t word_reads() const { return word_reads_; }
+  // Nodes whose hollow-free cover plan() computed (not kept from an
+  // earlier plan over the same words).
+  std::uint64_t covers_computed() const { return costs_.misses(); }
 
  private:
   // The input's key words, ascending: kept from the last read when the
@@ -48,6 +54,8 @@ class SwitchLpmPlanner final : public Planner {
   std::vector<Word> words_;   // the last words read
   bool words_valid_ = false;  // words_ is the whole set of the last plan's source
   std::uint64_t word_reads_ = 0;
+  // The covers' sizes for words_ (cleared whenever words_ is).
+  CoverCostCache costs_;
 };
 
 }  // namespace forein::offload
