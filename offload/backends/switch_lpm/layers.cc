@@ -32,28 +32,58 @@ std::vector<Prefix> hollow_free_cover(const NodeInterval& interval, std::span<co
 
 }  // namespace
 
-std::uint32_t CoverCostCache::cost(const NodeInterval& interval, std::span<const Word> words) {
+CoverCostCache::Cost& CoverCostCache::entry(const NodeInterval& interval) {
   Cost& c = costs_[interval.node];
   if (!c.seen) {
     c.seen = true;
     ++seen_;
   }
-  if (c.known && c.lo == interval.lo && c.hi == interval.hi && c.hi_inf == interval.hi_inf) return c.cost;
-  ++misses_;
-  c.known = true;
-  c.lo = interval.lo;
-  c.hi = interval.hi;
-  c.hi_inf = interval.hi_inf;
-  c.cost = static_cast<std::uint32_t>(hollow_free_cover(interval, words).size());
+  if (!(c.known && c.lo == interval.lo && c.hi == interval.hi && c.hi_inf == interval.hi_inf)) {
+    c.known = false;
+    c.has_cover = false;
+    c.cover.clear();
+    c.lo = interval.lo;
+    c.hi = interval.hi;
+    c.hi_inf = interval.hi_inf;
+  }
+  return c;
+}
+
+std::uint32_t CoverCostCache::cost(const NodeInterval& interval, std::span<const Word> words) {
+  Cost& c = entry(interval);
+  if (!c.known) {
+    ++misses_;
+    c.known = true;
+    c.cost = static_cast<std::uint32_t>(hollow_free_cover(interval, words).size());
+  }
   return c.cost;
+}
+
+const std::vector<Prefix>& CoverCostCache::cover(const NodeInterval& interval, std::span<const Word> words) {
+  Cost& c = entry(interval);
+  c.cover_plan = plan_;
+  if (!c.has_cover) {
+    if (!c.known) ++misses_;
+    c.cover = hollow_free_cover(interval, words);
+    c.cost = static_cast<std::uint32_t>(c.cover.size());
+    c.known = c.has_cover = true;
+  }
+  return c.cover;
 }
 
 void CoverCostCache::prune() {
   if (costs_.size() > 2 * seen_ + 1024) {
     std::erase_if(costs_, [](const auto& entry) { return !entry.second.seen; });
   }
-  for (auto& [node, c] : costs_) c.seen = false;
+  for (auto& [node, c] : costs_) {
+    c.seen = false;
+    if (c.has_cover && c.cover_plan < plan_) {
+      c.has_cover = false;
+      std::vector<Prefix>().swap(c.cover);
+    }
+  }
   seen_ = 0;
+  ++plan_;
 }
 
 std::vector<LpmEntry> bottom_line_entries(std::span<const OffloadNode> table, std::uint16_t level) {
@@ -178,8 +208,12 @@ LayeredEntries build_layered_entries(std::span<const OffloadNode> table,
   std::vector<LpmEntry> entries = std::move(bottom);
   for (std::size_t i : result.selection.installed) {
     if (in_bottom[i]) continue;
-    append_entries(entries, hollow_free_cover(table[i].interval, sorted_present_words), table[i].interval,
-                   hot[i] ? Layer::kHotLeaf : Layer::kMain);
+    const Layer layer = hot[i] ? Layer::kHotLeaf : Layer::kMain;
+    if (costs != nullptr) {
+      append_entries(entries, costs->cover(table[i].interval, sorted_present_words), table[i].interval, layer);
+    } else {
+      append_entries(entries, hollow_free_cover(table[i].interval, sorted_present_words), table[i].interval, layer);
+    }
   }
   // One entry per prefix; on a tie the deeper node's (see layers.h).
   std::stable_sort(entries.begin(), entries.end(), [](const LpmEntry& a, const LpmEntry& b) {

@@ -70,10 +70,16 @@ class CoverCostCache {
   void clear() { costs_.clear(); }
   // The cost of `interval`'s hollow-free cover over `sorted_present_words`.
   std::uint32_t cost(const NodeInterval& interval, std::span<const Word> sorted_present_words);
-  // Forgets the nodes that were not asked for since the last prune (gone
-  // from the table), once they outnumber the ones that were.
+  // The cover itself, kept too (asked for the selected nodes, a set that
+  // moves little between plans); valid until the next call.
+  const std::vector<Prefix>& cover(const NodeInterval& interval, std::span<const Word> sorted_present_words);
+  // Once a plan, after the costs were asked: forgets the nodes that were
+  // not asked for since the last prune (gone from the table) once they
+  // outnumber the ones that were, and the covers the last plan did not ask
+  // for (so the covers kept are about one selection's).
   void prune();
   std::size_t size() const { return costs_.size(); }
+  // Covers computed (a node not kept, or whose interval changed).
   std::uint64_t misses() const { return misses_; }
 
  private:
@@ -81,12 +87,18 @@ class CoverCostCache {
     Word lo = 0;
     Word hi = 0;
     bool hi_inf = false;
-    bool known = false;  // cost is the cover's of [lo, hi)
-    bool seen = false;   // asked for since the last prune
+    bool known = false;       // cost is the cover's of [lo, hi)
+    bool has_cover = false;   // and cover is that cover
+    bool seen = false;        // asked for since the last prune
     std::uint32_t cost = 0;
+    std::uint64_t cover_plan = 0;  // the plan that last asked for the cover
+    std::vector<Prefix> cover;
   };
+  // The entry of interval's node, made current for interval.
+  Cost& entry(const NodeInterval& interval);
   std::unordered_map<PageId, Cost> costs_;
   std::size_t seen_ = 0;
+  std::uint64_t plan_ = 0;  // prune() calls: one a plan
   std::uint64_t misses_ = 0;
 };
 
