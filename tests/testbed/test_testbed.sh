@@ -119,7 +119,8 @@ dpdk_tests() {
 	line=$(grep '^{"backend":"fattree","mode":"dpdk"' <<<"$out" || true)
 	check "dpdk: a JSON line for fattree" test -n "$line"
 	for key in ops_per_s_hinted ops_per_s_plain ratio ratio_per_round p50_us_hinted p50_us_plain p99_us_hinted \
-		p99_us_plain nodes_per_op_hinted nodes_per_op_plain server_cpu_us_per_op_hinted server_cpu_us_per_op_plain \
+		p99_us_plain nodes_per_op_hinted nodes_per_op_plain reads_per_op_hinted reads_per_op_plain \
+		server_cpu_us_per_op_hinted server_cpu_us_per_op_plain \
 		server_busy_us_per_op_hinted server_busy_us_per_op_plain server_process_cpu_us_per_op_hinted \
 		server_process_cpu_us_per_op_plain hint_hits wrong errors timeouts servers keys \
 		height workload dist zipf seconds rounds; do
@@ -133,6 +134,8 @@ dpdk_tests() {
 	check "dpdk: every hinted GET hit" test "$(field "$line" hint_hits)" = "$(field "$line" hinted_requests)"
 	check "dpdk: fewer tree nodes per GET with hints" awk -v h="$(field "$line" nodes_per_op_hinted)" \
 		-v p="$(field "$line" nodes_per_op_plain)" 'BEGIN {exit !(h > 0 && h < p)}'
+	check "dpdk: reads_per_op is nodes_per_op" test "$(field "$line" reads_per_op_hinted)/$(field "$line" reads_per_op_plain)" = \
+		"$(field "$line" nodes_per_op_hinted)/$(field "$line" nodes_per_op_plain)"
 	for key in server_cpu_us_per_op_hinted server_cpu_us_per_op_plain server_busy_us_per_op_hinted \
 		server_busy_us_per_op_plain ops_per_s_hinted ops_per_s_plain; do
 		check "dpdk: $key > 0" awk -v v="$(field "$line" "$key")" 'BEGIN {exit !(v > 0)}'
