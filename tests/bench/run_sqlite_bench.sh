@@ -6,6 +6,11 @@
 # <build-dir>.
 #
 #   bash tests/bench/run_sqlite_bench.sh <build-dir> [extra sqlite_bench args]
+#   bash tests/bench/run_sqlite_bench.sh <build-dir> --multiconn [sqlite_multiconn args]
+#
+# --multiconn runs the many-connections benchmark instead (readers beside a
+# steady one-row writer, WAL and rollback journal; docs/sqlite-benchmark.md,
+# "Many connections"), its CSV in <build-dir>/sqlite_multiconn.csv.
 #
 # FOREIN_SEED picks the keys, values and probe sequences (default 42, so
 # runs are comparable); extra arguments go to the benchmark after the
@@ -24,14 +29,19 @@ case "$build" in
   /*) ;;
   *) build="$PWD/$build" ;;
 esac
-bench="$build/tests/bench/sqlite_bench"
+name=sqlite_bench
+if [ "${1:-}" = --multiconn ]; then
+  name=sqlite_multiconn
+  shift
+fi
+bench="$build/tests/bench/$name"
 if [ ! -x "$bench" ]; then
   echo "run_sqlite_bench: $bench not found; build it first (make)" >&2
   exit 1
 fi
 
 cd "$root"
-csv="$build/sqlite_bench.csv"
+csv="$build/$name.csv"
 export FOREIN_SEED=${FOREIN_SEED:-42}
 
 compiler=unknown
@@ -47,7 +57,7 @@ if [ -n "$(git status --porcelain 2>/dev/null | head -1)" ]; then
   commit="$commit, working tree modified"
 fi
 
-echo "== SQLite variant benchmark"
+echo "== SQLite variant benchmark ($name)"
 echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "machine:  $(uname -srm), $(nproc) cores online"
 echo "cpu:      $(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -1)"

@@ -6,7 +6,7 @@
 #
 #   bash tests/bench/smoke_scripts.sh BUILD OUT NAME
 #
-# NAME: engine, sqlite, sqlite-open, forein-experiments,
+# NAME: engine, sqlite, sqlite-multiconn, sqlite-open, forein-experiments,
 # fattree-experiments, fpga-experiments, dpa-experiments, pg-build,
 # dpdk-speedup, switch-forwarding, switch-delta. bench-all's scripts
 # (pg-backends, testbed, sysbench, pgbench) are the ctest
@@ -39,6 +39,10 @@ case $NAME in
 		bash "$B/run_sqlite_bench.sh" "$BUILD" --rows 5000 --point-ops 2000 --range-ops 200 --reps 1 \
 			--dir "$OUT" --csv "$OUT/sqlite_bench.csv"
 		result=$OUT/sqlite_bench.csv ;;
+	sqlite-multiconn)
+		bash "$B/run_sqlite_bench.sh" "$BUILD" --multiconn --rows 5000 --readers 1,2 --seconds 0.3 --rounds 1 \
+			--dir "$OUT" --csv "$OUT/sqlite_multiconn.csv"
+		result=$OUT/sqlite_multiconn.csv ;;
 	sqlite-open)
 		ROWS=20000 REPS=1 DIR=$OUT bash "$B/run_sqlite_open_bench.sh" "$BUILD" | tee "$OUT/report.txt"
 		result=$OUT/report.txt ;;

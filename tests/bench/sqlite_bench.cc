@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "forein/sqlite.h"
+#include "sqlite_bench_util.h"
 #include "sqlite_floor_vtab.h"
 #include "support/seed.h"
 #include "support/zipf.h"
@@ -53,9 +54,12 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-// forein_cache_pages for the benchmark: 4 GB of 8 KiB pages, as SQLite's
-// cache_size below, so every table is measured fully cached.
-constexpr std::uint64_t kForeinCachePages = 524288;
+using forein::bench::check;
+using forein::bench::exec;
+using forein::bench::kForeinCachePages;
+using forein::bench::load_rows;
+using forein::bench::scalar;
+using forein::bench::Stmt;
 
 struct Options {
   std::uint64_t rows = 1'000'000;
@@ -99,49 +103,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-void check(sqlite3* db, int rc, const char* what) {
-  if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
-    throw std::runtime_error(std::string(what) + ": " + sqlite3_errmsg(db));
-  }
-}
-
-void exec(sqlite3* db, const std::string& sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string m = err ? err : "?";
-    sqlite3_free(err);
-    throw std::runtime_error(sql + ": " + m);
-  }
-}
-
-std::string scalar(sqlite3* db, const std::string& sql) {
-  sqlite3_stmt* s = nullptr;
-  check(db, sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr), sql.c_str());
-  std::string out;
-  if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0)) {
-    out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-  }
-  sqlite3_finalize(s);
-  return out;
-}
-
-class Stmt {
- public:
-  Stmt(sqlite3* db, const std::string& sql) : db_(db) {
-    check(db, sqlite3_prepare_v3(db, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr),
-          sql.c_str());
-  }
-  ~Stmt() { sqlite3_finalize(s_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  sqlite3_stmt* get() const { return s_; }
-  sqlite3* db() const { return db_; }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* s_ = nullptr;
-};
-
 struct Table {
   std::string label;  // ipk, wr, forein, floor
   std::string name;   // SQL name
@@ -150,17 +111,7 @@ struct Table {
 // Loads the rows (ascending keys) in one transaction; returns seconds.
 double load(sqlite3* db, const Table& t, const std::vector<std::int64_t>& keys,
             const std::vector<std::string>& values) {
-  const auto start = Clock::now();
-  exec(db, "BEGIN");
-  Stmt ins(db, "INSERT INTO " + t.name + " VALUES (?1, ?2)");
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    sqlite3_bind_int64(ins.get(), 1, keys[i]);
-    sqlite3_bind_text(ins.get(), 2, values[i].data(), static_cast<int>(values[i].size()), SQLITE_STATIC);
-    check(db, sqlite3_step(ins.get()), "insert");
-    sqlite3_reset(ins.get());
-  }
-  exec(db, "COMMIT");
-  return std::chrono::duration<double>(Clock::now() - start).count();
+  return load_rows(db, t.name, keys, values);
 }
 
 struct Result {
@@ -222,17 +173,8 @@ int main(int argc, char** argv) {
 
   // Distinct random 62-bit keys, ascending; values of 16..48 bytes.
   std::vector<std::int64_t> keys;
-  keys.reserve(o.rows);
-  while (keys.size() < o.rows) {
-    for (std::uint64_t i = keys.size(); i < o.rows; ++i) keys.push_back(static_cast<std::int64_t>(rng() >> 2));
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  }
-  std::vector<std::string> values(o.rows);
-  for (auto& v : values) {
-    v.resize(16 + rng() % 33);
-    for (char& c : v) c = static_cast<char>('a' + rng() % 26);
-  }
+  std::vector<std::string> values;
+  forein::bench::make_rows(rng, o.rows, &keys, &values);
 
   sqlite3* db = nullptr;
   if (sqlite3_open(path.c_str(), &db) != SQLITE_OK || forein_sqlite_register(db) != SQLITE_OK ||
