@@ -61,9 +61,16 @@ void PageStore::map_chunk(std::size_t index) {
   void* frames = ::mmap(nullptr, chunk_bytes(), PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (frames == MAP_FAILED) throw std::bad_alloc();
-  // Lookups touch pages at random: huge pages spare a TLB miss per node.
+  // Lookups touch pages at random: huge pages spare a TLB miss per node, in
+  // a store that holds its pages. Not in an on-demand store (set_source
+  // maps its chunks): it reads pages one at a time into a mostly empty
+  // chunk and hands frames back one at a time (evict), so a huge page would
+  // make each first read in a 2 MiB region fault in (zero, and with THP
+  // defrag first compact) 2 MiB, and each eviction split one: 8-10 ms per
+  // query for a SQLite connection reading a few pages after another
+  // connection's commit (docs/sqlite-benchmark.md, "Many connections").
   // Advisory; the kernel may decline, which only costs speed.
-  ::madvise(frames, chunk_bytes(), MADV_HUGEPAGE);
+  ::madvise(frames, chunk_bytes(), source_ != nullptr ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
   dirty_[index].store(flags.release(), std::memory_order_release);
   chunks_[index].store(static_cast<std::byte*>(frames), std::memory_order_release);
 }
