@@ -54,7 +54,11 @@ int x_update(sqlite3_vtab* vt, int argc, sqlite3_value** argv, sqlite3_int64*) {
         t->txn.poisoned = true;  // as below: a failed split leaves the tree half changed
         throw;
       }
-      if (inserted || on_conflict == SQLITE_IGNORE) return SQLITE_OK;
+      if (inserted) return SQLITE_OK;
+      // OR IGNORE: SQLITE_CONSTRAINT with no message, nothing changed, so
+      // SQLite skips the row without counting it in changes() (we declared
+      // SQLITE_VTAB_CONSTRAINT_SUPPORT); SQLITE_OK would count it.
+      if (on_conflict == SQLITE_IGNORE) return SQLITE_CONSTRAINT;
       set_error(vt, "UNIQUE constraint failed: " + t->name + "." + t->columns[0]);
       return SQLITE_CONSTRAINT_PRIMARYKEY;
     }
@@ -63,7 +67,7 @@ int x_update(sqlite3_vtab* vt, int argc, sqlite3_value** argv, sqlite3_int64*) {
     if (new_key && (!old_key || *old_key != *new_key)) {
       ++t->lookups;
       if (tree.get(*new_key, nullptr, &new_hint)) {
-        if (on_conflict == SQLITE_IGNORE) return SQLITE_OK;
+        if (on_conflict == SQLITE_IGNORE) return SQLITE_CONSTRAINT;  // skipped, not counted (above)
         if (on_conflict != SQLITE_REPLACE) {
           set_error(vt, "UNIQUE constraint failed: " + t->name + "." + t->columns[0]);
           return SQLITE_CONSTRAINT_PRIMARYKEY;
