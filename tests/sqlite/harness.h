@@ -37,6 +37,38 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// Steps `s` to its end, appending every row to *out: columns joined by
+// '|', rows by '\n'; with `typed`, each value after its storage class
+// ("ifsbn"), so 1 and '1' differ; blobs in hex. Returns the last step's
+// code (SQLITE_DONE unless it failed).
+inline int step_rows(sqlite3_stmt* s, bool typed, std::string* out) {
+  int rc;
+  bool first = true;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    if (!first) *out += '\n';
+    first = false;
+    for (int i = 0; i < sqlite3_column_count(s); ++i) {
+      if (i) *out += '|';
+      const int t = sqlite3_column_type(s, i);
+      if (typed) *out += "ifsbn"[t - 1];
+      if (t == SQLITE_NULL) {
+        *out += "NULL";
+      } else if (t == SQLITE_BLOB) {
+        const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(s, i));
+        static const char* hex = "0123456789abcdef";
+        for (int j = 0; j < sqlite3_column_bytes(s, i); ++j) {
+          *out += hex[p[j] >> 4];
+          *out += hex[p[j] & 15];
+        }
+      } else {
+        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
+        out->append(p, static_cast<std::size_t>(sqlite3_column_bytes(s, i)));
+      }
+    }
+  }
+  return rc;
+}
+
 struct SqlFailure : std::runtime_error {
   int rc;
   SqlFailure(int code, const std::string& m) : std::runtime_error(m), rc(code) {}
@@ -81,30 +113,7 @@ class Db {
       throw SqlFailure(sqlite3_extended_errcode(db_), std::string(sqlite3_errmsg(db_)) + " [" + sql + "]");
     }
     std::string out;
-    int rc;
-    bool first = true;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-      if (!first) out += '\n';
-      first = false;
-      for (int i = 0; i < sqlite3_column_count(s); ++i) {
-        if (i) out += '|';
-        const int t = sqlite3_column_type(s, i);
-        if (typed) out += "ifsbn"[t - 1];
-        if (t == SQLITE_NULL) {
-          out += "NULL";
-        } else if (t == SQLITE_BLOB) {
-          const auto* p = static_cast<const unsigned char*>(sqlite3_column_blob(s, i));
-          static const char* hex = "0123456789abcdef";
-          for (int j = 0; j < sqlite3_column_bytes(s, i); ++j) {
-            out += hex[p[j] >> 4];
-            out += hex[p[j] & 15];
-          }
-        } else {
-          const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
-          out.append(p, static_cast<std::size_t>(sqlite3_column_bytes(s, i)));
-        }
-      }
-    }
+    const int rc = step_rows(s, typed, &out);
     if (rc != SQLITE_DONE) {
       std::string m = sqlite3_errmsg(db_);
       const int code = sqlite3_extended_errcode(db_);

@@ -92,23 +92,7 @@ class Conn {
       }
     }
     std::string out;
-    int rc;
-    bool first = true;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-      if (!first) out += '\n';
-      first = false;
-      for (int i = 0; i < sqlite3_column_count(s); ++i) {
-        if (i) out += '|';
-        const int t = sqlite3_column_type(s, i);
-        out += "ifsbn"[t - 1];
-        if (t == SQLITE_NULL) {
-          out += "NULL";
-        } else {
-          const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
-          out.append(p, static_cast<std::size_t>(sqlite3_column_bytes(s, i)));
-        }
-      }
-    }
+    const int rc = forein::sqlite_test::step_rows(s, true, &out);
     if (rc != SQLITE_DONE) {
       const int code = sqlite3_extended_errcode(db_);
       const std::string m = std::string(sqlite3_errmsg(db_)) + " (code " + std::to_string(code) + ") [" + sql + "]";
