@@ -63,14 +63,16 @@ void PageStore::map_chunk(std::size_t index) {
   if (frames == MAP_FAILED) throw std::bad_alloc();
   // Lookups touch pages at random: huge pages spare a TLB miss per node, in
   // a store that holds its pages. Not in an on-demand store (set_source
-  // maps its chunks): it reads pages one at a time into a mostly empty
-  // chunk and hands frames back one at a time (evict), so a huge page would
-  // make each first read in a 2 MiB region fault in (zero, and with THP
-  // defrag first compact) 2 MiB, and each eviction split one: 8-10 ms per
-  // query for a SQLite connection reading a few pages after another
-  // connection's commit (docs/sqlite-benchmark.md, "Many connections").
-  // Advisory; the kernel may decline, which only costs speed.
-  ::madvise(frames, chunk_bytes(), source_ != nullptr ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+  // maps its chunks) while it holds few: it reads pages one at a time into
+  // mostly empty chunks, so a huge page would make each first read in a
+  // 2 MiB region fault in (zero, and with THP defrag first compact) 2 MiB:
+  // 4-33 ms per query for a SQLite connection reading a few pages after
+  // another connection's commit (docs/sqlite-benchmark.md, "Many
+  // connections"). Once it holds half its pages, touch() asks for huge
+  // pages after all (advise_huge_pages). Advisory; the kernel may decline,
+  // which only costs speed.
+  const bool huge = source_ == nullptr || huge_pages_;
+  ::madvise(frames, chunk_bytes(), huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   dirty_[index].store(flags.release(), std::memory_order_release);
   chunks_[index].store(static_cast<std::byte*>(frames), std::memory_order_release);
 }
@@ -109,6 +111,7 @@ PageId PageStore::allocate() {
       // A new id is stored nowhere yet: its zeroed frame is the page.
       residency_[id] = kResident | kReferenced;
       ++resident_count_;
+      if (!huge_pages_ && 2 * resident_count_ >= page_count()) advise_huge_pages();
     }
   }
   // A fresh page must reach a persistent store even if nobody writes it.
@@ -195,8 +198,22 @@ void PageStore::touch(PageId id, std::byte* frame) const {
     next_frame_version_ += std::uint64_t{1} << 32;
     ++resident_count_;
     ++fetched_;
+    if (!huge_pages_ && 2 * resident_count_ >= page_count()) advise_huge_pages();
   }
   state = kResident | kReferenced;
+}
+
+// A mostly resident on-demand store (a fully cached SQLite table) gets its
+// TLB reach back: its 2 MiB regions are mostly populated by now, so the
+// kernel collapses them in the background (khugepaged) rather than at a
+// fault, and only a still empty region faults in a huge page, once.
+void PageStore::advise_huge_pages() const {
+  huge_pages_ = true;
+  for (std::size_t i = 0; i < kMaxChunks; ++i) {
+    std::byte* chunk = chunks_[i].load(std::memory_order_relaxed);
+    if (chunk == nullptr) break;
+    ::madvise(chunk, chunk_bytes(), MADV_HUGEPAGE);
+  }
 }
 
 bool PageStore::resident(PageId id) const {

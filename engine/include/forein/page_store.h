@@ -161,6 +161,7 @@ class PageStore {
   // page()'s slow path for on-demand stores: fills a missing frame from
   // the source and marks the page recently used.
   void touch(PageId id, std::byte* frame) const;
+  void advise_huge_pages() const;
   bool dirty(PageId id) const;
   // Loads the free list from the source if forgotten. Caller holds alloc_mu_.
   void ensure_free_list();
@@ -173,6 +174,9 @@ class PageStore {
   mutable std::vector<std::uint8_t> residency_;  // per page id
   mutable std::size_t resident_count_ = 0;
   mutable std::uint64_t fetched_ = 0;
+  // An on-demand store's chunks ask for huge pages once half its pages are
+  // resident (map_chunk, touch).
+  mutable bool huge_pages_ = false;
   // Latch word of a freshly read frame: above any version the page had in
   // an earlier frame (versions advance by 1 per write).
   mutable std::uint64_t next_frame_version_ = std::uint64_t{1} << 32;
