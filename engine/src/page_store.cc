@@ -68,7 +68,7 @@ void PageStore::map_chunk(std::size_t index) {
   // 2 MiB region fault in (zero, and with THP defrag first compact) 2 MiB:
   // 4-33 ms per query for a SQLite connection reading a few pages after
   // another connection's commit (docs/sqlite-benchmark.md, "Many
-  // connections"). Once it holds half its pages, touch() asks for huge
+  // connections"). Once it holds half its pages, touch() or allocate() ask for huge
   // pages after all (advise_huge_pages). Advisory; the kernel may decline,
   // which only costs speed.
   const bool huge = source_ == nullptr || huge_pages_;
