@@ -29,6 +29,8 @@ namespace forein::detail {
 
 class PageLatch {
  public:
+  static constexpr std::uint64_t kLocked = std::uint64_t{1} << 63;  // a writer holds the page
+
   explicit PageLatch(std::byte* page) : word_(*reinterpret_cast<std::uint64_t*>(page)) {}
   explicit PageLatch(const std::byte* page)
       : word_(*reinterpret_cast<std::uint64_t*>(const_cast<std::byte*>(page))) {}
@@ -43,6 +45,11 @@ class PageLatch {
       backoff(spins);
     }
   }
+
+  // The latch word as it is now, for readers that go elsewhere instead of
+  // waiting while it has kLocked (the lookup fast path); otherwise as
+  // read_begin().
+  std::uint64_t read_once() const { return word_.load(std::memory_order_acquire); }
 
   // True if no writer changed the page since read_begin() returned v.
   bool read_valid(std::uint64_t v) const {
@@ -83,7 +90,6 @@ class PageLatch {
   }
 
  private:
-  static constexpr std::uint64_t kLocked = std::uint64_t{1} << 63;
 
   // ThreadSanitizer does not model standalone fences (GCC warns and -Werror
   // stops the build); every page access is atomic, so it has no race to

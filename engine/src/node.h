@@ -258,11 +258,12 @@ class Node {
   // returns an error text or empty.
   std::string layout_error() const;
 
- private:
   // Slots counted around the interpolation guess (a node with fewer is
   // binary-searched). A leaf of ~300 random keys misses its guess by ~9
   // slots (sigma ~ sqrt(n/4)), so 24 keep the answer inside nearly always.
   static constexpr std::size_t kSearchWindow = 24;
+
+ private:
   static std::size_t stride_of(std::uint16_t flags) {
     return (flags & kFlagInlineValues) ? kLeafSlotSize : kSlotSize;
   }
@@ -330,6 +331,9 @@ class Node {
   std::size_t stride_;  // slot size, from the flags when the view was made
 };
 
+template <std::size_t kStride>
+std::size_t word_search(const std::byte* base, std::size_t n, Word kw, Word lo_word, Word hi_word);
+
 // Slot search: the first slot whose key is >= k (or > k when kStrict).
 //
 // Slots are ordered by word first, so the search runs on words alone and
@@ -374,9 +378,28 @@ std::size_t Node::search(const SearchKey& k) const {
   return lo;
 }
 
+// The first slot in [from, from + kLen) whose word is >= kw, or from + kLen:
+// lower_bound's steps with the length a constant, unrolled into a chain of
+// loads and conditional moves.
+template <std::size_t kStride, std::size_t kLen>
+inline std::size_t fixed_lower_bound(const std::byte* base, std::size_t from, Word kw) {
+  if constexpr (kLen == 1) {
+    return from + (load<Word>(base, from * kStride) < kw ? 1 : 0);
+  } else {
+    constexpr std::size_t kHalf = kLen / 2;
+    from = load<Word>(base, (from + kHalf - 1) * kStride) < kw ? from + kHalf : from;
+    return fixed_lower_bound<kStride, kLen - kHalf>(base, from, kw);
+  }
+}
+
+// The first slot in [0, n) whose word is >= kw (n if none), for slots of
+// kStride bytes at `base` in a node whose lo and hi words are lo_word and
+// hi_word (hi_word ~0 when hi is +inf). Shared by Node::search() and the
+// lookup fast path (tree_get.cc), which reads the header fields itself.
 template <std::size_t kStride>
-std::size_t Node::word_search(Word kw, std::size_t n) const {
-  const std::byte* base = p_ + kHeaderSize;
+inline std::size_t word_search(const std::byte* base, std::size_t n, Word kw, Word lo_word,
+                               Word hi_word) {
+  constexpr std::size_t kSearchWindow = Node::kSearchWindow;
   auto word_at = [&](std::size_t s) { return load<Word>(base, s * kStride); };
   // The first slot in [from, to) whose word is >= kw, or `to`.
   auto lower_bound = [&](std::size_t from, std::size_t to) {
@@ -389,16 +412,15 @@ std::size_t Node::word_search(Word kw, std::size_t n) const {
     }
     return from + (word_at(from) < kw ? 1 : 0);
   };
-  const Word lo_word = load<Word>(p_, off::kLoWord);
-  const Word hi_word = hi_inf() ? ~Word{0} : load<Word>(p_, off::kHiWord);
   if (n < kSearchWindow || kw <= lo_word || kw >= hi_word) return lower_bound(0, n);
   // Floating point: a 128-bit integer divide costs more than the search.
   // Shifting first keeps both operands below 2^53, where the conversion to
   // double is one instruction.
   const double span = static_cast<double>(static_cast<std::int64_t>((hi_word - lo_word) >> 11));
   const double dist = static_cast<double>(static_cast<std::int64_t>((kw - lo_word) >> 11));
-  const std::size_t guess =
-      static_cast<std::size_t>(dist / (span + 1.0) * static_cast<double>(n));
+  // Signed conversions: one instruction each (n and the guess are small).
+  const auto guess = static_cast<std::size_t>(static_cast<std::int64_t>(
+      dist / (span + 1.0) * static_cast<double>(static_cast<std::int64_t>(n))));
   std::size_t from = guess > kSearchWindow / 2 ? guess - kSearchWindow / 2 : 0;
   if (from > n - kSearchWindow) from = n - kSearchWindow;
   const std::size_t to = from + kSearchWindow;
@@ -406,22 +428,25 @@ std::size_t Node::word_search(Word kw, std::size_t n) const {
     // A leaf's window is usually out of cache: its lines are fetched
     // together, and a binary search inside it waits only for the few lines
     // it touches (counting would wait for all of them, measured slower).
+    // An inner node's window is usually cached; it is binary-searched too
+    // (counting its 24 words costs more instructions for no measured gain:
+    // docs/engine-benchmark.md).
     const auto line = reinterpret_cast<std::uintptr_t>(base + from * kStride) & ~std::uintptr_t{63};
+#pragma GCC unroll 16
     for (std::size_t l = 0; l <= kSearchWindow * kStride / 64; ++l) {
       __builtin_prefetch(reinterpret_cast<const void*>(line + 64 * l));
     }
-    if (from > 0 && word_at(from - 1) >= kw) return lower_bound(0, from - 1);
-    if (to < n && word_at(to) < kw) return lower_bound(to + 1, n);
-    return lower_bound(from, to);
-  } else {
-    // An inner node's window is in cache: counting the words below kw is
-    // independent loads and compares, no chain of dependent steps.
-    std::size_t below = 0;
-    for (std::size_t j = 0; j < kSearchWindow; ++j) below += word_at(from + j) < kw ? 1 : 0;
-    if (below == 0 && from > 0) return lower_bound(0, from);
-    if (below == kSearchWindow && to < n) return lower_bound(to, n);
-    return from + below;
   }
+  if (from > 0 && word_at(from - 1) >= kw) return lower_bound(0, from - 1);
+  if (to < n && word_at(to) < kw) return lower_bound(to + 1, n);
+  return fixed_lower_bound<kStride, kSearchWindow>(base, from, kw);
+}
+
+template <std::size_t kStride>
+std::size_t Node::word_search(Word kw, std::size_t n) const {
+  const Word hi_word = hi_inf() ? ~Word{0} : load<Word>(p_, off::kHiWord);
+  return detail::word_search<kStride>(p_ + kHeaderSize, n, kw, load<Word>(p_, off::kLoWord),
+                                      hi_word);
 }
 
 }  // namespace forein::detail

@@ -1,4 +1,5 @@
-// Tree construction, descent with hint validation, and point lookups.
+// Tree construction and descent with hint validation (point lookups:
+// tree_get.cc).
 #include <climits>
 #include <functional>
 #include <thread>
@@ -333,30 +334,6 @@ std::unique_ptr<Tree> Tree::open(std::unique_ptr<PageStore> store, TreeOptions o
   auto impl = std::make_unique<Impl>(std::move(store), options);
   impl->open_existing();
   return std::unique_ptr<Tree>(new Tree(std::move(impl)));
-}
-
-bool Tree::get(std::string_view key, std::string* value, const StartHints* hints) {
-  const SearchKey k(key);
-  OpCounters c;
-  bool copied = false;  // an attempt that restarted may have left a torn value
-  for (;;) {
-    const OpCounters saved = c;
-    detail::OptNode leaf;
-    if (!impl_->locate_leaf_fast(k, hints, leaf, c)) leaf = impl_->locate(k, hints, 0, nullptr, c);
-    const Node n = leaf.node;
-    const std::size_t i = n.lower_bound(k);
-    const bool found = n.key_equals(i, k);
-    if (found && value != nullptr) {
-      n.copy_value(i, value);
-      copied = true;
-    }
-    if (impl_->valid(leaf)) {
-      if (!found && copied) value->clear();
-      impl_->publish(c);
-      return found;
-    }
-    impl_->count_restart(c, saved);
-  }
 }
 
 bool Tree::put(std::string_view key, std::string_view value, const StartHints* hints) {

@@ -187,6 +187,28 @@ class Tree::Impl {
   // False (having counted nothing) sends the caller to locate().
   bool locate_leaf_fast(const detail::SearchKey& k, const StartHints* hints, detail::OptNode& n,
                         detail::OpCounters& c) const;
+  // The point lookup fast path (tree_get.cc), for a key of up to 8 bytes
+  // given as its word and length. kSlow sends the lookup to the general
+  // path.
+  enum class FastGet { kFound, kMissing, kSlow };
+  // Where find_short() ended: the leaf read optimistically (page, version),
+  // the slot it stopped at (byte offset; the key's when kFound), and the
+  // nodes it visited.
+  struct ShortHit {
+    const std::byte* page = nullptr;
+    std::uint64_t version = 0;
+    std::size_t slot = 0;
+    std::uint64_t visited = 0;
+  };
+  FastGet find_short(Word word, std::size_t len, const StartHints* hints, ShortHit& hit) const;
+  bool valid_short(const ShortHit& hit) const {
+    return detail::PageLatch(hit.page).read_valid(hit.version);
+  }
+  FastGet get_short(Word word, std::size_t len, const StartHints* hints, std::string* value,
+                    bool* copied) const;
+  // Tree::get's general path; copied: *value may hold a torn value.
+  bool get_general(std::string_view key, std::string* value, const StartHints* hints,
+                   bool copied);
   // A hint accepted (true) or not; kRestart in *restart.
   bool try_hint(const Hint& h, const detail::SearchKey& k, detail::OptNode& n,
                 detail::OpCounters& c, bool* restart) const;
@@ -256,6 +278,9 @@ class Tree::Impl {
   // After a change to the set of keys, once it is visible (Tree::key_generation).
   void keys_changed() { key_generation_.fetch_add(1, std::memory_order_release); }
   void publish(const detail::OpCounters& c);
+  // publish() for a lookup that visited `nodes` nodes and, if `hinted`,
+  // started from an accepted leaf hint.
+  void publish_get(std::uint64_t nodes, bool hinted) const;
   void write_meta();
   // Before the first write to a tree opened in an older format.
   void upgrade_format();
@@ -263,6 +288,9 @@ class Tree::Impl {
   std::unique_ptr<PageStore> store_;
   TreeOptions options_;
   std::uint32_t page_size_;
+  // Slots a page holds, by node kind (count clamps on the fast path).
+  std::size_t max_inner_slots_ = (page_size_ - detail::kHeaderSize) / detail::kSlotSize;
+  std::size_t max_leaf_slots_ = (page_size_ - detail::kHeaderSize) / detail::kLeafSlotSize;
   std::atomic<PageId> root_{kNoPage};
   std::atomic<std::uint16_t> height_{1};
   std::atomic<std::uint64_t> size_{0};
@@ -301,6 +329,19 @@ inline void Tree::Impl::publish(const detail::OpCounters& c) {
   add(s.fallbacks, c.fallbacks);
   add(s.move_rights, c.move_rights);
   add(s.restarts, c.restarts);
+}
+
+inline void Tree::Impl::publish_get(std::uint64_t nodes, bool hinted) const {
+  CounterShard& s = counters_[detail::EpochManager::thread_slot()];
+  auto add = [](std::atomic<std::uint64_t>& a, std::uint64_t n) {
+    a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  };
+  add(s.operations, 1);
+  add(s.nodes_visited, nodes);
+  if (hinted) {
+    add(s.hinted, 1);
+    add(s.hint_hits, 1);
+  }
 }
 
 // ---- optimistic steps (inline: the lookup path) ----

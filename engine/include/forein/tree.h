@@ -128,6 +128,14 @@ class Tree {
   // miss *value is left as it was, or empty if a concurrent write made the
   // lookup retry after it had copied a value.
   bool get(std::string_view key, std::string* value, const StartHints* hints = nullptr);
+  // Point lookup that hands out the value where it lies instead of copying
+  // it: *value views the leaf's page frame, valid until the next call on
+  // this tree (a write changes the page; an on-demand store may evict it).
+  // For hosts no other thread writes to meanwhile, as in-place scans are
+  // (LeafRun): with a concurrent writer the bytes may change under the
+  // view, so such callers use get(). Counts and hints as get().
+  bool get_view(std::string_view key, std::string_view* value,
+                const StartHints* hints = nullptr);
   // Insert or replace. Returns true if the key was new.
   bool put(std::string_view key, std::string_view value, const StartHints* hints = nullptr);
   // Insert only: returns false and changes nothing if the key is present

@@ -1,0 +1,242 @@
+// Point lookups: Tree::get, with a fast path for the common case.
+//
+// The fast path serves keys of up to 8 bytes (a key is then its word and
+// its length, so every comparison is a comparison of integers), started
+// from the root or from a leaf hint, on format-2 leaves, when no writer is
+// in the way. It reads the same pages under the same optimistic protocol as
+// locate() (latch.h): version, fields, version again, child before parent
+// is released. It does none of the general path's bookkeeping it does not
+// need (no SearchKey, no Node views, no restart accounting, no OpCounters
+// copy per attempt), and counts what the general path would count for the
+// same walk. Anything else it meets (a long key, an upper-level or
+// secondary hint, a hint that does not cover the key, a node being written,
+// a split in flight, a dead node, a format-1 leaf, a value in the heap)
+// sends the lookup to the general path, which handles every case.
+#include "tree_impl.h"
+
+namespace forein {
+
+using detail::Node;
+using detail::OpCounters;
+using detail::OptNode;
+using detail::SearchKey;
+using detail::load;
+namespace off = detail::off;
+
+namespace {
+
+// A key of at most 8 bytes. Against a stored key of the same word, a short
+// key sorts by length (a shorter one is a zero-padded prefix of the longer),
+// and a stored key longer than 8 bytes sorts after every short key of its
+// word: so a comparison never needs the key's bytes.
+struct ShortKey {
+  Word word;
+  std::size_t len;
+};
+
+[[gnu::always_inline]] inline std::uint16_t level_of(const std::byte* p) { return load<std::uint16_t>(p, off::kLevel); }
+[[gnu::always_inline]] inline std::uint16_t flags_of(const std::byte* p) { return load<std::uint16_t>(p, off::kFlags); }
+
+// A live node (not free, not merged away).
+[[gnu::always_inline]] inline bool live(const std::byte* p) {
+  return load<std::uint32_t>(p, off::kMagic) == detail::kNodeMagic &&
+         (flags_of(p) & detail::kFlagDead) == 0;
+}
+
+// k < hi (Node::below_hi for a short key).
+[[gnu::always_inline]] inline bool below_hi(const std::byte* p, ShortKey k) {
+  if (flags_of(p) & detail::kFlagHiInf) return true;
+  const Word hw = load<Word>(p, off::kHiWord);
+  return k.word < hw || (k.word == hw && k.len < load<std::uint16_t>(p, off::kHiLen));
+}
+
+// lo <= k (Node::above_lo for a short key; a lo longer than 8 bytes with
+// k's word is above k).
+[[gnu::always_inline]] inline bool above_lo(const std::byte* p, ShortKey k) {
+  const Word lw = load<Word>(p, off::kLoWord);
+  return k.word > lw || (k.word == lw && k.len >= load<std::uint16_t>(p, off::kLoLen));
+}
+
+// Node::count(), clamped to `max` (the slots a page holds).
+[[gnu::always_inline]] inline std::size_t count_of(const std::byte* p, std::size_t max) {
+  const std::size_t n = load<std::uint16_t>(p, off::kCount);
+  return n <= max ? n : max;
+}
+
+// The first slot whose word is >= k's.
+template <std::size_t kStride>
+[[gnu::always_inline]] inline std::size_t word_lower_bound(const std::byte* p, std::size_t n, ShortKey k) {
+  const Word hi_word =
+      (flags_of(p) & detail::kFlagHiInf) ? ~Word{0} : load<Word>(p, off::kHiWord);
+  return detail::word_search<kStride>(p + detail::kHeaderSize, n, k.word,
+                                      load<Word>(p, off::kLoWord), hi_word);
+}
+
+// Inner node: the child covering k (Node::child_index: the last slot whose
+// key is <= k, or 0).
+[[gnu::always_inline]] inline PageId child_for(const std::byte* p, std::size_t max_slots, ShortKey k) {
+  constexpr std::size_t kStride = detail::kSlotSize;
+  const std::size_t n = count_of(p, max_slots);
+  std::size_t i = word_lower_bound<kStride>(p, n, k);
+  // Slots of k's word whose key is <= k: short ones no longer than k.
+  while (i < n && load<Word>(p, detail::kHeaderSize + i * kStride) == k.word &&
+         load<std::uint16_t>(p, detail::kHeaderSize + i * kStride + 10) <= k.len) {
+    ++i;
+  }
+  return load<PageId>(p, detail::kHeaderSize + (i == 0 ? 0 : i - 1) * kStride + 12);
+}
+
+}  // namespace
+
+// The fast path's walk: finds k's slot in the leaf covering it, from a leaf
+// hint or the root, without validating the leaf (the caller reads what it
+// needs from it, then checks valid_short()). kSlow (nothing counted) when
+// the general path must answer. Inlined into its two callers, so that the
+// hit stays in registers.
+[[gnu::always_inline]] inline Tree::Impl::FastGet Tree::Impl::find_short(Word word, std::size_t len, const StartHints* hints,
+                                           ShortHit& hit) const {
+  const ShortKey k{word, len};
+  auto begin = [&](PageId id, ShortHit& r) {
+    const std::byte* page = store_->page(id);
+    if (page == nullptr) return false;
+    // A page a writer holds goes to the general path, which waits for it.
+    const std::uint64_t v = detail::PageLatch(page).read_once();
+    if (v & detail::PageLatch::kLocked) return false;
+    r.page = page;
+    r.version = v;
+    return true;
+  };
+
+  hit.visited = 1;
+  if (hints != nullptr) {
+    const Hint& h = hints->primary;
+    if (!h.present() || h.level != 0 || !begin(h.node, hit)) return FastGet::kSlow;
+    const std::byte* p = hit.page;
+    if (!live(p) || level_of(p) != 0 || !above_lo(p, k) || !below_hi(p, k)) return FastGet::kSlow;
+  } else {
+    if (!begin(root_.load(std::memory_order_acquire), hit)) return FastGet::kSlow;
+    for (;;) {
+      const std::byte* p = hit.page;
+      if (!live(p) || !below_hi(p, k)) return FastGet::kSlow;
+      const std::uint16_t level = level_of(p);
+      if (level == 0) break;
+      ShortHit child;
+      if (!begin(child_for(p, max_inner_slots_, k), child) || !valid_short(hit) ||
+          level_of(child.page) >= level) {
+        return FastGet::kSlow;
+      }
+      hit.page = child.page;
+      hit.version = child.version;
+      ++hit.visited;
+    }
+  }
+
+  const std::byte* p = hit.page;
+  if ((flags_of(p) & detail::kFlagInlineValues) == 0) return FastGet::kSlow;  // format 1
+  constexpr std::size_t kStride = detail::kLeafSlotSize;
+  const std::size_t n = count_of(p, max_leaf_slots_);
+  for (std::size_t i = word_lower_bound<kStride>(p, n, k); i < n; ++i) {
+    // Slots of k's word, shortest key first.
+    hit.slot = detail::kHeaderSize + i * kStride;
+    if (load<Word>(p, hit.slot) != k.word) break;
+    const std::size_t slot_len = load<std::uint16_t>(p, hit.slot + 10);
+    if (slot_len >= k.len) return slot_len == k.len ? FastGet::kFound : FastGet::kMissing;
+  }
+  return FastGet::kMissing;
+}
+
+// Tree::get's fast path; kSlow when the general path must answer (*copied
+// tells whether *value was written by then).
+Tree::Impl::FastGet Tree::Impl::get_short(Word word, std::size_t len, const StartHints* hints,
+                                          std::string* value, bool* copied) const {
+  ShortHit hit;
+  const FastGet r = find_short(word, len, hints, hit);
+  if (r == FastGet::kSlow) return r;
+  if (r == FastGet::kFound && value != nullptr) {
+    const std::size_t value_len = load<std::uint32_t>(hit.page, hit.slot + 12);
+    if (value_len > detail::kInlineValueMax) return FastGet::kSlow;  // in the heap
+    const std::uint64_t bytes = load<std::uint64_t>(hit.page, hit.slot + 16);
+    value->resize(value_len);
+    if (value_len == sizeof bytes) {
+      std::memcpy(value->data(), &bytes, sizeof bytes);  // one store, no call
+    } else {
+      std::memcpy(value->data(), &bytes, value_len);
+    }
+    *copied = true;
+  }
+  if (!valid_short(hit)) return FastGet::kSlow;
+  publish_get(hit.visited, hints != nullptr);
+  return r;
+}
+
+bool Tree::get(std::string_view key, std::string* value, const StartHints* hints) {
+  bool copied = false;
+  if (key.size() <= kWordBytes) {
+    switch (impl_->get_short(word_of(key), key.size(), hints, value, &copied)) {
+      case Impl::FastGet::kFound: return true;
+      case Impl::FastGet::kMissing: return false;
+      case Impl::FastGet::kSlow: break;
+    }
+  }
+  return impl_->get_general(key, value, hints, copied);
+}
+
+bool Tree::get_view(std::string_view key, std::string_view* value, const StartHints* hints) {
+  if (key.size() <= kWordBytes) {
+    Impl::ShortHit hit;
+    const Impl::FastGet r = impl_->find_short(word_of(key), key.size(), hints, hit);
+    if (r != Impl::FastGet::kSlow && impl_->valid_short(hit)) {
+      const bool found = r == Impl::FastGet::kFound;
+      if (found && value != nullptr) {
+        *value = Node(const_cast<std::byte*>(hit.page), impl_->page_size_)
+                     .value_at((hit.slot - detail::kHeaderSize) / detail::kLeafSlotSize);
+      }
+      impl_->publish_get(hit.visited, hints != nullptr);
+      return found;
+    }
+  }
+  const SearchKey k(key);
+  OpCounters c;
+  for (;;) {
+    const OpCounters saved = c;
+    OptNode leaf;
+    if (!impl_->locate_leaf_fast(k, hints, leaf, c)) leaf = impl_->locate(k, hints, 0, nullptr, c);
+    const Node n = leaf.node;
+    const std::size_t i = n.lower_bound(k);
+    const bool found = n.key_equals(i, k);
+    if (impl_->valid(leaf)) {
+      if (found && value != nullptr) *value = n.value_at(i);
+      impl_->publish(c);
+      return found;
+    }
+    impl_->count_restart(c, saved);
+  }
+}
+
+// Out of line, so that the fast path's caller saves no registers for it.
+bool Tree::Impl::get_general(std::string_view key, std::string* value, const StartHints* hints,
+                             bool copied) {
+  // copied: an attempt that restarted may have left a torn value
+  const SearchKey k(key);
+  OpCounters c;
+  for (;;) {
+    const OpCounters saved = c;
+    OptNode leaf;
+    if (!locate_leaf_fast(k, hints, leaf, c)) leaf = locate(k, hints, 0, nullptr, c);
+    const Node n = leaf.node;
+    const std::size_t i = n.lower_bound(k);
+    const bool found = n.key_equals(i, k);
+    if (found && value != nullptr) {
+      n.copy_value(i, value);
+      copied = true;
+    }
+    if (valid(leaf)) {
+      if (!found && copied) value->clear();
+      publish(c);
+      return found;
+    }
+    count_restart(c, saved);
+  }
+}
+
+}  // namespace forein
