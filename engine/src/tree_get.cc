@@ -6,11 +6,11 @@
 // in the way. It reads the same pages under the same optimistic protocol as
 // locate() (latch.h): version, fields, version again, child before parent
 // is released. It does none of the general path's bookkeeping it does not
-// need (no SearchKey, no Node views, no restart accounting, no OpCounters
-// copy per attempt), and counts what the general path would count for the
-// same walk. Anything else it meets (a long key, an upper-level or
+// need (no SearchKey, no Node view but for a value in the heap, no restart
+// accounting, no OpCounters copy per attempt), and counts what the general
+// path would count for the same walk. Anything else it meets (a long key, an upper-level or
 // secondary hint, a hint that does not cover the key, a node being written,
-// a split in flight, a dead node, a format-1 leaf, a value in the heap)
+// a split in flight, a dead node, a format-1 leaf, a version that moved)
 // sends the lookup to the general path, which handles every case.
 #include "tree_impl.h"
 
@@ -154,13 +154,17 @@ Tree::Impl::FastGet Tree::Impl::get_short(Word word, std::size_t len, const Star
   if (r == FastGet::kSlow) return r;
   if (r == FastGet::kFound && value != nullptr) {
     const std::size_t value_len = load<std::uint32_t>(hit.page, hit.slot + 12);
-    if (value_len > detail::kInlineValueMax) return FastGet::kSlow;  // in the heap
-    const std::uint64_t bytes = load<std::uint64_t>(hit.page, hit.slot + 16);
-    value->resize(value_len);
-    if (value_len == sizeof bytes) {
-      std::memcpy(value->data(), &bytes, sizeof bytes);  // one store, no call
-    } else {
-      std::memcpy(value->data(), &bytes, value_len);
+    if (value_len <= detail::kInlineValueMax) {
+      const std::uint64_t bytes = load<std::uint64_t>(hit.page, hit.slot + 16);
+      value->resize(value_len);
+      if (value_len == sizeof bytes) {
+        std::memcpy(value->data(), &bytes, sizeof bytes);  // one store, no call
+      } else {
+        std::memcpy(value->data(), &bytes, value_len);
+      }
+    } else {  // in the heap: Node's reader-safe copy
+      Node(const_cast<std::byte*>(hit.page), page_size_)
+          .copy_value((hit.slot - detail::kHeaderSize) / detail::kLeafSlotSize, value);
     }
     *copied = true;
   }
