@@ -108,9 +108,17 @@ template <std::size_t kStride>
   };
 
   hit.visited = 1;
+  hit.hinted = false;
+  if (hints != nullptr && !hints->primary.present()) {
+    // Hints with nothing in them (a backend with no answer) start at the
+    // root and count as no hint, as in locate().
+    if (hints->secondary.present()) return FastGet::kSlow;
+    hints = nullptr;
+  }
   if (hints != nullptr) {
+    hit.hinted = true;
     const Hint& h = hints->primary;
-    if (!h.present() || h.level != 0 || !begin(h.node, hit)) return FastGet::kSlow;
+    if (h.level != 0 || !begin(h.node, hit)) return FastGet::kSlow;
     const std::byte* p = hit.page;
     if (!live(p) || level_of(p) != 0 || !above_lo(p, k) || !below_hi(p, k)) return FastGet::kSlow;
   } else {
@@ -169,7 +177,7 @@ Tree::Impl::FastGet Tree::Impl::get_short(Word word, std::size_t len, const Star
     *copied = true;
   }
   if (!valid_short(hit)) return FastGet::kSlow;
-  publish_get(hit.visited, hints != nullptr);
+  publish_get(hit.visited, hit.hinted);
   return r;
 }
 
@@ -195,7 +203,7 @@ bool Tree::get_view(std::string_view key, std::string_view* value, const StartHi
         *value = Node(const_cast<std::byte*>(hit.page), impl_->page_size_)
                      .value_at((hit.slot - detail::kHeaderSize) / detail::kLeafSlotSize);
       }
-      impl_->publish_get(hit.visited, hints != nullptr);
+      impl_->publish_get(hit.visited, hit.hinted);
       return found;
     }
   }

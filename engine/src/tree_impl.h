@@ -192,13 +192,14 @@ class Tree::Impl {
   // path.
   enum class FastGet { kFound, kMissing, kSlow };
   // Where find_short() ended: the leaf read optimistically (page, version),
-  // the slot it stopped at (byte offset; the key's when kFound), and the
-  // nodes it visited.
+  // the slot it stopped at (byte offset; the key's when kFound), the nodes
+  // it visited and whether it started from a (primary) hint.
   struct ShortHit {
     const std::byte* page = nullptr;
     std::uint64_t version = 0;
     std::size_t slot = 0;
     std::uint64_t visited = 0;
+    bool hinted = false;
   };
   FastGet find_short(Word word, std::size_t len, const StartHints* hints, ShortHit& hit) const;
   bool valid_short(const ShortHit& hit) const {

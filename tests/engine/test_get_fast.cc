@@ -131,6 +131,19 @@ TEST_CASE("fast and general lookups count the same walk", "[tree][get]") {
     CHECK(s.operations == 1000);
     CHECK(s.nodes_visited == 1000 * height);
     CHECK(s.hinted == 0);
+    // Hints with nothing in them (a backend with no answer): the root.
+    tree->reset_stats();
+    for (std::uint64_t i = 0; i < 1000; ++i) {
+      const std::string k = long_keys ? forein::encode_word(i * 2 + 1) + "long"
+                                      : forein::encode_word(i * 2);
+      const StartHints empty;
+      REQUIRE(tree->get(k, &value, &empty));
+    }
+    s = tree->stats();
+    CHECK(s.operations == 1000);
+    CHECK(s.nodes_visited == 1000 * height);
+    CHECK(s.hinted == 0);
+    CHECK(s.fallbacks == 0);
     tree->reset_stats();
     for (std::uint64_t i = 0; i < 1000; ++i) {
       const std::string k = long_keys ? forein::encode_word(i * 2 + 1) + "long"
