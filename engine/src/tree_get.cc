@@ -1,26 +1,28 @@
-// Point lookups: Tree::get, with a fast path for the common case.
+// Point lookups: Tree::get and Tree::get_view, with a fast path for the
+// common case.
 //
 // The fast path serves keys of up to 8 bytes (a key is then its word and
 // its length, so every comparison is a comparison of integers), started
-// from the root or from a leaf hint, on format-2 leaves, when no writer is
-// in the way. It reads the same pages under the same optimistic protocol as
-// locate() (latch.h): version, fields, version again, child before parent
-// is released. It does none of the general path's bookkeeping it does not
-// need (no SearchKey, no Node view but for a value in the heap, no restart
+// from the root or from a primary hint (any level) that covers the key, on
+// format-2 leaves, when no writer is in the way. It reads the same pages
+// under the same optimistic protocol as locate() (latch.h): version,
+// fields, version again, child read before the parent is re-checked. It
+// does none of the general path's bookkeeping it does not need (no
+// SearchKey, no Node view but for a value in the heap, no restart
 // accounting, no OpCounters copy per attempt), and counts what the general
-// path would count for the same walk. Anything else it meets (a long key, an upper-level or
-// secondary hint, a hint that does not cover the key, a node being written,
-// a split in flight, a dead node, a format-1 leaf, a version that moved)
-// sends the lookup to the general path, which handles every case.
+// path would count for the same walk. Anything else it meets (a longer key,
+// a secondary hint, a hint that does not cover the key, a page a writer
+// holds, a split in flight, a dead node, a format-1 leaf, a version that
+// moved) sends the lookup to the general path, which handles every case.
 #include "tree_impl.h"
 
 namespace forein {
 
+using detail::load;
 using detail::Node;
 using detail::OpCounters;
 using detail::OptNode;
 using detail::SearchKey;
-using detail::load;
 namespace off = detail::off;
 
 namespace {
@@ -34,8 +36,12 @@ struct ShortKey {
   std::size_t len;
 };
 
-[[gnu::always_inline]] inline std::uint16_t level_of(const std::byte* p) { return load<std::uint16_t>(p, off::kLevel); }
-[[gnu::always_inline]] inline std::uint16_t flags_of(const std::byte* p) { return load<std::uint16_t>(p, off::kFlags); }
+[[gnu::always_inline]] inline std::uint16_t level_of(const std::byte* p) {
+  return load<std::uint16_t>(p, off::kLevel);
+}
+[[gnu::always_inline]] inline std::uint16_t flags_of(const std::byte* p) {
+  return load<std::uint16_t>(p, off::kFlags);
+}
 
 // A live node (not free, not merged away).
 [[gnu::always_inline]] inline bool live(const std::byte* p) {
@@ -65,16 +71,17 @@ struct ShortKey {
 
 // The first slot whose word is >= k's.
 template <std::size_t kStride>
-[[gnu::always_inline]] inline std::size_t word_lower_bound(const std::byte* p, std::size_t n, ShortKey k) {
-  const Word hi_word =
-      (flags_of(p) & detail::kFlagHiInf) ? ~Word{0} : load<Word>(p, off::kHiWord);
+[[gnu::always_inline]] inline std::size_t word_lower_bound(const std::byte* p, std::size_t n,
+                                                           ShortKey k) {
+  const Word hi_word = (flags_of(p) & detail::kFlagHiInf) ? ~Word{0} : load<Word>(p, off::kHiWord);
   return detail::word_search<kStride>(p + detail::kHeaderSize, n, k.word,
                                       load<Word>(p, off::kLoWord), hi_word);
 }
 
 // Inner node: the child covering k (Node::child_index: the last slot whose
 // key is <= k, or 0).
-[[gnu::always_inline]] inline PageId child_for(const std::byte* p, std::size_t max_slots, ShortKey k) {
+[[gnu::always_inline]] inline PageId child_for(const std::byte* p, std::size_t max_slots,
+                                               ShortKey k) {
   constexpr std::size_t kStride = detail::kSlotSize;
   const std::size_t n = count_of(p, max_slots);
   std::size_t i = word_lower_bound<kStride>(p, n, k);
@@ -88,13 +95,14 @@ template <std::size_t kStride>
 
 }  // namespace
 
-// The fast path's walk: finds k's slot in the leaf covering it, from a leaf
-// hint or the root, without validating the leaf (the caller reads what it
-// needs from it, then checks valid_short()). kSlow (nothing counted) when
+// The fast path's walk: finds k's slot in the leaf covering it, from the
+// primary hint or the root, without validating the leaf (the caller reads
+// what it needs from it, then checks valid_short()). kSlow (nothing counted) when
 // the general path must answer. Inlined into its two callers, so that the
 // hit stays in registers.
-[[gnu::always_inline]] inline Tree::Impl::FastGet Tree::Impl::find_short(Word word, std::size_t len, const StartHints* hints,
-                                           ShortHit& hit) const {
+[[gnu::always_inline]] inline Tree::Impl::FastGet Tree::Impl::find_short(Word word, std::size_t len,
+                                                                         const StartHints* hints,
+                                                                         ShortHit& hit) const {
   const ShortKey k{word, len};
   auto begin = [&](PageId id, ShortHit& r) {
     const std::byte* page = store_->page(id);
@@ -116,27 +124,31 @@ template <std::size_t kStride>
     hints = nullptr;
   }
   if (hints != nullptr) {
+    // A hint at any level that covers k (locate()'s try_hint without its
+    // move right); the walk goes down from it.
     hit.hinted = true;
     const Hint& h = hints->primary;
-    if (h.level != 0 || !begin(h.node, hit)) return FastGet::kSlow;
+    if (h.level >= detail::kMaxLevels || !begin(h.node, hit)) return FastGet::kSlow;
     const std::byte* p = hit.page;
-    if (!live(p) || level_of(p) != 0 || !above_lo(p, k) || !below_hi(p, k)) return FastGet::kSlow;
+    if (!live(p) || level_of(p) != h.level || !above_lo(p, k) || !below_hi(p, k)) {
+      return FastGet::kSlow;
+    }
   } else {
     if (!begin(root_.load(std::memory_order_acquire), hit)) return FastGet::kSlow;
-    for (;;) {
-      const std::byte* p = hit.page;
-      if (!live(p) || !below_hi(p, k)) return FastGet::kSlow;
-      const std::uint16_t level = level_of(p);
-      if (level == 0) break;
-      ShortHit child;
-      if (!begin(child_for(p, max_inner_slots_, k), child) || !valid_short(hit) ||
-          level_of(child.page) >= level) {
-        return FastGet::kSlow;
-      }
-      hit.page = child.page;
-      hit.version = child.version;
-      ++hit.visited;
+    if (!live(hit.page) || !below_hi(hit.page, k)) return FastGet::kSlow;
+  }
+  for (std::uint16_t level = level_of(hit.page); level != 0;) {
+    ShortHit child;
+    if (!begin(child_for(hit.page, max_inner_slots_, k), child) || !valid_short(hit)) {
+      return FastGet::kSlow;
     }
+    const std::byte* c = child.page;
+    const std::uint16_t child_level = level_of(c);
+    if (child_level >= level || !live(c) || !below_hi(c, k)) return FastGet::kSlow;
+    hit.page = c;
+    hit.version = child.version;
+    ++hit.visited;
+    level = child_level;
   }
 
   const std::byte* p = hit.page;

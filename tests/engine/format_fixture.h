@@ -25,14 +25,14 @@ inline std::map<std::string, std::string> fixture_entries() {
   };
   for (std::uint64_t i = 0; i < 3000; ++i) {
     const std::string k = encode_word(i * 0x9E3779B97F4A7C15ULL);
-    m[k] = value_for(i);                                               // 8-byte keys
-    if (i % 3 == 0) m[k.substr(0, 5)] = value_for(i + 1);               // shorter ones
+    m[k] = value_for(i);                                                     // 8-byte keys
+    if (i % 3 == 0) m[k.substr(0, 5)] = value_for(i + 1);                    // shorter ones
     if (i % 5 == 0) m[k + "-long-" + std::to_string(i)] = value_for(i + 2);  // longer ones
   }
   // Keys sharing one word: a short key's word pads with zeros.
-  for (const std::string& k : {std::string("a"), std::string("a\0", 2), std::string("a\0\0", 3),
-                              std::string("a\0\0\0\0\0\0\0", 8),
-                              std::string("a\0\0\0\0\0\0\0x", 9), std::string("b")}) {
+  for (const std::string& k :
+       {std::string("a"), std::string("a\0", 2), std::string("a\0\0", 3),
+        std::string("a\0\0\0\0\0\0\0", 8), std::string("a\0\0\0\0\0\0\0x", 9), std::string("b")}) {
     m[k] = "same-word:" + std::to_string(k.size());
   }
   m[""] = "empty key";

@@ -13,13 +13,13 @@
 // get() and get_view(), from the root and from hints), scan in order, pass
 // check(), and accept writes. Never regenerate it with a newer build: that
 // would test nothing.
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
-#include <unistd.h>
 
 #include "engine/format_fixture.h"
 #include "forein/key.h"

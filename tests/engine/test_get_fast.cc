@@ -1,11 +1,10 @@
 // Point lookups through the fast path (tree_get.cc: keys of up to 8 bytes,
-// root start or a leaf hint) and the general path, checked against a
+// from the root or a hint at any level) and the general path, checked against a
 // std::map: keys that share a word (short keys whose bytes end in zeros,
 // long keys with the same first 8 bytes), inline and heap values, right,
-// wrong and stale hints, get() and get_view(), and the counters each path
+// wrong and stale hints at the leaves and above, get() and get_view(), and the counters each path
 // adds (the same for the same walk).
 #include <catch2/catch.hpp>
-
 #include <map>
 #include <random>
 #include <string>
@@ -38,12 +37,15 @@ std::string random_value(std::mt19937_64& rng) {
   return v;
 }
 
-void check_all(Tree& tree, const std::map<std::string, std::string>& model,
-               std::mt19937_64& rng) {
+void check_all(Tree& tree, const std::map<std::string, std::string>& model, std::mt19937_64& rng) {
   std::string value;
   std::string_view view;
   std::vector<std::string> probes;
   for (const auto& [k, v] : model) probes.push_back(k);
+  std::vector<forein::Hint> nodes;
+  tree.for_each_node([&](const forein::NodeInterval& n) {
+    nodes.push_back({n.node, n.level, n.version});
+  });
   for (int i = 0; i < 2000; ++i) probes.push_back(random_key(rng));  // mostly absent
   for (const std::string& k : probes) {
     const auto it = model.find(k);
@@ -66,6 +68,10 @@ void check_all(Tree& tree, const std::map<std::string, std::string>& model,
     if (present) REQUIRE(value == it->second);
     REQUIRE(tree.get_view(k, &view, &hints) == present);
     if (present) REQUIRE(view == it->second);
+    // From a node of any level, chosen at random.
+    hints.primary = nodes[rng() % nodes.size()];
+    REQUIRE(tree.get(k, &value, &hints) == present);
+    if (present) REQUIRE(value == it->second);
   }
 }
 
@@ -123,8 +129,8 @@ TEST_CASE("fast and general lookups count the same walk", "[tree][get]") {
     INFO((long_keys ? "12-byte keys" : "8-byte keys"));
     tree->reset_stats();
     for (std::uint64_t i = 0; i < 1000; ++i) {
-      const std::string k = long_keys ? forein::encode_word(i * 2 + 1) + "long"
-                                      : forein::encode_word(i * 2);
+      const std::string k =
+          long_keys ? forein::encode_word(i * 2 + 1) + "long" : forein::encode_word(i * 2);
       REQUIRE(tree->get(k, &value));
     }
     forein::TreeStats s = tree->stats();
@@ -134,8 +140,8 @@ TEST_CASE("fast and general lookups count the same walk", "[tree][get]") {
     // Hints with nothing in them (a backend with no answer): the root.
     tree->reset_stats();
     for (std::uint64_t i = 0; i < 1000; ++i) {
-      const std::string k = long_keys ? forein::encode_word(i * 2 + 1) + "long"
-                                      : forein::encode_word(i * 2);
+      const std::string k =
+          long_keys ? forein::encode_word(i * 2 + 1) + "long" : forein::encode_word(i * 2);
       const StartHints empty;
       REQUIRE(tree->get(k, &value, &empty));
     }
@@ -146,8 +152,8 @@ TEST_CASE("fast and general lookups count the same walk", "[tree][get]") {
     CHECK(s.fallbacks == 0);
     tree->reset_stats();
     for (std::uint64_t i = 0; i < 1000; ++i) {
-      const std::string k = long_keys ? forein::encode_word(i * 2 + 1) + "long"
-                                      : forein::encode_word(i * 2);
+      const std::string k =
+          long_keys ? forein::encode_word(i * 2 + 1) + "long" : forein::encode_word(i * 2);
       StartHints hints;
       hints.primary = tree->leaf_for(k);
       REQUIRE(tree->get(k, &value, &hints));
@@ -156,6 +162,26 @@ TEST_CASE("fast and general lookups count the same walk", "[tree][get]") {
     CHECK(s.operations == 1000);
     CHECK(s.nodes_visited == 1000);
     CHECK(s.hinted == 1000);
+    CHECK(s.hint_hits == 1000);
+    CHECK(s.fallbacks == 0);
+    // From the level-1 node covering the key: two nodes.
+    std::vector<forein::NodeInterval> level1;
+    tree->for_each_node([&](const forein::NodeInterval& n) {
+      if (n.level == 1) level1.push_back(n);
+    });
+    tree->reset_stats();
+    for (std::uint64_t i = 0; i < 1000; ++i) {
+      const std::string k =
+          long_keys ? forein::encode_word(i * 2 + 1) + "long" : forein::encode_word(i * 2);
+      StartHints hints;
+      for (const auto& n : level1) {
+        if (n.contains(forein::word_of(k))) hints.primary = {n.node, n.level, n.version};
+      }
+      REQUIRE(hints.primary.present());
+      REQUIRE(tree->get(k, &value, &hints));
+    }
+    s = tree->stats();
+    CHECK(s.nodes_visited == 2000);
     CHECK(s.hint_hits == 1000);
     CHECK(s.fallbacks == 0);
   }
