@@ -97,8 +97,9 @@ template <std::size_t kStride>
 
 // The fast path's walk: finds k's slot in the leaf covering it, from the
 // primary hint or the root, without validating the leaf (the caller reads
-// what it needs from it, then checks valid_short()). kSlow (nothing counted) when
-// the general path must answer. Inlined into its two callers, so that the
+// what it needs from it, then checks valid_short()). kSlow (nothing counted)
+// or kRestart (a node changed under the walk: one restart) when the general
+// path must answer. Inlined into its two callers, so that the
 // hit stays in registers.
 [[gnu::always_inline]] inline Tree::Impl::FastGet Tree::Impl::find_short(Word word, std::size_t len,
                                                                          const StartHints* hints,
@@ -139,9 +140,8 @@ template <std::size_t kStride>
   }
   for (std::uint16_t level = level_of(hit.page); level != 0;) {
     ShortHit child;
-    if (!begin(child_for(hit.page, max_inner_slots_, k), child) || !valid_short(hit)) {
-      return FastGet::kSlow;
-    }
+    if (!begin(child_for(hit.page, max_inner_slots_, k), child)) return FastGet::kSlow;
+    if (!valid_short(hit)) return FastGet::kRestart;
     const std::byte* c = child.page;
     const std::uint16_t child_level = level_of(c);
     if (child_level >= level || !live(c) || !below_hi(c, k)) return FastGet::kSlow;
@@ -165,13 +165,14 @@ template <std::size_t kStride>
   return FastGet::kMissing;
 }
 
-// Tree::get's fast path; kSlow when the general path must answer (*copied
+// Tree::get's fast path; kSlow or kRestart when the general path must
+// answer (*copied
 // tells whether *value was written by then).
 Tree::Impl::FastGet Tree::Impl::get_short(Word word, std::size_t len, const StartHints* hints,
                                           std::string* value, bool* copied) const {
   ShortHit hit;
   const FastGet r = find_short(word, len, hints, hit);
-  if (r == FastGet::kSlow) return r;
+  if (r == FastGet::kSlow || r == FastGet::kRestart) return r;
   if (r == FastGet::kFound && value != nullptr) {
     const std::size_t value_len = load<std::uint32_t>(hit.page, hit.slot + 12);
     if (value_len <= detail::kInlineValueMax) {
@@ -188,61 +189,69 @@ Tree::Impl::FastGet Tree::Impl::get_short(Word word, std::size_t len, const Star
     }
     *copied = true;
   }
-  if (!valid_short(hit)) return FastGet::kSlow;
+  if (!valid_short(hit)) return FastGet::kRestart;
   publish_get(hit.visited, hit.hinted);
   return r;
 }
 
 bool Tree::get(std::string_view key, std::string* value, const StartHints* hints) {
-  bool copied = false;
+  bool copied = false;  // an attempt that restarted may have left a torn value
+  std::uint64_t restarts = 0;
   if (key.size() <= kWordBytes) {
     switch (impl_->get_short(word_of(key), key.size(), hints, value, &copied)) {
       case Impl::FastGet::kFound: return true;
       case Impl::FastGet::kMissing: return false;
+      case Impl::FastGet::kRestart: restarts = 1; break;
       case Impl::FastGet::kSlow: break;
     }
   }
-  return impl_->get_general(key, value, hints, copied);
+  const bool found = impl_->get_general(key, hints, restarts, [&](const Node& n, std::size_t i) {
+    if (value != nullptr) {
+      n.copy_value(i, value);
+      copied = true;
+    }
+  });
+  if (!found && copied) value->clear();
+  return found;
 }
 
 bool Tree::get_view(std::string_view key, std::string_view* value, const StartHints* hints) {
+  std::uint64_t restarts = 0;
   if (key.size() <= kWordBytes) {
     Impl::ShortHit hit;
     const Impl::FastGet r = impl_->find_short(word_of(key), key.size(), hints, hit);
-    if (r != Impl::FastGet::kSlow && impl_->valid_short(hit)) {
-      const bool found = r == Impl::FastGet::kFound;
-      if (found && value != nullptr) {
-        *value = Node(const_cast<std::byte*>(hit.page), impl_->page_size_)
-                     .value_at((hit.slot - detail::kHeaderSize) / detail::kLeafSlotSize);
+    if (r == Impl::FastGet::kFound || r == Impl::FastGet::kMissing) {
+      if (impl_->valid_short(hit)) {
+        const bool found = r == Impl::FastGet::kFound;
+        if (found && value != nullptr) {
+          *value = Node(const_cast<std::byte*>(hit.page), impl_->page_size_)
+                       .value_at((hit.slot - detail::kHeaderSize) / detail::kLeafSlotSize);
+        }
+        impl_->publish_get(hit.visited, hit.hinted);
+        return found;
       }
-      impl_->publish_get(hit.visited, hit.hinted);
-      return found;
+      restarts = 1;
+    } else if (r == Impl::FastGet::kRestart) {
+      restarts = 1;
     }
   }
-  const SearchKey k(key);
-  OpCounters c;
-  for (;;) {
-    const OpCounters saved = c;
-    OptNode leaf;
-    if (!impl_->locate_leaf_fast(k, hints, leaf, c)) leaf = impl_->locate(k, hints, 0, nullptr, c);
-    const Node n = leaf.node;
-    const std::size_t i = n.lower_bound(k);
-    const bool found = n.key_equals(i, k);
-    if (impl_->valid(leaf)) {
-      if (found && value != nullptr) *value = n.value_at(i);
-      impl_->publish(c);
-      return found;
-    }
-    impl_->count_restart(c, saved);
-  }
+  // A view of a torn read is discarded with it (the attempt restarts).
+  return impl_->get_general(key, hints, restarts, [&](const Node& n, std::size_t i) {
+    if (value != nullptr) *value = n.value_at(i);
+  });
 }
 
-// Out of line, so that the fast path's caller saves no registers for it.
-bool Tree::Impl::get_general(std::string_view key, std::string* value, const StartHints* hints,
-                             bool copied) {
-  // copied: an attempt that restarted may have left a torn value
+// The general path: locate the leaf (any key, any hint), search it, hand a
+// found entry to on_found(node, slot) and check the leaf's version,
+// restarting until it holds (on_found may then run again). `restarts`: the
+// fast path's attempt, if it was one. Out of line, so that the fast path's
+// caller saves no registers for it.
+template <typename OnFound>
+[[gnu::noinline]] bool Tree::Impl::get_general(std::string_view key, const StartHints* hints,
+                                               std::uint64_t restarts, OnFound&& on_found) {
   const SearchKey k(key);
   OpCounters c;
+  c.restarts = restarts;
   for (;;) {
     const OpCounters saved = c;
     OptNode leaf;
@@ -250,12 +259,8 @@ bool Tree::Impl::get_general(std::string_view key, std::string* value, const Sta
     const Node n = leaf.node;
     const std::size_t i = n.lower_bound(k);
     const bool found = n.key_equals(i, k);
-    if (found && value != nullptr) {
-      n.copy_value(i, value);
-      copied = true;
-    }
+    if (found) on_found(n, i);
     if (valid(leaf)) {
-      if (!found && copied) value->clear();
       publish(c);
       return found;
     }

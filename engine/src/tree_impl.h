@@ -189,8 +189,8 @@ class Tree::Impl {
                         detail::OpCounters& c) const;
   // The point lookup fast path (tree_get.cc), for a key of up to 8 bytes
   // given as its word and length. kSlow sends the lookup to the general
-  // path.
-  enum class FastGet { kFound, kMissing, kSlow };
+  // path; kRestart too, counting one restart (a node changed under it).
+  enum class FastGet { kFound, kMissing, kSlow, kRestart };
   // Where find_short() ended: the leaf read optimistically (page, version),
   // the slot it stopped at (byte offset; the key's when kFound), the nodes
   // it visited and whether it started from a (primary) hint.
@@ -207,9 +207,10 @@ class Tree::Impl {
   }
   FastGet get_short(Word word, std::size_t len, const StartHints* hints, std::string* value,
                     bool* copied) const;
-  // Tree::get's general path; copied: *value may hold a torn value.
-  bool get_general(std::string_view key, std::string* value, const StartHints* hints,
-                   bool copied);
+  // Tree::get's and get_view's general path (tree_get.cc).
+  template <typename OnFound>
+  bool get_general(std::string_view key, const StartHints* hints, std::uint64_t restarts,
+                   OnFound&& on_found);
   // A hint accepted (true) or not; kRestart in *restart.
   bool try_hint(const Hint& h, const detail::SearchKey& k, detail::OptNode& n,
                 detail::OpCounters& c, bool* restart) const;
