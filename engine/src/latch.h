@@ -90,7 +90,6 @@ class PageLatch {
   }
 
  private:
-
   // ThreadSanitizer does not model standalone fences (GCC warns and -Werror
   // stops the build); every page access is atomic, so it has no race to
   // report either way, and on x86 these fences emit no instruction.

@@ -281,7 +281,7 @@ class Tree::Impl {
   void keys_changed() { key_generation_.fetch_add(1, std::memory_order_release); }
   void publish(const detail::OpCounters& c);
   // publish() for a lookup that visited `nodes` nodes and, if `hinted`,
-  // started from an accepted leaf hint.
+  // started from an accepted primary hint.
   void publish_get(std::uint64_t nodes, bool hinted) const;
   void write_meta();
   // Before the first write to a tree opened in an older format.
