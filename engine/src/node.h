@@ -332,7 +332,7 @@ class Node {
 };
 
 template <std::size_t kStride>
-std::size_t word_search(const std::byte* base, std::size_t n, Word kw, Word lo_word, Word hi_word);
+std::size_t word_search(const std::byte* page, std::size_t n, Word kw);
 
 // Slot search: the first slot whose key is >= k (or > k when kStrict).
 //
@@ -392,14 +392,18 @@ inline std::size_t fixed_lower_bound(const std::byte* base, std::size_t from, Wo
   }
 }
 
-// The first slot in [0, n) whose word is >= kw (n if none), for slots of
-// kStride bytes at `base` in a node whose lo and hi words are lo_word and
-// hi_word (hi_word ~0 when hi is +inf). Shared by Node::search() and the
-// lookup fast path (tree_get.cc), which reads the header fields itself.
+// The first slot in [0, n) whose word is >= kw (n if none), in the node on
+// `page` with slots of kStride bytes; the interpolation bounds are the
+// header's lo and hi words (~0 when hi is +inf). Shared by Node::search()
+// and the lookup fast path (tree_get.cc), which has no Node view.
 template <std::size_t kStride>
-inline std::size_t word_search(const std::byte* base, std::size_t n, Word kw, Word lo_word,
-                               Word hi_word) {
+inline std::size_t word_search(const std::byte* page, std::size_t n, Word kw) {
   constexpr std::size_t kSearchWindow = Node::kSearchWindow;
+  const std::byte* base = page + kHeaderSize;
+  const Word lo_word = load<Word>(page, off::kLoWord);
+  const Word hi_word = (load<std::uint16_t>(page, off::kFlags) & kFlagHiInf)
+                           ? ~Word{0}
+                           : load<Word>(page, off::kHiWord);
   auto word_at = [&](std::size_t s) { return load<Word>(base, s * kStride); };
   // The first slot in [from, to) whose word is >= kw, or `to`.
   auto lower_bound = [&](std::size_t from, std::size_t to) {
@@ -444,9 +448,7 @@ inline std::size_t word_search(const std::byte* base, std::size_t n, Word kw, Wo
 
 template <std::size_t kStride>
 std::size_t Node::word_search(Word kw, std::size_t n) const {
-  const Word hi_word = hi_inf() ? ~Word{0} : load<Word>(p_, off::kHiWord);
-  return detail::word_search<kStride>(p_ + kHeaderSize, n, kw, load<Word>(p_, off::kLoWord),
-                                      hi_word);
+  return detail::word_search<kStride>(p_, n, kw);
 }
 
 }  // namespace forein::detail

@@ -69,22 +69,13 @@ struct ShortKey {
   return n <= max ? n : max;
 }
 
-// The first slot whose word is >= k's.
-template <std::size_t kStride>
-[[gnu::always_inline]] inline std::size_t word_lower_bound(const std::byte* p, std::size_t n,
-                                                           ShortKey k) {
-  const Word hi_word = (flags_of(p) & detail::kFlagHiInf) ? ~Word{0} : load<Word>(p, off::kHiWord);
-  return detail::word_search<kStride>(p + detail::kHeaderSize, n, k.word,
-                                      load<Word>(p, off::kLoWord), hi_word);
-}
-
 // Inner node: the child covering k (Node::child_index: the last slot whose
 // key is <= k, or 0).
 [[gnu::always_inline]] inline PageId child_for(const std::byte* p, std::size_t max_slots,
                                                ShortKey k) {
   constexpr std::size_t kStride = detail::kSlotSize;
   const std::size_t n = count_of(p, max_slots);
-  std::size_t i = word_lower_bound<kStride>(p, n, k);
+  std::size_t i = detail::word_search<kStride>(p, n, k.word);
   // Slots of k's word whose key is <= k: short ones no longer than k.
   while (i < n && load<Word>(p, detail::kHeaderSize + i * kStride) == k.word &&
          load<std::uint16_t>(p, detail::kHeaderSize + i * kStride + 10) <= k.len) {
@@ -155,7 +146,7 @@ template <std::size_t kStride>
   if ((flags_of(p) & detail::kFlagInlineValues) == 0) return FastGet::kSlow;  // format 1
   constexpr std::size_t kStride = detail::kLeafSlotSize;
   const std::size_t n = count_of(p, max_leaf_slots_);
-  for (std::size_t i = word_lower_bound<kStride>(p, n, k); i < n; ++i) {
+  for (std::size_t i = detail::word_search<kStride>(p, n, k.word); i < n; ++i) {
     // Slots of k's word, shortest key first.
     hit.slot = detail::kHeaderSize + i * kStride;
     if (load<Word>(p, hit.slot) != k.word) break;
@@ -184,8 +175,7 @@ Tree::Impl::FastGet Tree::Impl::get_short(Word word, std::size_t len, const Star
         std::memcpy(value->data(), &bytes, value_len);
       }
     } else {  // in the heap: Node's reader-safe copy
-      Node(const_cast<std::byte*>(hit.page), page_size_)
-          .copy_value((hit.slot - detail::kHeaderSize) / detail::kLeafSlotSize, value);
+      Node(const_cast<std::byte*>(hit.page), page_size_).copy_value(hit.index(), value);
     }
     *copied = true;
   }
@@ -224,8 +214,7 @@ bool Tree::get_view(std::string_view key, std::string_view* value, const StartHi
       if (impl_->valid_short(hit)) {
         const bool found = r == Impl::FastGet::kFound;
         if (found && value != nullptr) {
-          *value = Node(const_cast<std::byte*>(hit.page), impl_->page_size_)
-                       .value_at((hit.slot - detail::kHeaderSize) / detail::kLeafSlotSize);
+          *value = Node(const_cast<std::byte*>(hit.page), impl_->page_size_).value_at(hit.index());
         }
         impl_->publish_get(hit.visited, hit.hinted);
         return found;

@@ -200,6 +200,7 @@ class Tree::Impl {
     std::size_t slot = 0;
     std::uint64_t visited = 0;
     bool hinted = false;
+    std::size_t index() const { return (slot - detail::kHeaderSize) / detail::kLeafSlotSize; }
   };
   FastGet find_short(Word word, std::size_t len, const StartHints* hints, ShortHit& hit) const;
   bool valid_short(const ShortHit& hit) const {

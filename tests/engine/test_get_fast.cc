@@ -114,12 +114,16 @@ TEST_CASE("point lookups agree with a map for keys that share words", "[tree][ge
 }
 
 TEST_CASE("fast and general lookups count the same walk", "[tree][get]") {
+  // Key i of a kind: 8 bytes (the fast path) or 12 (the general path),
+  // interleaved in key order.
+  auto key_of = [](bool long_keys, std::uint64_t i) {
+    return long_keys ? forein::encode_word(i * 2 + 1) + "long" : forein::encode_word(i * 2);
+  };
   auto tree = Tree::create(std::make_unique<forein::MemoryPageStore>(4096));
   std::vector<std::pair<std::string, std::string>> sorted;
   for (std::uint64_t i = 0; i < 50000; ++i) {
-    // 8-byte keys (fast path) and 12-byte keys (general path) interleaved.
-    sorted.emplace_back(forein::encode_word(i * 2), "v");
-    sorted.emplace_back(forein::encode_word(i * 2 + 1) + "long", std::string(20, 'x'));
+    sorted.emplace_back(key_of(false, i), "v");
+    sorted.emplace_back(key_of(true, i), std::string(20, 'x'));
   }
   tree->bulk_load(sorted);
   const std::uint64_t height = tree->height();
@@ -129,8 +133,7 @@ TEST_CASE("fast and general lookups count the same walk", "[tree][get]") {
     INFO((long_keys ? "12-byte keys" : "8-byte keys"));
     tree->reset_stats();
     for (std::uint64_t i = 0; i < 1000; ++i) {
-      const std::string k =
-          long_keys ? forein::encode_word(i * 2 + 1) + "long" : forein::encode_word(i * 2);
+      const std::string k = key_of(long_keys, i);
       REQUIRE(tree->get(k, &value));
     }
     forein::TreeStats s = tree->stats();
@@ -140,8 +143,7 @@ TEST_CASE("fast and general lookups count the same walk", "[tree][get]") {
     // Hints with nothing in them (a backend with no answer): the root.
     tree->reset_stats();
     for (std::uint64_t i = 0; i < 1000; ++i) {
-      const std::string k =
-          long_keys ? forein::encode_word(i * 2 + 1) + "long" : forein::encode_word(i * 2);
+      const std::string k = key_of(long_keys, i);
       const StartHints empty;
       REQUIRE(tree->get(k, &value, &empty));
     }
@@ -152,8 +154,7 @@ TEST_CASE("fast and general lookups count the same walk", "[tree][get]") {
     CHECK(s.fallbacks == 0);
     tree->reset_stats();
     for (std::uint64_t i = 0; i < 1000; ++i) {
-      const std::string k =
-          long_keys ? forein::encode_word(i * 2 + 1) + "long" : forein::encode_word(i * 2);
+      const std::string k = key_of(long_keys, i);
       StartHints hints;
       hints.primary = tree->leaf_for(k);
       REQUIRE(tree->get(k, &value, &hints));
@@ -171,8 +172,7 @@ TEST_CASE("fast and general lookups count the same walk", "[tree][get]") {
     });
     tree->reset_stats();
     for (std::uint64_t i = 0; i < 1000; ++i) {
-      const std::string k =
-          long_keys ? forein::encode_word(i * 2 + 1) + "long" : forein::encode_word(i * 2);
+      const std::string k = key_of(long_keys, i);
       StartHints hints;
       for (const auto& n : level1) {
         if (n.contains(forein::word_of(k))) hints.primary = {n.node, n.level, n.version};
