@@ -55,6 +55,7 @@ void Node::append_value_to(std::size_t i, std::string& out) const {
 }
 
 std::size_t Node::heap_bytes_of(std::size_t i) const {
+  if (fixed_) return 0;
   const std::size_t s = slot(i);
   const auto key_len = load<std::uint16_t>(p_, s + 10);
   std::size_t n = key_len > kWordBytes ? key_len : 0;
@@ -65,13 +66,24 @@ std::size_t Node::heap_bytes_of(std::size_t i) const {
   return n;
 }
 
-std::size_t Node::current_layout_bytes() const {
+std::size_t Node::general_layout_bytes() const {
   if (!is_leaf() || stride_ == kLeafSlotSize) return used_bytes();
+  if (fixed_) return used_bytes() + count() * (kLeafSlotSize - kFixedSlotSize);
   std::size_t n = lo().size() + (hi_inf() ? 0 : hi().size());
   for (std::size_t i = 0; i < count(); ++i) {
     n += entry_bytes(true, key_at(i).len, load<std::uint32_t>(p_, slot(i) + 12));
   }
   return n;
+}
+
+std::size_t Node::merged_bytes(const Node& a, const Node& b) {
+  // Two fixed-shape leaves of one shape (or one empty) merge into one.
+  const bool one_shape =
+      a.fixed_ && b.fixed_ &&
+      (a.count() == 0 || b.count() == 0 ||
+       (a.key_len_ == b.key_len_ && a.value_len_ == b.value_len_));
+  if (one_shape) return a.used_bytes() + b.used_bytes();
+  return a.general_layout_bytes() + b.general_layout_bytes();
 }
 
 std::size_t Node::used_bytes() const {
@@ -106,7 +118,7 @@ void Node::compact() {
     store(p_, off::kHiOff,
           move_down(load<std::uint16_t>(scratch.data(), off::kHiOff), old.hi().size()));
   }
-  for (std::size_t i = 0; i < count(); ++i) {
+  for (std::size_t i = 0; !fixed_ && i < count(); ++i) {  // fixed-shape slots have no heap bytes
     const std::size_t n = old.heap_bytes_of(i);
     const auto from = load<std::uint16_t>(scratch.data(), slot(i) + 8);
     store(p_, slot(i) + 8, n > 0 ? move_down(from, n) : std::uint16_t{0});
@@ -141,8 +153,50 @@ void Node::insert_slot(std::size_t i, std::string_view key, std::uint32_t aux,
 }
 
 void Node::insert_leaf(std::size_t i, std::string_view key, std::string_view value) {
+  if (fixed_) {
+    if (takes_fixed(key.size(), value.size())) {
+      insert_fixed(i, key, value);
+      return;
+    }
+    to_general();
+  }
   insert_slot(i, key, static_cast<std::uint32_t>(value.size()), value);
   if (value_inline(value.size())) write_bytes(p_ + slot(i) + 16, value.data(), value.size());
+}
+
+void Node::insert_fixed(std::size_t i, std::string_view key, std::string_view value) {
+  const std::size_t n = count();
+  if (n == 0) {  // the first entry sets the leaf's shape
+    const auto shape = static_cast<std::uint16_t>((key.size() << kFixedKeyLenShift) |
+                                                  (value.size() << kFixedValueLenShift));
+    const auto f = static_cast<std::uint16_t>((flags() & ~kFixedShapeBits) | shape);
+    store(p_, off::kFlags, f);
+    set_layout(f);
+  }
+  heap_alloc(0);  // room for one more slot
+  move_bytes(p_ + slot(i + 1), p_ + slot(i), (n - i) * stride_);
+  const std::size_t s = slot(i);
+  store(p_, s, word_of(key));
+  store<std::uint64_t>(p_, s + 8, 0);
+  write_bytes(p_ + s + 8, value.data(), value.size());
+  set_count(n + 1);
+}
+
+void Node::to_general() {
+  thread_local std::vector<std::byte> scratch;
+  scratch.resize(size_);
+  // Never read the latch word: other threads update it atomically.
+  read_bytes(p_ + kPageLatchBytes, size_ - kPageLatchBytes, scratch.data() + kPageLatchBytes);
+  const Node old(scratch.data(), size_);
+  const auto f = static_cast<std::uint16_t>(
+      (flags() & ~(kFlagFixed | kFixedShapeBits)) | kFlagInlineValues);
+  store(p_, off::kFlags, f);
+  set_layout(f);
+  set_count(0);
+  for (std::size_t i = 0; i < old.count(); ++i) {
+    const std::string key = old.key_at(i).to_string();
+    insert_leaf(i, key, old.value_at(i));
+  }
 }
 
 void Node::insert_inner(std::size_t i, std::string_view key, PageId child) {
@@ -157,6 +211,16 @@ void Node::remove_at(std::size_t i) {
 }
 
 bool Node::replace_value(std::size_t i, std::string_view value) {
+  if (fixed_) {
+    if (value.size() == value_len_) {
+      store<std::uint64_t>(p_, slot(i) + 8, 0);
+      write_bytes(p_ + slot(i) + 8, value.data(), value.size());
+      return true;
+    }
+    const std::size_t grows = entry_bytes(true, key_len_, value.size()) - kLeafSlotSize;
+    if (general_layout_bytes() + grows > capacity()) return false;
+    to_general();
+  }
   const std::string_view old = value_at(i);
   const bool was_inline = value_inline(old.size());
   if (value_inline(value.size())) {
@@ -200,10 +264,12 @@ void Node::init(std::uint16_t level, std::uint64_t version, std::string_view lo,
   set_left(left);
   set_right(right);
   store(p_, off::kLevel, level);
-  // New leaves take the current layout (values of up to 8 bytes in the slot).
-  const std::uint16_t layout = level == 0 ? kFlagInlineValues : 0;
-  store(p_, off::kFlags, static_cast<std::uint16_t>((hi ? 0 : kFlagHiInf) | layout));
-  stride_ = stride_of(layout);
+  // New leaves take the fixed-shape layout; their first entry sets the
+  // shape, and one of another shape rewrites them in the 24-byte one.
+  const std::uint16_t layout = level == 0 ? kFlagFixed : 0;
+  const auto f = static_cast<std::uint16_t>((hi ? 0 : kFlagHiInf) | layout);
+  store(p_, off::kFlags, f);
+  set_layout(f);
   std::size_t top = size_ - lo.size();
   write_bytes(p_ + top, lo.data(), lo.size());
   store(p_, off::kLoLen, static_cast<std::uint16_t>(lo.size()));
@@ -222,7 +288,15 @@ std::string Node::layout_error() const {
   if (!is_node()) return "not a node page (bad magic)";
   const std::size_t n = count(), heap = heap_start();
   if (kHeaderSize + n * stride_ > heap || heap > size_) return "slot array overlaps heap";
-  if ((flags() & kFlagInlineValues) && !is_leaf()) return "inner node flagged with leaf slots";
+  if ((flags() & (kFlagInlineValues | kFlagFixed)) && !is_leaf()) {
+    return "inner node flagged with leaf slots";
+  }
+  if ((flags() & kFlagInlineValues) && (flags() & kFlagFixed)) return "leaf flagged with two layouts";
+  if (!fixed_ && (flags() & kFixedShapeBits)) return "fixed shape set on a leaf of another layout";
+  if (fixed_ && (((flags() >> kFixedKeyLenShift) & 0xF) > kWordBytes ||
+                 ((flags() >> kFixedValueLenShift) & 0xF) > kInlineValueMax)) {
+    return "fixed-shape leaf with a key or value longer than 8 bytes";
+  }
   if (garbage() > size_ - heap) return "garbage counter exceeds heap";
   auto in_heap = [&](std::size_t at, std::size_t len) {
     return len == 0 || (at >= heap && at + len <= size_);

@@ -20,9 +20,18 @@
 // forein/leaf_run.h reads leaf slots with these offsets too (in-place
 // scans of single-threaded hosts).
 //
+// Fixed-shape leaves (format 3): a leaf whose keys all have one length
+// and whose values all have one length, both of up to 8 bytes (integer
+// keys with integer or rowid values: the common case), stores 16-byte
+// slots [word 8][value 8] and the two lengths in its flags (kFlagFixed).
+// A lookup's window is then 2/3 the lines, the value is in the line its
+// word is, and a page holds 1.5x the entries. The first entry of an empty
+// leaf sets its shape; an entry of another shape rewrites the leaf in the
+// 24-byte layout (to_general(): fits() counts that rewrite's bytes).
+//
 // Leaves written before format 2 have 16-byte slots and every value in the
-// heap; their header lacks kFlagInlineValues, and they keep working (a
-// split or merge rewrites them in the current layout).
+// heap; their header lacks kFlagInlineValues and kFlagFixed, and they keep
+// working (a split or merge rewrites them in the current layout).
 //
 // Optimistic readers call Node's const members on a page a writer may be
 // changing (latch.h): every access goes through page_bytes.h, and every
@@ -54,10 +63,24 @@ inline constexpr std::uint32_t kMetaMagic = 0x464D4554;  // "FMET"
 inline constexpr std::uint16_t kFlagDead = 1;   // merged away; follow right
 inline constexpr std::uint16_t kFlagHiInf = 2;  // hi is +infinity
 inline constexpr std::uint16_t kFlagInlineValues = 4;  // 24-byte leaf slots
+inline constexpr std::uint16_t kFlagFixed = 8;          // 16-byte fixed-shape leaf slots
+// A fixed-shape leaf's key length (flag bits 8-11) and value length (bits
+// 12-15), clamped to 8 so that a torn or corrupt header stays in the slot.
+inline constexpr unsigned kFixedKeyLenShift = 8, kFixedValueLenShift = 12;
+inline constexpr std::uint16_t kFixedShapeBits = 0xFF00;
+inline std::size_t fixed_key_len(std::uint16_t flags) {
+  const std::size_t n = (flags >> kFixedKeyLenShift) & 0xF;
+  return n <= 8 ? n : 8;
+}
+inline std::size_t fixed_value_len(std::uint16_t flags) {
+  const std::size_t n = (flags >> kFixedValueLenShift) & 0xF;
+  return n <= 8 ? n : 8;
+}
 
 inline constexpr std::size_t kHeaderSize = 64;
 inline constexpr std::size_t kSlotSize = 16;      // inner nodes, format-1 leaves
 inline constexpr std::size_t kLeafSlotSize = 24;  // leaves: slot + value of up to 8 bytes
+inline constexpr std::size_t kFixedSlotSize = 16;  // fixed-shape leaves: word + value
 inline constexpr std::size_t kInlineValueMax = 8;
 
 // Header field offsets.
@@ -112,17 +135,48 @@ inline int compare(const SearchKey& k, const StoredKey& s) {
   return klen < s.len ? -1 : (klen > s.len ? 1 : 0);
 }
 
-// Bytes an entry takes in a node of the current layout: slot plus heap.
+// Bytes an entry takes in an inner node or a leaf of the 24-byte layout:
+// slot plus heap.
 inline std::size_t entry_bytes(bool leaf, std::size_t key_len, std::size_t value_len) {
   const std::size_t key_heap = key_len > kWordBytes ? key_len : 0;
   if (!leaf) return kSlotSize + key_heap;
   return kLeafSlotSize + key_heap + (value_len > kInlineValueMax ? value_len : 0);
 }
 
+// The bytes a run of entries takes in one leaf built by appending them
+// (Node::append_leaf): 16 each while they share one shape of up to 8-byte
+// key and value, their 24-byte layout bytes otherwise. Builders and splits
+// size leaves with it.
+class LeafBytes {
+ public:
+  void add(std::size_t key_len, std::size_t value_len) {
+    if (n_ == 0) {
+      key_len_ = key_len;
+      value_len_ = value_len;
+      fixed_ = key_len <= kWordBytes && value_len <= kInlineValueMax;
+    } else if (key_len != key_len_ || value_len != value_len_) {
+      fixed_ = false;
+    }
+    ++n_;
+    general_ += entry_bytes(true, key_len, value_len);
+  }
+  std::size_t bytes() const { return fixed_ ? n_ * kFixedSlotSize : general_; }
+  std::size_t bytes_with(std::size_t key_len, std::size_t value_len) const {
+    LeafBytes more = *this;
+    more.add(key_len, value_len);
+    return more.bytes();
+  }
+
+ private:
+  std::size_t n_ = 0, key_len_ = 0, value_len_ = 0, general_ = 0;
+  bool fixed_ = false;
+};
+
 class Node {
  public:
-  Node(std::byte* page, std::uint32_t page_size)
-      : p_(page), size_(page_size), stride_(page == nullptr ? kSlotSize : stride_of(flags())) {}
+  Node(std::byte* page, std::uint32_t page_size) : p_(page), size_(page_size) {
+    if (page != nullptr) set_layout(flags());
+  }
 
   std::byte* page() const { return p_; }
   std::uint32_t page_size() const { return size_; }
@@ -177,6 +231,7 @@ class Node {
 
   StoredKey key_at(std::size_t i) const {
     const std::size_t s = slot(i);
+    if (fixed_) return {load<Word>(p_, s), static_cast<std::uint16_t>(key_len_), nullptr};
     const auto len = load<std::uint16_t>(p_, s + 10);
     if (len <= kWordBytes) return {load<Word>(p_, s), len, nullptr};
     return long_key_at(s, len);
@@ -189,9 +244,9 @@ class Node {
   // Leaves; reader-safe. An inline value is one aligned 8-byte load.
   void copy_value(std::size_t i, std::string* out) const {
     const std::size_t s = slot(i);
-    const auto len = load<std::uint32_t>(p_, s + 12);
-    if (value_inline(len)) {
-      const std::uint64_t w = load<std::uint64_t>(p_, s + 16);
+    const std::size_t len = fixed_ ? value_len_ : load<std::uint32_t>(p_, s + 12);
+    if (fixed_ || value_inline(len)) {
+      const std::uint64_t w = load<std::uint64_t>(p_, s + (fixed_ ? 8 : 16));
       out->resize(len);
       std::memcpy(out->data(), &w, len);
       return;
@@ -218,19 +273,33 @@ class Node {
 
   // Space accounting. used_bytes() counts live slots and heap.
   std::size_t used_bytes() const;
-  // used_bytes() once rewritten in the current layout (merges build that).
-  std::size_t current_layout_bytes() const;
+  // used_bytes() once rewritten in the 24-byte leaf layout (what a leaf of
+  // another layout, or a rewrite mixing shapes, takes).
+  std::size_t general_layout_bytes() const;
+  // The bytes of a node built from a's entries followed by b's (merges).
+  static std::size_t merged_bytes(const Node& a, const Node& b);
   std::size_t capacity() const { return size_ - kHeaderSize; }
-  // Bytes an entry takes in this node's layout.
+  // Bytes an entry adds to this node: in a fixed-shape leaf, an entry of
+  // another shape adds the rewrite to the 24-byte layout too.
   std::size_t entry_size(std::size_t key_len, std::size_t value_len) const {
     const std::size_t key_heap = key_len > kWordBytes ? key_len : 0;
     if (!is_leaf()) return kSlotSize + key_heap;
+    if (fixed_) {
+      if (takes_fixed(key_len, value_len)) return kFixedSlotSize;
+      return general_layout_bytes() - used_bytes() + entry_bytes(true, key_len, value_len);
+    }
     return stride_ + key_heap + (value_inline(value_len) ? 0 : value_len);
   }
   bool fits(std::size_t key_len, std::size_t value_len) const {
     return used_bytes() + entry_size(key_len, value_len) <= capacity();
   }
   std::size_t slot_size() const { return stride_; }
+  // A fixed-shape leaf (16-byte slots), and its key and value lengths.
+  bool fixed() const { return fixed_; }
+  std::size_t fixed_key_len() const { return key_len_; }
+  std::size_t fixed_value_len() const { return value_len_; }
+  // A leaf of the format-1 layout (16-byte slots, values in the heap).
+  bool format1_leaf() const { return is_leaf() && !fixed_ && stride_ == kSlotSize; }
 
   // Edits; the caller holds the exclusive latch and has checked fits().
   void insert_leaf(std::size_t i, std::string_view key, std::string_view value);
@@ -265,17 +334,29 @@ class Node {
 
  private:
   static std::size_t stride_of(std::uint16_t flags) {
+    if (flags & kFlagFixed) return kFixedSlotSize;
     return (flags & kFlagInlineValues) ? kLeafSlotSize : kSlotSize;
+  }
+  void set_layout(std::uint16_t flags) {
+    stride_ = stride_of(flags);
+    fixed_ = (flags & kFlagFixed) != 0;
+    key_len_ = detail::fixed_key_len(flags);
+    value_len_ = detail::fixed_value_len(flags);
   }
   bool value_inline(std::size_t value_len) const {
     return stride_ == kLeafSlotSize && value_len <= kInlineValueMax;
   }
+  // A fixed-shape leaf takes the entry as a 16-byte slot: its shape, or
+  // any shape of up to 8-byte key and value while the leaf is empty.
+  bool takes_fixed(std::size_t key_len, std::size_t value_len) const {
+    if (count() == 0) return key_len <= kWordBytes && value_len <= kInlineValueMax;
+    return key_len == key_len_ && value_len == value_len_;
+  }
+  void insert_fixed(std::size_t i, std::string_view key, std::string_view value);
+  // Rewrites a fixed-shape leaf in the 24-byte layout, entries unchanged.
+  void to_general();
   template <bool kStrict>
   std::size_t search(const SearchKey& k) const;
-  // The first slot in [0, n) whose word is >= kw (n if none), for slots of
-  // kStride bytes.
-  template <std::size_t kStride>
-  std::size_t word_search(Word kw, std::size_t n) const;
   StoredKey long_key_at(std::size_t slot_at, std::uint16_t len) const;
   std::size_t slot(std::size_t i) const { return kHeaderSize + i * stride_; }
   std::size_t max_slots() const { return (size_ - kHeaderSize) / stride_; }
@@ -297,6 +378,7 @@ class Node {
   }
   Span value_span(std::size_t i) const {
     const std::size_t s = slot(i);
+    if (fixed_) return {s + 8, value_len_};
     const auto value_len = load<std::uint32_t>(p_, s + 12);
     if (value_inline(value_len)) return {s + 16, value_len};
     const auto key_len = load<std::uint16_t>(p_, s + 10);
@@ -328,10 +410,13 @@ class Node {
 
   std::byte* p_;
   std::uint32_t size_;
-  std::size_t stride_;  // slot size, from the flags when the view was made
+  // From the flags when the view was made (or its own last rewrite).
+  std::size_t stride_ = kSlotSize;  // slot size
+  bool fixed_ = false;
+  std::size_t key_len_ = 0, value_len_ = 0;  // fixed-shape leaves
 };
 
-template <std::size_t kStride>
+template <std::size_t kStride, bool kLeaf>
 std::size_t word_search(const std::byte* page, std::size_t n, Word kw);
 
 // Slot search: the first slot whose key is >= k (or > k when kStrict).
@@ -349,9 +434,11 @@ std::size_t Node::search(const SearchKey& k) const {
   const Word kw = k.word;
   std::size_t i;
   if (stride_ == kLeafSlotSize) {
-    i = word_search<kLeafSlotSize>(kw, n);
+    i = detail::word_search<kLeafSlotSize, true>(p_, n, kw);
+  } else if (fixed_) {
+    i = detail::word_search<kFixedSlotSize, true>(p_, n, kw);
   } else {
-    i = word_search<kSlotSize>(kw, n);
+    i = detail::word_search<kSlotSize, false>(p_, n, kw);
   }
   const std::byte* base = p_ + kHeaderSize;
   const std::size_t stride = stride_;
@@ -393,10 +480,11 @@ inline std::size_t fixed_lower_bound(const std::byte* base, std::size_t from, Wo
 }
 
 // The first slot in [0, n) whose word is >= kw (n if none), in the node on
-// `page` with slots of kStride bytes; the interpolation bounds are the
-// header's lo and hi words (~0 when hi is +inf). Shared by Node::search()
-// and the lookup fast path (tree_get.cc), which has no Node view.
-template <std::size_t kStride>
+// `page` with slots of kStride bytes (a leaf's when kLeaf: its window is
+// prefetched); the interpolation bounds are the header's lo and hi words
+// (~0 when hi is +inf). Shared by Node::search() and the lookup fast path
+// (tree_get.cc), which has no Node view.
+template <std::size_t kStride, bool kLeaf>
 inline std::size_t word_search(const std::byte* page, std::size_t n, Word kw) {
   constexpr std::size_t kSearchWindow = Node::kSearchWindow;
   const std::byte* base = page + kHeaderSize;
@@ -428,7 +516,7 @@ inline std::size_t word_search(const std::byte* page, std::size_t n, Word kw) {
   std::size_t from = guess > kSearchWindow / 2 ? guess - kSearchWindow / 2 : 0;
   if (from > n - kSearchWindow) from = n - kSearchWindow;
   const std::size_t to = from + kSearchWindow;
-  if constexpr (kStride == kLeafSlotSize) {
+  if constexpr (kLeaf) {
     // A leaf's window is usually out of cache: its lines are fetched
     // together, and a binary search inside it waits only for the few lines
     // it touches (counting would wait for all of them, measured slower).
@@ -446,9 +534,5 @@ inline std::size_t word_search(const std::byte* page, std::size_t n, Word kw) {
   return fixed_lower_bound<kStride, kSearchWindow>(base, from, kw);
 }
 
-template <std::size_t kStride>
-std::size_t Node::word_search(Word kw, std::size_t n) const {
-  return detail::word_search<kStride>(p_, n, kw);
-}
 
 }  // namespace forein::detail

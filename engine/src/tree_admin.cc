@@ -25,23 +25,29 @@ std::vector<std::pair<std::string, PageId>> Tree::Impl::build_level(
   const bool leaf = level == 0;
   const std::size_t cap = page_size_ - detail::kHeaderSize;
   const std::size_t fill_limit = cap * options_.bulk_fill_percent / 100;
-  auto bytes = [&](std::size_t i) {
-    return detail::entry_bytes(leaf, items[i].key.size(), leaf ? items[i].value.size() : 0);
+  // The node's entry bytes with item i added (LeafBytes: a leaf's layout
+  // depends on its entries' shapes).
+  std::size_t used = 0;
+  detail::LeafBytes leaf_bytes;
+  auto with = [&](std::size_t i) {
+    if (leaf) return leaf_bytes.bytes_with(items[i].key.size(), items[i].value.size());
+    return used + detail::entry_bytes(false, items[i].key.size(), 0);
   };
 
   // Plan node boundaries: [starts[j], starts[j+1]).
   std::vector<std::size_t> starts{0};
-  std::size_t used = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::size_t start = starts.back();
     const std::size_t lo_len = start == 0 ? 0 : items[start].key.size();
     const std::size_t hi_len = i + 1 < items.size() ? items[i + 1].key.size() : 0;
-    const bool room = used + bytes(i) + lo_len + hi_len <= cap && used + bytes(i) <= fill_limit;
+    const bool room = with(i) + lo_len + hi_len <= cap && with(i) <= fill_limit;
     if (i > start && !room) {
       starts.push_back(i);
       used = 0;
+      leaf_bytes = {};
     }
-    used += bytes(i);
+    used = with(i);
+    if (leaf) leaf_bytes.add(items[i].key.size(), items[i].value.size());
   }
   starts.push_back(items.size());
 

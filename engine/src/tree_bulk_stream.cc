@@ -33,7 +33,8 @@ void Tree::bulk_load_stream(const std::function<bool(std::string* key, std::stri
   std::vector<NodeInterval> created;
   std::vector<std::pair<std::string, PageId>> up;  // each leaf's lo and page
   std::vector<Pair> leaf;                          // the current leaf's pairs: the first n
-  std::size_t n = 0, used = 0;
+  std::size_t n = 0;
+  detail::LeafBytes used;  // the current leaf's entry bytes
   std::uint64_t total = 0;
   std::string lo;  // the current leaf's (empty for the first)
   PageId left = kNoPage;
@@ -58,10 +59,10 @@ void Tree::bulk_load_stream(const std::function<bool(std::string* key, std::stri
                               std::to_string(total + 1));
       }
     }
-    const std::size_t bytes = detail::entry_bytes(true, a.key.size(), a.value.size());
+    const std::size_t bytes = used.bytes_with(a.key.size(), a.value.size());
     const std::size_t lo_len = up.empty() ? 0 : leaf[0].key.size();
     const std::size_t hi_len = have_b ? b.key.size() : 0;
-    const bool room = used + bytes + lo_len + hi_len <= cap && used + bytes <= fill_limit;
+    const bool room = bytes + lo_len + hi_len <= cap && bytes <= fill_limit;
     if (n > 0 && !room) {
       std::string hi = shortest_separator(leaf[n - 1].key, a.key);
       LatchedPage next_page;
@@ -72,11 +73,11 @@ void Tree::bulk_load_stream(const std::function<bool(std::string* key, std::stri
       page = std::move(next_page);
       lo = std::move(hi);
       n = 0;
-      used = 0;
+      used = {};
     }
     if (leaf.size() <= n) leaf.emplace_back();
     std::swap(leaf[n++], a);  // (a gets a spent pair's buffers back)
-    used += bytes;
+    used.add(leaf[n - 1].key.size(), leaf[n - 1].value.size());
     ++total;
     std::swap(a, b);
     have_a = have_b;

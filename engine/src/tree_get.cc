@@ -4,7 +4,7 @@
 // The fast path serves keys of up to 8 bytes (a key is then its word and
 // its length, so every comparison is a comparison of integers), started
 // from the root or from a primary hint (any level) that covers the key, on
-// format-2 leaves, when no writer is in the way. It reads the same pages
+// format-2 and fixed-shape leaves, when no writer is in the way. It reads the same pages
 // under the same optimistic protocol as locate() (latch.h): version,
 // fields, version again, child read before the parent is re-checked. It
 // does none of the general path's bookkeeping it does not need (no
@@ -75,7 +75,7 @@ struct ShortKey {
                                                ShortKey k) {
   constexpr std::size_t kStride = detail::kSlotSize;
   const std::size_t n = count_of(p, max_slots);
-  std::size_t i = detail::word_search<kStride>(p, n, k.word);
+  std::size_t i = detail::word_search<kStride, false>(p, n, k.word);
   // Slots of k's word whose key is <= k: short ones no longer than k.
   while (i < n && load<Word>(p, detail::kHeaderSize + i * kStride) == k.word &&
          load<std::uint16_t>(p, detail::kHeaderSize + i * kStride + 10) <= k.len) {
@@ -143,10 +143,24 @@ struct ShortKey {
   }
 
   const std::byte* p = hit.page;
-  if ((flags_of(p) & detail::kFlagInlineValues) == 0) return FastGet::kSlow;  // format 1
+  const std::uint16_t flags = flags_of(p);
+  if (flags & detail::kFlagFixed) {
+    // One key length for the whole leaf: a key of another length is not
+    // in it, and k's word names at most one slot.
+    constexpr std::size_t kStride = detail::kFixedSlotSize;
+    const std::size_t n = count_of(p, max_fixed_slots_);
+    const std::size_t i = detail::word_search<kStride, true>(p, n, k.word);
+    hit.slot = detail::kHeaderSize + i * kStride;
+    hit.stride = kStride;
+    const bool found = i < n && load<Word>(p, hit.slot) == k.word &&
+                       detail::fixed_key_len(flags) == k.len;
+    return found ? FastGet::kFound : FastGet::kMissing;
+  }
+  if ((flags & detail::kFlagInlineValues) == 0) return FastGet::kSlow;  // format 1
   constexpr std::size_t kStride = detail::kLeafSlotSize;
+  hit.stride = kStride;
   const std::size_t n = count_of(p, max_leaf_slots_);
-  for (std::size_t i = detail::word_search<kStride>(p, n, k.word); i < n; ++i) {
+  for (std::size_t i = detail::word_search<kStride, true>(p, n, k.word); i < n; ++i) {
     // Slots of k's word, shortest key first.
     hit.slot = detail::kHeaderSize + i * kStride;
     if (load<Word>(p, hit.slot) != k.word) break;
@@ -165,9 +179,11 @@ Tree::Impl::FastGet Tree::Impl::get_short(Word word, std::size_t len, const Star
   const FastGet r = find_short(word, len, hints, hit);
   if (r == FastGet::kSlow || r == FastGet::kRestart) return r;
   if (r == FastGet::kFound && value != nullptr) {
-    const std::size_t value_len = load<std::uint32_t>(hit.page, hit.slot + 12);
+    const bool fixed = hit.stride == detail::kFixedSlotSize;
+    const std::size_t value_len = fixed ? detail::fixed_value_len(flags_of(hit.page))
+                                        : load<std::uint32_t>(hit.page, hit.slot + 12);
     if (value_len <= detail::kInlineValueMax) {
-      const std::uint64_t bytes = load<std::uint64_t>(hit.page, hit.slot + 16);
+      const std::uint64_t bytes = load<std::uint64_t>(hit.page, hit.slot + (fixed ? 8 : 16));
       value->resize(value_len);
       if (value_len == sizeof bytes) {
         std::memcpy(value->data(), &bytes, sizeof bytes);  // one store, no call

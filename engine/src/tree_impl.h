@@ -55,7 +55,9 @@ inline constexpr std::size_t kHeight = 28;    // u16
 inline constexpr std::size_t kKeyCount = 32;  // u64
 // 2: leaves may hold values in their slots (node.h); format-1 trees open
 // and keep working, and are written back as format 2.
-inline constexpr std::uint32_t kFormatVersion = 2;
+// 3: fixed-shape leaves (16-byte slots, node.h); format-1 and -2 trees open
+// and keep working, and are written back as format 3.
+inline constexpr std::uint32_t kFormatVersion = 3;
 inline constexpr std::uint32_t kOldestFormatVersion = 1;
 }  // namespace meta
 
@@ -198,9 +200,10 @@ class Tree::Impl {
     const std::byte* page = nullptr;
     std::uint64_t version = 0;
     std::size_t slot = 0;
+    std::size_t stride = 0;  // the leaf's slot size
     std::uint64_t visited = 0;
     bool hinted = false;
-    std::size_t index() const { return (slot - detail::kHeaderSize) / detail::kLeafSlotSize; }
+    std::size_t index() const { return (slot - detail::kHeaderSize) / stride; }
   };
   FastGet find_short(Word word, std::size_t len, const StartHints* hints, ShortHit& hit) const;
   bool valid_short(const ShortHit& hit) const {
@@ -294,6 +297,7 @@ class Tree::Impl {
   // Slots a page holds, by node kind (count clamps on the fast path).
   std::size_t max_inner_slots_ = (page_size_ - detail::kHeaderSize) / detail::kSlotSize;
   std::size_t max_leaf_slots_ = (page_size_ - detail::kHeaderSize) / detail::kLeafSlotSize;
+  std::size_t max_fixed_slots_ = (page_size_ - detail::kHeaderSize) / detail::kFixedSlotSize;
   std::atomic<PageId> root_{kNoPage};
   std::atomic<std::uint16_t> height_{1};
   std::atomic<std::uint64_t> size_{0};

@@ -104,7 +104,7 @@ void Tree::Impl::try_merge(PageId node, std::uint16_t level, const std::string& 
   // thrash), or, when one of the two is empty, whenever it fits at all:
   // an empty node beside a full one (ascending loads leave full pages)
   // would otherwise never go.
-  const std::size_t pair_bytes = av.current_layout_bytes() + bv.current_layout_bytes();
+  const std::size_t pair_bytes = Node::merged_bytes(av, bv);
   const bool one_empty = av.count() == 0 || bv.count() == 0;
   if (!linked || pair_bytes > (one_empty ? av.capacity() : av.capacity() * 3 / 4)) {
     left.release_unchanged();

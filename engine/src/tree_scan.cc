@@ -334,6 +334,9 @@ LeafRun Cursor::State::take_run() {
   run.step_ = forward ? static_cast<std::ptrdiff_t>(n.slot_size()) : -static_cast<std::ptrdiff_t>(n.slot_size());
   run.left_ = count;
   run.inline_values_ = n.slot_size() == detail::kLeafSlotSize;
+  run.fixed_ = n.fixed();
+  run.fixed_key_len_ = n.fixed_key_len();
+  run.fixed_value_len_ = n.fixed_value_len();
   stand_on(last);
   return run;
 }

@@ -172,7 +172,7 @@ bool Tree::Impl::split_append(LatchedPage& leaf, const SearchKey& k, std::size_t
   Node n = leaf.node();
   const std::size_t count = n.count();
   if (!n.hi_inf() || n.right() != kNoPage || pos != count || count == 0 ||
-      n.slot_size() != detail::kLeafSlotSize) {
+      n.format1_leaf()) {
     return false;
   }
   std::string last;
@@ -251,6 +251,18 @@ std::pair<std::string, PageId> Tree::Impl::split_node(LatchedPage node, const No
 
   std::size_t total = 0;
   for (std::size_t i = 0; i < n; ++i) total += entry_size(e, i, leaf);
+  // Leaves: a half whose entries share one short shape is a fixed-shape
+  // leaf of 16 bytes an entry (node.h): e[0, fixed_prefix) and
+  // e[fixed_suffix, n) are the longest such runs.
+  std::size_t fixed_prefix = 0, fixed_suffix = n;
+  if (leaf) {
+    auto same_short_shape = [&](std::size_t a, std::size_t b) {
+      return e.keys[a].size() == e.keys[b].size() && e.values[a].size() == e.values[b].size() &&
+             e.keys[a].size() <= kWordBytes && e.values[a].size() <= detail::kInlineValueMax;
+    };
+    while (fixed_prefix < n && same_short_shape(0, fixed_prefix)) ++fixed_prefix;
+    while (fixed_suffix > 0 && same_short_shape(n - 1, fixed_suffix - 1)) --fixed_suffix;
+  }
   std::size_t best = 0, best_cost = SIZE_MAX, left_bytes = 0;
   std::string best_sep;
   std::size_t fullest = 0;  // appending: the last fitting point
@@ -259,8 +271,11 @@ std::pair<std::string, PageId> Tree::Impl::split_node(LatchedPage node, const No
     left_bytes += entry_size(e, s - 1, leaf);
     std::string sep = leaf ? shortest_separator(e.keys[s - 1], e.keys[s]) : e.keys[s];
     const std::size_t hi_len = old.hi_inf() ? 0 : old.hi().size();
-    const std::size_t l = left_bytes + old.lo().size() + sep.size();
-    const std::size_t r = total - left_bytes + sep.size() + hi_len;
+    const std::size_t left_entries = leaf && s <= fixed_prefix ? s * detail::kFixedSlotSize : left_bytes;
+    const std::size_t right_entries =
+        leaf && s >= fixed_suffix ? (n - s) * detail::kFixedSlotSize : total - left_bytes;
+    const std::size_t l = left_entries + old.lo().size() + sep.size();
+    const std::size_t r = right_entries + sep.size() + hi_len;
     if (l > cap || r > cap) continue;
     if (append && !past_word_end(sep)) {
       fullest = s;

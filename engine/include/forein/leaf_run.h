@@ -13,6 +13,8 @@
 //   with inline values]. A key of up to 8 bytes is its word's leading bytes;
 //   a longer one sits in the heap at the heap offset, and its value (when
 //   not inline) right after it. Every offset is clamped to the page.
+//   Fixed-shape leaves: [key word 8][value 8], one key length and one value
+//   length (both up to 8) for the whole leaf.
 #pragma once
 
 #include <bit>
@@ -40,7 +42,9 @@ class LeafRun {
   // integer, zero-padded; an encode_int64 key's word is the integer with
   // its sign bit flipped) and length.
   std::uint64_t key_word() const { return load<std::uint64_t>(slot_); }
-  std::size_t key_size() const { return load<std::uint16_t>(slot_ + kKeyLenAt); }
+  std::size_t key_size() const {
+    return fixed_ ? fixed_key_len_ : load<std::uint16_t>(slot_ + kKeyLenAt);
+  }
   // The key's bytes: a short key's are written to *buf, a long key's are
   // viewed on the page.
   std::string_view key(std::uint64_t* buf) const {
@@ -54,6 +58,7 @@ class LeafRun {
     return view(load<std::uint16_t>(slot_ + kHeapAt), len);
   }
   std::string_view value() const {
+    if (fixed_) return {reinterpret_cast<const char*>(slot_ + kFixedValueAt), fixed_value_len_};
     const std::size_t len = load<std::uint32_t>(slot_ + kValueLenAt);
     if (inline_values_ && len <= kInlineValue) return {reinterpret_cast<const char*>(slot_ + kInlineValueAt), len};
     const std::size_t key_len = key_size();
@@ -64,6 +69,7 @@ class LeafRun {
  private:
   friend class Cursor;
   static constexpr std::size_t kHeapAt = 8, kKeyLenAt = 10, kValueLenAt = 12, kInlineValueAt = 16;
+  static constexpr std::size_t kFixedValueAt = 8;
   static constexpr std::size_t kShortKey = 8, kInlineValue = 8;
 
   template <typename T>
@@ -85,6 +91,8 @@ class LeafRun {
   std::ptrdiff_t step_ = 0;          // to the next slot: the slot size, negated backward
   std::size_t left_ = 0;             // rows left, the current one included
   bool inline_values_ = false;
+  bool fixed_ = false;  // a fixed-shape leaf: the lengths below, not the slot's
+  std::size_t fixed_key_len_ = 0, fixed_value_len_ = 0;
 };
 
 }  // namespace forein
