@@ -411,6 +411,10 @@ struct Result {
   double max_lps[kStructureCount] = {};
   double median_cpu_lps[kStructureCount] = {};  // lookups per CPU-second
   double mib[kStructureCount] = {};
+  // Medians over reps of each rep's own ratio (wall): the structures of one
+  // rep run back to back, so a machine whose speed drifts between reps (a
+  // shared host) moves these less than the ratios of medians.
+  double paired_root_over_absl = 0, paired_oracle_over_absl = 0;
   ForeinCounters root, oracle;
   TreeShape shape;
   std::uint64_t checksum = 0;
@@ -597,6 +601,13 @@ int main(int argc, char** argv) {
           }
         }
 
+        std::vector<double> root_absl, oracle_absl;
+        for (int rep = 0; rep < opt.reps; ++rep) {
+          root_absl.push_back(lps[kForeinRoot][rep] / lps[kAbsl][rep]);
+          oracle_absl.push_back(lps[kForeinOracle][rep] / lps[kAbsl][rep]);
+        }
+        res.paired_root_over_absl = median(root_absl);
+        res.paired_oracle_over_absl = median(oracle_absl);
         for (int s = 0; s < kStructureCount; ++s) {
           res.median_lps[s] = median(lps[s]);
           res.median_cpu_lps[s] = median(cpu_lps[s]);
@@ -646,6 +657,9 @@ int main(int argc, char** argv) {
                   << "  oracle/root = " << fmt(res.oracle_over_root(true), 3)
                   << "  oracle/absl = "
                   << fmt(res.median_cpu_lps[kForeinOracle] / res.median_cpu_lps[kAbsl], 3) << "\n";
+        std::cout << "medians of per-rep ratios, wall: root/absl = "
+                  << fmt(res.paired_root_over_absl, 3)
+                  << "  oracle/absl = " << fmt(res.paired_oracle_over_absl, 3) << "\n";
         std::cout << "forein-oracle: hinted " << res.oracle.hinted << ", hint hits "
                   << res.oracle.hint_hits << ", fallbacks " << res.oracle.fallbacks
                   << ", move-rights " << res.oracle.move_rights << " (last rep)\n";
@@ -778,7 +792,8 @@ int main(int argc, char** argv) {
            "forein_root_cpu_lps,forein_oracle_cpu_lps,absl_btree_map_cpu_lps,std_map_cpu_lps,"
            "root_over_absl_cpu,oracle_over_root_cpu,"
            "root_nodes_per_lookup,oracle_nodes_per_lookup,oracle_hint_hits,oracle_fallbacks,"
-           "oracle_move_rights,forein_mib,absl_mib,std_map_mib,checksum\n";
+           "oracle_move_rights,forein_mib,absl_mib,std_map_mib,checksum,"
+           "paired_root_over_absl,paired_oracle_over_absl\n";
     for (const auto& r : results) {
       csv << r.keys << ',' << r.dist << ',' << opt.probes << ',' << opt.reps << ',' << seed << ','
           << opt.page_size << ',' << opt.fill << ',' << r.shape.height << ',' << r.shape.leaves
@@ -793,7 +808,8 @@ int main(int argc, char** argv) {
           << fmt(r.root.nodes_per_lookup, 4) << ',' << fmt(r.oracle.nodes_per_lookup, 4) << ','
           << r.oracle.hint_hits << ',' << r.oracle.fallbacks << ',' << r.oracle.move_rights << ','
           << fmt(r.mib[kForeinRoot], 1) << ',' << fmt(r.mib[kAbsl], 1) << ','
-          << fmt(r.mib[kStdMap], 1) << ',' << r.checksum << "\n";
+          << fmt(r.mib[kStdMap], 1) << ',' << r.checksum << ','
+          << fmt(r.paired_root_over_absl, 4) << ',' << fmt(r.paired_oracle_over_absl, 4) << "\n";
     }
     std::cout << "\nCSV written to " << opt.csv << "\n";
   }
