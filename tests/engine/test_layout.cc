@@ -83,6 +83,24 @@ std::string value_for(std::mt19937_64& rng, std::uint64_t k) {
   return v;
 }
 
+// The tree holds exactly `model`: every key's value by get, and a scan.
+void require_contents(Tree& tree, const std::map<std::string, std::string>& model) {
+  std::string got;
+  for (const auto& [k, v] : model) {
+    REQUIRE(tree.get(k, &got));
+    REQUIRE(got == v);
+  }
+  auto it = model.begin();
+  tree.scan({}, [&](std::string_view k, std::string_view v) {
+    REQUIRE(it != model.end());
+    CHECK(k == it->first);
+    CHECK(v == it->second);
+    ++it;
+    return true;
+  });
+  CHECK(it == model.end());
+}
+
 }  // namespace
 
 TEST_CASE("format-1 leaves keep working beside format-2 ones, and reopen", "[tree][layout]") {
@@ -143,15 +161,7 @@ TEST_CASE("format-1 leaves keep working beside format-2 ones, and reopen", "[tre
       }
     }
     tree->check();
-    auto it = model.begin();
-    tree->scan({}, [&](std::string_view k, std::string_view v) {
-      REQUIRE(it != model.end());
-      CHECK(k == it->first);
-      CHECK(v == it->second);
-      ++it;
-      return true;
-    });
-    CHECK(it == model.end());
+    require_contents(*tree, model);
     tree->sync();
   }
   {
@@ -368,19 +378,7 @@ TEST_CASE("fixed-shape and 24-byte leaves side by side under random writes", "[t
   INFO("fixed " << mixed.fixed << ", 24-byte " << mixed.general);
   CHECK(mixed.fixed > 0);    // both layouts exercised
   CHECK(mixed.general > 0);
-  for (const auto& [k, v] : model) {
-    REQUIRE(tree->get(k, &got));
-    REQUIRE(got == v);
-  }
-  auto it = model.begin();
-  tree->scan({}, [&](std::string_view k, std::string_view v) {
-    REQUIRE(it != model.end());
-    CHECK(k == it->first);
-    CHECK(v == it->second);
-    ++it;
-    return true;
-  });
-  CHECK(it == model.end());
+  require_contents(*tree, model);
   // Erase most: merges of leaves of both layouts.
   for (auto i = model.begin(); i != model.end();) {
     if (rng() % 8 != 0) {
@@ -391,8 +389,5 @@ TEST_CASE("fixed-shape and 24-byte leaves side by side under random writes", "[t
     }
   }
   tree->check();
-  for (const auto& [k, v] : model) {
-    REQUIRE(tree->get(k, &got));
-    REQUIRE(got == v);
-  }
+  require_contents(*tree, model);
 }
