@@ -69,10 +69,10 @@ struct ShortKey {
   return n <= max ? n : max;
 }
 
-// Inner node: the child covering k (Node::child_index: the last slot whose
-// key is <= k, or 0).
-[[gnu::always_inline]] inline PageId child_for(const std::byte* p, std::size_t max_slots,
-                                               ShortKey k) {
+// Inner node: the slot of the child covering k (Node::child_index: the last
+// slot whose key is <= k, or 0).
+[[gnu::always_inline]] inline std::size_t child_slot(const std::byte* p, std::size_t max_slots,
+                                                     ShortKey k) {
   constexpr std::size_t kStride = detail::kSlotSize;
   const std::size_t n = count_of(p, max_slots);
   std::size_t i = detail::word_search<kStride, false>(p, n, k.word);
@@ -81,7 +81,47 @@ struct ShortKey {
          load<std::uint16_t>(p, detail::kHeaderSize + i * kStride + 10) <= k.len) {
     ++i;
   }
-  return load<PageId>(p, detail::kHeaderSize + (i == 0 ? 0 : i - 1) * kStride + 12);
+  return detail::kHeaderSize + (i == 0 ? 0 : i - 1) * kStride;
+}
+
+// Fetching a leaf's search window together with its header.
+//
+// A leaf is usually out of cache, and its search waits for two misses in a
+// row: the header (whose lo and hi words place the window) and then the
+// window. The walk knows the leaf's lo word from the parent's slot before
+// it touches the leaf, and leaves of one tree hold about as many keys per
+// unit of key space (a leaf split in two covers half the space with half
+// the keys), so the window's place is k's distance from lo times the
+// density of the last leaf this thread searched in this tree. Fetching
+// those lines while the header is fetched makes the two misses one. A
+// wrong guess (a denser or sparser region, a leaf of the other layout)
+// costs the lines fetched and nothing else: the search places its window
+// from the leaf's own header as before. Per thread, so that readers still
+// write no shared memory.
+struct LeafDensity {
+  const void* tree = nullptr;
+  double slots_per_unit = 0;  // slots per 2^11 of word space (word_search)
+  std::size_t stride = 0;     // the leaf's slot size
+};
+thread_local LeafDensity tl_leaf_density;
+
+template <std::size_t kStride>
+[[gnu::always_inline]] inline void prefetch_window(const std::byte* leaf, Word lo, Word k,
+                                                   double slots_per_unit, std::size_t max_slots) {
+  constexpr std::size_t kWindow =
+      kStride == detail::kFixedSlotSize ? Node::kFixedSearchWindow : Node::kSearchWindow;
+  // Units of 2^11 below 2^53: one instruction to convert (as in word_search).
+  const double units = static_cast<double>(static_cast<std::int64_t>((k - lo) >> 11));
+  const auto guess = static_cast<std::size_t>(static_cast<std::int64_t>(units * slots_per_unit));
+  std::size_t from = guess > kWindow / 2 ? guess - kWindow / 2 : 0;
+  if (from > max_slots - kWindow) from = max_slots - kWindow;
+  const auto line =
+      reinterpret_cast<std::uintptr_t>(leaf + detail::kHeaderSize + from * kStride) &
+      ~std::uintptr_t{63};
+#pragma GCC unroll 16
+  for (std::size_t l = 0; l <= kWindow * kStride / 64; ++l) {
+    __builtin_prefetch(reinterpret_cast<const void*>(line + 64 * l));
+  }
 }
 
 }  // namespace
@@ -96,8 +136,7 @@ struct ShortKey {
                                                                          const StartHints* hints,
                                                                          ShortHit& hit) const {
   const ShortKey k{word, len};
-  auto begin = [&](PageId id, ShortHit& r) {
-    const std::byte* page = store_->page(id);
+  auto begin = [&](const std::byte* page, ShortHit& r) {
     if (page == nullptr) return false;
     // A page a writer holds goes to the general path, which waits for it.
     const std::uint64_t v = detail::PageLatch(page).read_once();
@@ -120,20 +159,36 @@ struct ShortKey {
     // move right); the walk goes down from it.
     hit.hinted = true;
     const Hint& h = hints->primary;
-    if (h.level >= detail::kMaxLevels || !begin(h.node, hit)) return FastGet::kSlow;
+    if (h.level >= detail::kMaxLevels || !begin(store_->page(h.node), hit)) {
+      return FastGet::kSlow;
+    }
     const std::byte* p = hit.page;
     if (!live(p) || level_of(p) != h.level || !above_lo(p, k) || !below_hi(p, k)) {
       return FastGet::kSlow;
     }
   } else {
-    if (!begin(root_.load(std::memory_order_acquire), hit)) return FastGet::kSlow;
+    if (!begin(store_->page(root_.load(std::memory_order_acquire)), hit)) return FastGet::kSlow;
     if (!live(hit.page) || !below_hi(hit.page, k)) return FastGet::kSlow;
   }
+  const LeafDensity density = tl_leaf_density;
   for (std::uint16_t level = level_of(hit.page); level != 0;) {
     ShortHit child;
-    if (!begin(child_for(hit.page, max_inner_slots_, k), child)) return FastGet::kSlow;
+    const std::size_t slot = child_slot(hit.page, max_inner_slots_, k);
+    const std::byte* c = store_->page(load<PageId>(hit.page, slot + 12));
+    if (level == 1 && density.tree == this && c != nullptr) {
+      const Word lo = load<Word>(hit.page, slot);  // the leaf's lo
+      if (k.word >= lo) {
+        if (density.stride == detail::kFixedSlotSize) {
+          prefetch_window<detail::kFixedSlotSize>(c, lo, k.word, density.slots_per_unit,
+                                                  max_fixed_slots_);
+        } else {
+          prefetch_window<detail::kLeafSlotSize>(c, lo, k.word, density.slots_per_unit,
+                                                 max_leaf_slots_);
+        }
+      }
+    }
+    if (!begin(c, child)) return FastGet::kSlow;
     if (!valid_short(hit)) return FastGet::kRestart;
-    const std::byte* c = child.page;
     const std::uint16_t child_level = level_of(c);
     if (child_level >= level || !live(c) || !below_hi(c, k)) return FastGet::kSlow;
     hit.page = c;
@@ -149,7 +204,9 @@ struct ShortKey {
     // in it, and k's word names at most one slot.
     constexpr std::size_t kStride = detail::kFixedSlotSize;
     const std::size_t n = count_of(p, max_fixed_slots_);
-    const std::size_t i = detail::word_search<kStride, true>(p, n, k.word);
+    double slots_per_unit = 0;
+    const std::size_t i = detail::word_search<kStride, true>(p, n, k.word, &slots_per_unit);
+    if (slots_per_unit > 0) tl_leaf_density = {this, slots_per_unit, kStride};
     hit.slot = detail::kHeaderSize + i * kStride;
     hit.stride = kStride;
     const bool found = i < n && load<Word>(p, hit.slot) == k.word &&
@@ -160,7 +217,10 @@ struct ShortKey {
   constexpr std::size_t kStride = detail::kLeafSlotSize;
   hit.stride = kStride;
   const std::size_t n = count_of(p, max_leaf_slots_);
-  for (std::size_t i = detail::word_search<kStride, true>(p, n, k.word); i < n; ++i) {
+  double slots_per_unit = 0;
+  std::size_t i = detail::word_search<kStride, true>(p, n, k.word, &slots_per_unit);
+  if (slots_per_unit > 0) tl_leaf_density = {this, slots_per_unit, kStride};
+  for (; i < n; ++i) {
     // Slots of k's word, shortest key first.
     hit.slot = detail::kHeaderSize + i * kStride;
     if (load<Word>(p, hit.slot) != k.word) break;
