@@ -422,7 +422,7 @@ class Node {
 };
 
 template <std::size_t kStride, bool kLeaf>
-std::size_t word_search(const std::byte* page, std::size_t n, Word kw, double* density = nullptr);
+std::size_t word_search(const std::byte* page, std::size_t n, Word kw, double* span_units = nullptr);
 
 // Slot search: the first slot whose key is >= k (or > k when kStrict).
 //
@@ -489,10 +489,11 @@ inline std::size_t fixed_lower_bound(const std::byte* base, std::size_t from, Wo
 // prefetched); the interpolation bounds are the header's lo and hi words
 // (~0 when hi is +inf). Shared by Node::search() and the lookup fast path
 // (tree_get.cc), which has no Node view. When it interpolates, it stores
-// the node's slots per 2^11 of word space in *density (the fast path's
-// guess at the next leaf's window); otherwise *density is left alone.
+// the node's span in units of 2^11 of word space, plus one, in
+// *span_units (what the fast path learns leaves' shapes from); otherwise
+// *span_units is left alone.
 template <std::size_t kStride, bool kLeaf>
-inline std::size_t word_search(const std::byte* page, std::size_t n, Word kw, double* density) {
+inline std::size_t word_search(const std::byte* page, std::size_t n, Word kw, double* span_units) {
   constexpr std::size_t kSearchWindow =
       kLeaf && kStride == kFixedSlotSize ? Node::kFixedSearchWindow : Node::kSearchWindow;
   const std::byte* base = page + kHeaderSize;
@@ -519,9 +520,9 @@ inline std::size_t word_search(const std::byte* page, std::size_t n, Word kw, do
   const double span = static_cast<double>(static_cast<std::int64_t>((hi_word - lo_word) >> 11));
   const double dist = static_cast<double>(static_cast<std::int64_t>((kw - lo_word) >> 11));
   // Signed conversions: one instruction each (n and the guess are small).
-  const double slots_per_unit = static_cast<double>(static_cast<std::int64_t>(n)) / (span + 1.0);
-  if (density != nullptr) *density = slots_per_unit;
-  const auto guess = static_cast<std::size_t>(static_cast<std::int64_t>(dist * slots_per_unit));
+  if (span_units != nullptr) *span_units = span + 1.0;
+  const auto guess = static_cast<std::size_t>(static_cast<std::int64_t>(
+      dist / (span + 1.0) * static_cast<double>(static_cast<std::int64_t>(n))));
   std::size_t from = guess > kSearchWindow / 2 ? guess - kSearchWindow / 2 : 0;
   if (from > n - kSearchWindow) from = n - kSearchWindow;
   const std::size_t to = from + kSearchWindow;

@@ -206,6 +206,10 @@ class Tree::Impl {
     std::size_t index() const { return (slot - detail::kHeaderSize) / stride; }
   };
   FastGet find_short(Word word, std::size_t len, const StartHints* hints, ShortHit& hit) const;
+  // Fetches the lines where the search of `leaf` (the child in `parent`'s
+  // slot at byte offset `slot`) will look for k (tree_get.cc).
+  void prefetch_leaf_window(const std::byte* parent, std::size_t slot, const std::byte* leaf,
+                            Word k) const;
   bool valid_short(const ShortHit& hit) const {
     return detail::PageLatch(hit.page).read_valid(hit.version);
   }
