@@ -14,6 +14,8 @@
 // a secondary hint, a hint that does not cover the key, a page a writer
 // holds, a split in flight, a dead node, a format-1 leaf, a version that
 // moved) sends the lookup to the general path, which handles every case.
+// From a leaf's parent it fetches the leaf's search window together with
+// the leaf's header (LeafShapes, below).
 #include <cmath>
 
 #include "tree_impl.h"
@@ -153,7 +155,9 @@ template <std::size_t kStride>
                                                    std::size_t max_slots) {
   constexpr std::size_t kWindow =
       kStride == detail::kFixedSlotSize ? Node::kFixedSearchWindow : Node::kSearchWindow;
-  const auto g = static_cast<std::size_t>(static_cast<std::int64_t>(guess));
+  // A guess past the page (a torn parent slot) converts to a slot in it.
+  const double in_page = guess < static_cast<double>(max_slots) ? guess : 0.0;
+  const auto g = static_cast<std::size_t>(static_cast<std::int64_t>(in_page));
   std::size_t from = g > kWindow / 2 ? g - kWindow / 2 : 0;
   if (from > max_slots - kWindow) from = max_slots - kWindow;
   const auto line =
