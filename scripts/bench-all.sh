@@ -114,7 +114,7 @@ expect() {
 [ -f "$OUT/durations.csv" ] || echo "stage,seconds,commit,finished" >"$OUT/durations.csv"
 
 if [ "$SMOKE" = 1 ]; then
-	engine_args=(--keys 20000 --zipf 0,0.99 --ops 20000 --reps 1)
+	engine_args=(--keys 20000 --zipf 0,0.99 --ops 20000 --reps 1 --by-level)
 	pg_backends_env=(ROWS=20000 PROBES=20000 REPS=1 SCALE=1 PGBENCH_SECONDS=2)
 	testbed_args=(--keys 20000 --servers 2 --seconds 1 --rounds 1)
 	sysbench_env=(SMOKE=1)

@@ -29,10 +29,15 @@
 //                 the most requested leaves of this very sequence: a leaf
 //                 in the table costs 1 node, any other a walk from the root.
 //                 Computed from the request sequence, not timed.
+// With --by-level, each backend's requests are also split by the level of
+// their primary hint (none: from the root), and each part is timed with
+// that backend's hints, with `none` and with the oracle's on the very same
+// requests (reps as above, the three in rotating order): which kind of
+// hint a backend's gain or loss comes from.
 //
 // Usage: backend_compare [--keys N,N,...] [--zipf T,T,...] [--ops N] [--reps R]
 //          [--backends NAME,NAME,...] [--page-size B] [--fill P] [--seed S]
-//          [--csv FILE]
+//          [--csv FILE] [--by-level]
 
 #include <algorithm>
 #include <cstdint>
@@ -76,12 +81,14 @@ struct Options {
   int fill = 90;
   std::uint64_t seed = 42;
   std::string csv = "backend_compare.csv";
+  bool by_level = false;
 };
 
 [[noreturn]] void usage(const std::string& error) {
   if (!error.empty()) std::cerr << "backend_compare: " << error << "\n";
   std::cerr << "usage: backend_compare [--keys N,N,...] [--zipf T,T,...] [--ops N] [--reps R]\n"
                "         [--backends NAME,...] [--page-size B] [--fill P] [--seed S] [--csv FILE]\n"
+               "         [--by-level]\n"
                "defaults: --keys 1000000,10000000 --zipf 0,0.99 --ops 1000000 --reps 5\n"
                "          --backends " << off::lookup_backend_names() << "\n";
   std::exit(2);
@@ -96,6 +103,10 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") usage("");
+    if (arg == "--by-level") {
+      o.by_level = true;
+      continue;
+    }
     if (i + 1 >= argc) usage("missing value for " + arg);
     const std::string v = argv[++i];
     if (arg == "--keys") o.keys = bench::parse_list<std::uint64_t>(v, arg, fail);
@@ -166,6 +177,47 @@ double same_bytes_nodes(const std::vector<forein::PageId>& leaf_of_request, std:
   for (std::size_t i = 0; i < c.size() && i < records; ++i) covered += c[i];
   const double hit = per_op(covered, leaf_of_request.size());
   return hit * 1.0 + (1.0 - hit) * root_nodes;
+}
+
+// --by-level: mode m's requests split by the level of their primary hint,
+// each part timed with m's hints, none's (from the root) and the oracle's.
+void time_by_level(forein::Tree& tree, const std::vector<std::string>& keys, const Mode& m,
+                   const Mode& oracle, int reps, std::uint64_t n, double theta) {
+  constexpr int kRoot = -1;
+  std::map<int, std::vector<std::size_t>> parts;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto& h = m.hints[i].primary;
+    parts[h.present() ? static_cast<int>(h.level) : kRoot].push_back(i);
+  }
+  std::string value;
+  for (const auto& [level, idx] : parts) {
+    std::vector<std::string> k;
+    std::vector<StartHints> mine, ora;
+    for (std::size_t i : idx) {
+      k.push_back(keys[i]);
+      mine.push_back(m.hints[i]);
+      ora.push_back(oracle.hints[i]);
+    }
+    const std::vector<StartHints>* sources[3] = {nullptr, &mine, &ora};
+    std::vector<double> ml[3], ratio[2];
+    for (int rep = 0; rep < reps; ++rep) {
+      for (int j = 0; j < 3; ++j) {
+        const int s = (rep + j) % 3;
+        std::uint64_t found = 0;
+        const double sec = bench::timed_pass<off::OffloadManager>(tree, k, sources[s], nullptr,
+                                                                  &value, &found);
+        ml[s].push_back(static_cast<double>(k.size()) / sec / 1e6);
+      }
+      ratio[0].push_back(ml[1].back() / ml[0].back());
+      ratio[1].push_back(ml[2].back() / ml[0].back());
+    }
+    std::cout << std::setprecision(3) << "  by level: keys=" << n << " zipf=" << theta << "  "
+              << m.name << " hint level "
+              << (level == kRoot ? std::string("none") : std::to_string(level)) << "  share "
+              << per_op(idx.size(), keys.size()) << "  none " << median(ml[0])
+              << " M lookups/s  " << m.name << " x" << median(ratio[0]) << "  oracle x"
+              << median(ratio[1]) << "\n";
+  }
 }
 
 int run(const Options& opt) {
@@ -266,6 +318,12 @@ int run(const Options& opt) {
                   << "/" << m.usage.capacity << " " << m.usage.unit << "\n";
       }
       csv.flush();
+      if (opt.by_level) {
+        for (std::size_t j = 1; j + 1 < modes.size(); ++j) {
+          if (modes[j].name == "none") continue;
+          time_by_level(*tree, keys, modes[j], modes.back(), opt.reps, n, theta);
+        }
+      }
     }
   }
   return 0;

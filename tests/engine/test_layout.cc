@@ -212,13 +212,23 @@ std::string bytes_of(std::size_t len, std::uint64_t seed) {
   return s;
 }
 
+// A 4 KiB page holding an empty leaf (fixed-shape, as every new leaf).
+struct EmptyLeaf {
+  static constexpr std::uint32_t kPage = 4096;
+  std::vector<std::byte> buf = std::vector<std::byte>(kPage);
+  detail::Node node{buf.data(), kPage};
+  EmptyLeaf() { node.init(0, 1, "", std::nullopt, forein::kNoPage, forein::kNoPage); }
+  EmptyLeaf(const EmptyLeaf&) = delete;
+  EmptyLeaf& operator=(const EmptyLeaf&) = delete;
+};
+
 }  // namespace
 
 TEST_CASE("a fixed-shape leaf takes its shape, and is rewritten for another", "[tree][layout]") {
-  constexpr std::uint32_t kPage = 4096;
-  std::vector<std::byte> buf(kPage);
-  detail::Node n(buf.data(), kPage);
-  n.init(0, 1, "", std::nullopt, forein::kNoPage, forein::kNoPage);
+  EmptyLeaf leaf;
+  constexpr std::uint32_t kPage = EmptyLeaf::kPage;
+  std::vector<std::byte>& buf = leaf.buf;
+  detail::Node& n = leaf.node;
   REQUIRE(n.fixed());
   REQUIRE(n.slot_size() == detail::kFixedSlotSize);
   // The first entry sets the shape (8-byte key, 3-byte value).
@@ -277,10 +287,8 @@ TEST_CASE("a fixed-shape leaf takes its shape, and is rewritten for another", "[
 }
 
 TEST_CASE("a fixed-shape leaf refuses a replacement whose rewrite does not fit", "[tree][layout]") {
-  constexpr std::uint32_t kPage = 4096;
-  std::vector<std::byte> buf(kPage);
-  detail::Node n(buf.data(), kPage);
-  n.init(0, 1, "", std::nullopt, forein::kNoPage, forein::kNoPage);
+  EmptyLeaf leaf;
+  detail::Node& n = leaf.node;
   // Full in 16-byte slots: more entries than the 24-byte layout holds.
   std::size_t count = 0;
   while (n.fits(8, 8)) {
@@ -298,10 +306,10 @@ TEST_CASE("a fixed-shape leaf refuses a replacement whose rewrite does not fit",
 }
 
 TEST_CASE("layout_error names a corrupt fixed shape", "[tree][layout]") {
-  constexpr std::uint32_t kPage = 4096;
-  std::vector<std::byte> buf(kPage);
-  detail::Node n(buf.data(), kPage);
-  n.init(0, 1, "", std::nullopt, forein::kNoPage, forein::kNoPage);
+  EmptyLeaf leaf;
+  constexpr std::uint32_t kPage = EmptyLeaf::kPage;
+  std::vector<std::byte>& buf = leaf.buf;
+  detail::Node& n = leaf.node;
   n.insert_leaf(0, "12345678", "v");
   const auto flags = detail::load<std::uint16_t>(buf.data(), detail::off::kFlags);
   detail::store<std::uint16_t>(buf.data(), detail::off::kFlags,
