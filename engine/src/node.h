@@ -422,7 +422,7 @@ class Node {
 };
 
 template <std::size_t kStride, bool kLeaf>
-std::size_t word_search(const std::byte* page, std::size_t n, Word kw, double* span_units = nullptr);
+std::size_t word_search(const std::byte* page, std::size_t n, Word kw);
 
 // Slot search: the first slot whose key is >= k (or > k when kStrict).
 //
@@ -484,23 +484,59 @@ inline std::size_t fixed_lower_bound(const std::byte* base, std::size_t from, Wo
   }
 }
 
-// The first slot in [0, n) whose word is >= kw (n if none), in the node on
-// `page` with slots of kStride bytes (a leaf's when kLeaf: its window is
-// prefetched); the interpolation bounds are the header's lo and hi words
-// (~0 when hi is +inf). Shared by Node::search() and the lookup fast path
-// (tree_get.cc), which has no Node view. When it interpolates, it stores
-// the node's span in units of 2^11 of word space, plus one, in
-// *span_units (what the fast path learns leaves' shapes from); otherwise
-// *span_units is left alone.
+// Fetches the cache lines of kSlots slots of kStride bytes from `first`.
+template <std::size_t kStride, std::size_t kSlots>
+[[gnu::always_inline]] inline void prefetch_slots(const std::byte* first) {
+  const auto line = reinterpret_cast<std::uintptr_t>(first) & ~std::uintptr_t{63};
+#pragma GCC unroll 16
+  for (std::size_t l = 0; l <= kSlots * kStride / 64; ++l) {
+    __builtin_prefetch(reinterpret_cast<const void*>(line + 64 * l));
+  }
+}
+
+// The first of kWindow slots (n >= kWindow) placed around slot `guess`.
+template <std::size_t kWindow>
+[[gnu::always_inline]] inline std::size_t window_around(std::size_t guess, std::size_t n) {
+  const std::size_t from = guess > kWindow / 2 ? guess - kWindow / 2 : 0;
+  return from > n - kWindow ? n - kWindow : from;
+}
+
+// The slots word_search() looks in first for kw in a node of n slots of
+// kStride bytes: kWindow slots from the one returned, or none (n returned)
+// when it binary-searches the whole node.
 template <std::size_t kStride, bool kLeaf>
-inline std::size_t word_search(const std::byte* page, std::size_t n, Word kw, double* span_units) {
-  constexpr std::size_t kSearchWindow =
-      kLeaf && kStride == kFixedSlotSize ? Node::kFixedSearchWindow : Node::kSearchWindow;
-  const std::byte* base = page + kHeaderSize;
+inline constexpr std::size_t kWindowOf =
+    kLeaf && kStride == kFixedSlotSize ? Node::kFixedSearchWindow : Node::kSearchWindow;
+template <std::size_t kStride, bool kLeaf>
+[[gnu::always_inline]] inline std::size_t search_window(const std::byte* page, std::size_t n,
+                                                        Word kw) {
+  constexpr std::size_t kWindow = kWindowOf<kStride, kLeaf>;
   const Word lo_word = load<Word>(page, off::kLoWord);
   const Word hi_word = (load<std::uint16_t>(page, off::kFlags) & kFlagHiInf)
                            ? ~Word{0}
                            : load<Word>(page, off::kHiWord);
+  if (n < kWindow || kw <= lo_word || kw >= hi_word) return n;
+  // The guess interpolates on the header's lo and hi words (~0 when hi is
+  // +inf). Floating point: a 128-bit integer divide costs more than the
+  // search. Shifting first keeps both operands below 2^53, where the
+  // conversion to double is one instruction.
+  const double span = static_cast<double>(static_cast<std::int64_t>((hi_word - lo_word) >> 11));
+  const double dist = static_cast<double>(static_cast<std::int64_t>((kw - lo_word) >> 11));
+  // Signed conversions: one instruction each (n and the guess are small).
+  const auto guess = static_cast<std::size_t>(static_cast<std::int64_t>(
+      dist / (span + 1.0) * static_cast<double>(static_cast<std::int64_t>(n))));
+  return window_around<kWindow>(guess, n);
+}
+
+// The first slot in [0, n) whose word is >= kw (n if none), in the node on
+// `page` with slots of kStride bytes (a leaf's when kLeaf: its window is
+// prefetched). Shared by Node::search() and the lookup fast path
+// (tree_get.cc), which has no Node view. LeafWindows (leaf_windows.h)
+// predicts search_window() from a copy of the header's fields.
+template <std::size_t kStride, bool kLeaf>
+inline std::size_t word_search(const std::byte* page, std::size_t n, Word kw) {
+  constexpr std::size_t kSearchWindow = kWindowOf<kStride, kLeaf>;
+  const std::byte* base = page + kHeaderSize;
   auto word_at = [&](std::size_t s) { return load<Word>(base, s * kStride); };
   // The first slot in [from, to) whose word is >= kw, or `to`.
   auto lower_bound = [&](std::size_t from, std::size_t to) {
@@ -513,18 +549,8 @@ inline std::size_t word_search(const std::byte* page, std::size_t n, Word kw, do
     }
     return from + (word_at(from) < kw ? 1 : 0);
   };
-  if (n < kSearchWindow || kw <= lo_word || kw >= hi_word) return lower_bound(0, n);
-  // Floating point: a 128-bit integer divide costs more than the search.
-  // Shifting first keeps both operands below 2^53, where the conversion to
-  // double is one instruction.
-  const double span = static_cast<double>(static_cast<std::int64_t>((hi_word - lo_word) >> 11));
-  const double dist = static_cast<double>(static_cast<std::int64_t>((kw - lo_word) >> 11));
-  // Signed conversions: one instruction each (n and the guess are small).
-  if (span_units != nullptr) *span_units = span + 1.0;
-  const auto guess = static_cast<std::size_t>(static_cast<std::int64_t>(
-      dist / (span + 1.0) * static_cast<double>(static_cast<std::int64_t>(n))));
-  std::size_t from = guess > kSearchWindow / 2 ? guess - kSearchWindow / 2 : 0;
-  if (from > n - kSearchWindow) from = n - kSearchWindow;
+  const std::size_t from = search_window<kStride, kLeaf>(page, n, kw);
+  if (from == n) return lower_bound(0, n);
   const std::size_t to = from + kSearchWindow;
   if constexpr (kLeaf) {
     // A leaf's window is usually out of cache: its lines are fetched
@@ -533,11 +559,7 @@ inline std::size_t word_search(const std::byte* page, std::size_t n, Word kw, do
     // An inner node's window is usually cached; it is binary-searched too
     // (counting its 24 words costs more instructions for no measured gain:
     // docs/engine-benchmark.md).
-    const auto line = reinterpret_cast<std::uintptr_t>(base + from * kStride) & ~std::uintptr_t{63};
-#pragma GCC unroll 16
-    for (std::size_t l = 0; l <= kSearchWindow * kStride / 64; ++l) {
-      __builtin_prefetch(reinterpret_cast<const void*>(line + 64 * l));
-    }
+    prefetch_slots<kStride, kSearchWindow>(base + from * kStride);
   }
   // Outside the window the answer is most often just past its edge: the
   // window beside it is tried before the rest is binary-searched.

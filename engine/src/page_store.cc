@@ -198,6 +198,7 @@ void PageStore::touch(PageId id, std::byte* frame) const {
     next_frame_version_ += std::uint64_t{1} << 32;
     ++resident_count_;
     ++fetched_;
+    if (frame_observer_) frame_observer_(id, frame);
     if (!huge_pages_ && 2 * resident_count_ >= page_count()) advise_huge_pages();
   }
   state = kResident | kReferenced;
@@ -268,6 +269,7 @@ void PageStore::overwrite(PageId id, const std::byte* image) {
   std::memcpy(frame + kPageLatchBytes, image + kPageLatchBytes, page_size_ - kPageLatchBytes);
   std::memcpy(frame, &next_frame_version_, sizeof next_frame_version_);
   next_frame_version_ += std::uint64_t{1} << 32;
+  if (frame_observer_) frame_observer_(id, frame);
 }
 
 void PageStore::forget_free_list() {

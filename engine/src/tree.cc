@@ -20,6 +20,10 @@ Tree::Impl::Impl(std::unique_ptr<PageStore> store, TreeOptions options)
   if (options_.bulk_fill_percent < 10 || options_.bulk_fill_percent > 100) {
     throw InvalidArgument("forein: bulk_fill_percent must be between 10 and 100");
   }
+  // Pages an on-demand store reads from its source, or overwrites, reach
+  // the search-window table as the tree's own writes do.
+  store_->set_frame_observer(
+      [this](PageId id, const std::byte* frame) { leaf_windows_.record(id, frame); });
 }
 
 void Tree::Impl::create_empty() {
@@ -77,17 +81,22 @@ void Tree::Impl::open_existing() {
   // Writes create nodes in the current layout, which older builds cannot
   // read: the first write marks the tree with the current format.
   old_format_ = detail::load<std::uint32_t>(m, mf::kFormat) < mf::kFormatVersion;
-  // Nodes merged away before the last sync are unreachable: free them.
-  // An on-demand store is not scanned (that would read every page): its
-  // host syncs before writing pages back, and sync frees merged nodes.
+  // Nodes merged away before the last sync are unreachable: free them; the
+  // others' search windows are recorded. An on-demand store is not scanned
+  // (that would read every page): its host syncs before writing pages
+  // back, and sync frees merged nodes; its frames reach the window table
+  // as they are read or overwritten.
   if (store_->on_demand()) return;
+  leaf_windows_.clear();
   for (PageId id = 1; id < store_->page_count(); ++id) {
-    Node n(store_->page(id), page_size_);
+    std::byte* page = store_->page(id);
+    Node n(page, page_size_);
     if (n.is_node() && n.dead()) {
-      detail::store<std::uint32_t>(store_->page(id), detail::off::kMagic, 0);
+      detail::store<std::uint32_t>(page, detail::off::kMagic, 0);
       store_->mark_dirty(id);
       store_->free(id);
     }
+    leaf_windows_.record(id, page);
   }
 }
 
@@ -116,7 +125,7 @@ LatchedPage Tree::Impl::latch(PageId id) {
     throw CorruptionError("forein: link to page " + std::to_string(id) +
                           " outside the tree's pages");
   }
-  return LatchedPage(page, page_size_, id);
+  return LatchedPage(page, page_size_, id, &leaf_windows_);
 }
 
 OptNode Tree::Impl::read_root(OpCounters& c) const {

@@ -178,6 +178,7 @@ void Tree::check() {
   };
   std::vector<Expect> expected{{leftmost, "", std::nullopt, kNoPage}};
   std::uint64_t keys = 0;
+  PageId stale_window = kNoPage;  // reported after the checks of the pages' contents
 
   for (int level = height - 1; level >= 0; --level) {
     std::vector<Expect> children;
@@ -229,6 +230,9 @@ void Tree::check() {
       }
       if (level > 0 && n.count() == 0) corrupt(id, "inner node without children");
       if (level == 0) keys += n.count();
+      if (level == 0 && stale_window == kNoPage && !t.leaf_windows_.matches(id, n.page())) {
+        stale_window = id;
+      }
       prev = id;
     });
     if (position != expected.size()) {
@@ -242,6 +246,10 @@ void Tree::check() {
   if (keys != t.size_.load()) {
     throw CorruptionError("forein: leaves hold " + std::to_string(keys) +
                           " keys, the tree records " + std::to_string(t.size_.load()));
+  }
+  if (stale_window != kNoPage) {
+    corrupt(stale_window, "search window entry differs from the leaf's header (a write that "
+                          "bypassed the tree without reload()?)");
   }
 }
 

@@ -14,10 +14,9 @@
 // a secondary hint, a hint that does not cover the key, a page a writer
 // holds, a split in flight, a dead node, a format-1 leaf, a version that
 // moved) sends the lookup to the general path, which handles every case.
-// From a leaf's parent it fetches the leaf's search window together with
-// the leaf's header (LeafShapes, below).
-#include <cmath>
-
+// Whenever it knows a leaf's page id before touching the leaf (the leaf's
+// parent's slot, or a leaf hint), it fetches the leaf's search window
+// together with the leaf's header (LeafWindows, leaf_windows.h).
 #include "tree_impl.h"
 
 namespace forein {
@@ -88,111 +87,7 @@ struct ShortKey {
   return detail::kHeaderSize + (i == 0 ? 0 : i - 1) * kStride;
 }
 
-// Fetching a leaf's search window together with its header.
-//
-// A leaf is usually out of cache, and its search waits for two misses in a
-// row: the header (whose lo, hi and count place the window) and then the
-// window. The walk knows the leaf's lo and hi words from the parent's
-// slots before it touches the leaf; only the count is missing, and it is
-// estimated from the leaves this thread searched before in the same tree.
-// Fetching the guessed window while the header is fetched makes the two
-// misses one. A wrong guess costs the lines fetched and nothing else: the
-// search places its window from the leaf's own header as before. Per
-// thread, so that readers still write no shared memory.
-//
-// Two estimates, and the one that has been closer lately is used: the
-// average count (right for bulk-loaded leaves: one count over spans that
-// vary) and the average density, count per unit of key space, times the
-// leaf's span (right for leaves grown by inserts: a split halves both the
-// span and the count, and uniform inserts grow the count with the span).
-// Measured on 1M keys: the window holds the answer for 96 % (bulk) and
-// 85 % (inserted) of lookups (docs/engine-benchmark.md).
-class LeafShapes {
- public:
-  // The estimated count of a leaf of `span` units (span_units as
-  // word_search gives it), for tree t; 0 when this thread knows no leaf of t.
-  double count(const void* t, double span) const {
-    if (t != tree_) return 0;
-    return count_miss_ <= density_miss_ ? count_ : density_ * span;
-  }
-  std::size_t stride() const { return stride_; }
-  // A leaf of t with n entries over `span` units (0: not interpolated).
-  [[gnu::always_inline]] void learn(const void* t, std::size_t stride, std::size_t n,
-                                    double span) {
-    if (span <= 0) return;
-    const double count = static_cast<double>(static_cast<std::int64_t>(n));
-    const double density = count / span;
-    if (t != tree_) {
-      *this = LeafShapes{};
-      tree_ = t;
-      count_ = count;
-      density_ = density;
-    }
-    stride_ = stride;
-    constexpr double kWeight = 1.0 / 8;  // moving averages over about 8 leaves
-    count_miss_ += (std::abs(count - count_) - count_miss_) * kWeight;
-    density_miss_ += (std::abs(count - density_ * span) - density_miss_) * kWeight;
-    count_ += (count - count_) * kWeight;
-    density_ += (density - density_) * kWeight;
-  }
-
- private:
-  const void* tree_ = nullptr;
-  std::size_t stride_ = 0;  // the last leaf's slot size
-  double count_ = 0, density_ = 0;
-  double count_miss_ = 0, density_miss_ = 0;  // averages of |count - estimate|
-};
-thread_local LeafShapes tl_leaf_shapes;
-
-// Word distances in units of 2^11, below 2^53 so that the conversion to
-// double is one instruction (as in word_search).
-[[gnu::always_inline]] inline double word_units(Word from, Word to) {
-  return static_cast<double>(static_cast<std::int64_t>((to - from) >> 11));
-}
-
-template <std::size_t kStride>
-[[gnu::always_inline]] inline void prefetch_window(const std::byte* leaf, double guess,
-                                                   std::size_t max_slots) {
-  constexpr std::size_t kWindow =
-      kStride == detail::kFixedSlotSize ? Node::kFixedSearchWindow : Node::kSearchWindow;
-  // A guess past the page (a torn parent slot) converts to a slot in it.
-  const double in_page = guess < static_cast<double>(max_slots) ? guess : 0.0;
-  const auto g = static_cast<std::size_t>(static_cast<std::int64_t>(in_page));
-  std::size_t from = g > kWindow / 2 ? g - kWindow / 2 : 0;
-  if (from > max_slots - kWindow) from = max_slots - kWindow;
-  const auto line =
-      reinterpret_cast<std::uintptr_t>(leaf + detail::kHeaderSize + from * kStride) &
-      ~std::uintptr_t{63};
-#pragma GCC unroll 16
-  for (std::size_t l = 0; l <= kWindow * kStride / 64; ++l) {
-    __builtin_prefetch(reinterpret_cast<const void*>(line + 64 * l));
-  }
-}
-
 }  // namespace
-
-[[gnu::always_inline]] inline void Tree::Impl::prefetch_leaf_window(const std::byte* parent,
-                                                                    std::size_t slot,
-                                                                    const std::byte* leaf,
-                                                                    Word k) const {
-  // The leaf's lo and hi: its slot's key and the next slot's, or the
-  // parent's hi after the last slot.
-  const bool last = slot + detail::kSlotSize >=
-                    detail::kHeaderSize + count_of(parent, max_inner_slots_) * detail::kSlotSize;
-  if (last && (flags_of(parent) & detail::kFlagHiInf)) return;
-  const Word lo = load<Word>(parent, slot);
-  const Word hi = load<Word>(parent, last ? off::kHiWord : slot + detail::kSlotSize);
-  if (k < lo || hi <= lo) return;
-  const double span = word_units(lo, hi) + 1.0;
-  const double count = tl_leaf_shapes.count(this, span);
-  if (count <= 0) return;
-  const double guess = word_units(lo, k) / span * count;
-  if (tl_leaf_shapes.stride() == detail::kFixedSlotSize) {
-    prefetch_window<detail::kFixedSlotSize>(leaf, guess, max_fixed_slots_);
-  } else {
-    prefetch_window<detail::kLeafSlotSize>(leaf, guess, max_leaf_slots_);
-  }
-}
 
 // The fast path's walk: finds k's slot in the leaf covering it, from the
 // primary hint or the root, without validating the leaf (the caller reads
@@ -227,9 +122,9 @@ template <std::size_t kStride>
     // move right); the walk goes down from it.
     hit.hinted = true;
     const Hint& h = hints->primary;
-    if (h.level >= detail::kMaxLevels || !begin(store_->page(h.node), hit)) {
-      return FastGet::kSlow;
-    }
+    const std::byte* start = store_->page(h.node);
+    if (h.level == 0 && start != nullptr) leaf_windows_.prefetch(h.node, start, k.word);
+    if (h.level >= detail::kMaxLevels || !begin(start, hit)) return FastGet::kSlow;
     const std::byte* p = hit.page;
     if (!live(p) || level_of(p) != h.level || !above_lo(p, k) || !below_hi(p, k)) {
       return FastGet::kSlow;
@@ -241,8 +136,9 @@ template <std::size_t kStride>
   for (std::uint16_t level = level_of(hit.page); level != 0;) {
     ShortHit child;
     const std::size_t slot = child_slot(hit.page, max_inner_slots_, k);
-    const std::byte* c = store_->page(load<PageId>(hit.page, slot + 12));
-    if (level == 1 && c != nullptr) prefetch_leaf_window(hit.page, slot, c, k.word);
+    const PageId child_id = load<PageId>(hit.page, slot + 12);
+    const std::byte* c = store_->page(child_id);
+    if (level == 1 && c != nullptr) leaf_windows_.prefetch(child_id, c, k.word);
     if (!begin(c, child)) return FastGet::kSlow;
     if (!valid_short(hit)) return FastGet::kRestart;
     const std::uint16_t child_level = level_of(c);
@@ -260,9 +156,7 @@ template <std::size_t kStride>
     // in it, and k's word names at most one slot.
     constexpr std::size_t kStride = detail::kFixedSlotSize;
     const std::size_t n = count_of(p, max_fixed_slots_);
-    double span = 0;
-    const std::size_t i = detail::word_search<kStride, true>(p, n, k.word, &span);
-    if ((flags & detail::kFlagHiInf) == 0) tl_leaf_shapes.learn(this, kStride, n, span);
+    const std::size_t i = detail::word_search<kStride, true>(p, n, k.word);
     hit.slot = detail::kHeaderSize + i * kStride;
     hit.stride = kStride;
     const bool found = i < n && load<Word>(p, hit.slot) == k.word &&
@@ -273,9 +167,7 @@ template <std::size_t kStride>
   constexpr std::size_t kStride = detail::kLeafSlotSize;
   hit.stride = kStride;
   const std::size_t n = count_of(p, max_leaf_slots_);
-  double span = 0;
-  std::size_t i = detail::word_search<kStride, true>(p, n, k.word, &span);
-  if ((flags & detail::kFlagHiInf) == 0) tl_leaf_shapes.learn(this, kStride, n, span);
+  std::size_t i = detail::word_search<kStride, true>(p, n, k.word);
   for (; i < n; ++i) {
     // Slots of k's word, shortest key first.
     hit.slot = detail::kHeaderSize + i * kStride;

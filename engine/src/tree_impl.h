@@ -37,6 +37,7 @@
 #include "epoch.h"
 #include "forein/tree.h"
 #include "latch.h"
+#include "leaf_windows.h"
 #include "node.h"
 
 namespace forein {
@@ -87,12 +88,14 @@ struct Path {
 
 // A page latched exclusively; unlatches on destruction, advancing the
 // page's version (release_unchanged() keeps it, for pages left as they
-// were, so optimistic readers need not restart).
+// were, so optimistic readers need not restart). With a LeafWindows table
+// the page is recorded there before it is unlatched.
 class LatchedPage {
  public:
   LatchedPage() = default;
-  LatchedPage(std::byte* page, std::uint32_t page_size, PageId id)
-      : page_(page), size_(page_size), id_(id) {
+  LatchedPage(std::byte* page, std::uint32_t page_size, PageId id,
+              LeafWindows* windows = nullptr)
+      : page_(page), size_(page_size), id_(id), windows_(windows) {
     PageLatch(page_).lock_exclusive();
   }
   LatchedPage(LatchedPage&& o) noexcept { *this = std::move(o); }
@@ -102,6 +105,7 @@ class LatchedPage {
       page_ = o.page_;
       size_ = o.size_;
       id_ = o.id_;
+      windows_ = o.windows_;
       o.page_ = nullptr;
     }
     return *this;
@@ -109,7 +113,9 @@ class LatchedPage {
   ~LatchedPage() { release(); }
 
   void release() {
-    if (page_ != nullptr) PageLatch(page_).unlock_exclusive();
+    if (page_ == nullptr) return;
+    if (windows_ != nullptr) windows_->record(id_, page_);
+    PageLatch(page_).unlock_exclusive();
     page_ = nullptr;
   }
   void release_unchanged() {
@@ -126,6 +132,7 @@ class LatchedPage {
   std::byte* page_ = nullptr;
   std::uint32_t size_ = 0;
   PageId id_ = kNoPage;
+  LeafWindows* windows_ = nullptr;
 };
 
 // Sorted entries gathered from one or two nodes (plus an insertion), the
@@ -206,10 +213,6 @@ class Tree::Impl {
     std::size_t index() const { return (slot - detail::kHeaderSize) / stride; }
   };
   FastGet find_short(Word word, std::size_t len, const StartHints* hints, ShortHit& hit) const;
-  // Fetches the lines where the search of `leaf` (the child in `parent`'s
-  // slot at byte offset `slot`) will look for k (tree_get.cc).
-  void prefetch_leaf_window(const std::byte* parent, std::size_t slot, const std::byte* leaf,
-                            Word k) const;
   bool valid_short(const ShortHit& hit) const {
     return detail::PageLatch(hit.page).read_valid(hit.version);
   }
@@ -314,6 +317,8 @@ class Tree::Impl {
   // The rightmost leaf as last seen by a write (append_fast_path); a hint
   // only: latch_append_leaf checks it under the latch.
   std::atomic<PageId> append_leaf_{kNoPage};
+  // Each leaf's search window, for lookups that fetch it with the header.
+  detail::LeafWindows leaf_windows_;
 
   // One counter block per epoch thread slot: each has a single writer at a
   // time, so updates are plain loads and stores, no locked instructions.

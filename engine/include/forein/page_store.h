@@ -125,6 +125,13 @@ class PageStore {
   // The free list is rebuilt from the source before the next allocation
   // (after the host replaced pages underneath).
   void forget_free_list();
+  // Called with each frame an on-demand store fills from its source or
+  // overwrites, for an owner that keeps facts about pages' contents (the
+  // tree's search-window table). One call at a time, like the rest of the
+  // on-demand state.
+  void set_frame_observer(std::function<void(PageId, const std::byte*)> observer) {
+    frame_observer_ = std::move(observer);
+  }
 
  protected:
   static constexpr unsigned kChunkBits = 10;  // 1024 pages per chunk
@@ -182,6 +189,7 @@ class PageStore {
   mutable std::uint64_t next_frame_version_ = std::uint64_t{1} << 32;
   PageId clock_hand_ = 0;
   bool free_list_known_ = true;
+  std::function<void(PageId, const std::byte*)> frame_observer_;
   // chunks_[i] holds pages [i << kChunkBits, (i + 1) << kChunkBits).
   std::unique_ptr<std::atomic<std::byte*>[]> chunks_;
   std::unique_ptr<std::atomic<DirtyFlags*>[]> dirty_;  // parallel to chunks_

@@ -207,12 +207,14 @@ class Tree {
                                bool read)>& visit);
 
   // Verifies every invariant: key order inside nodes, lo/hi nesting,
-  // sibling links in both directions, levels, entry counts. Throws
+  // sibling links in both directions, levels, entry counts, each leaf's
+  // search-window entry. Throws
   // CorruptionError naming the page. Run it while no writer is active.
   void check();
 
   // Re-reads root, height and key count from the meta page after the host
-  // replaced pages underneath (another process's commit, a rollback).
+  // replaced pages underneath (another process's commit, a rollback, any
+  // write to store()'s pages that bypassed the tree).
   // Pages retired but not yet freed are forgotten. No operation may run
   // concurrently.
   void reload();
@@ -232,6 +234,7 @@ class Tree {
   std::uint16_t height() const;  // levels, 1 = a single leaf
   std::size_t max_key_size() const;
   std::size_t max_value_size() const;
+  // The tree's pages. A host that writes them directly calls reload().
   PageStore& store();
 
   TreeStats stats() const;
