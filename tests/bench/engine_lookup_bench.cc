@@ -30,7 +30,7 @@
 // Usage: engine_lookup_bench [--keys 1000000,10000000] [--dist uniform,zipf]
 //          [--reps 5] [--probes 2000000] [--csv out.csv] [--fill 90]
 //          [--page-size 8192] [--theta 0.99] [--warmup 200000]
-//          [--mixed 2,1] [--mixed-csv out.csv]
+//          [--mixed 2,1] [--mixed-csv out.csv] [--mixed-writes mix|update]
 // FOREIN_SEED=<n> replays a run's keys and probes (support/seed.h).
 
 #include <absl/container/btree_map.h>
@@ -85,6 +85,9 @@ struct Options {
   std::uint32_t page_size = forein::kDefaultPageSize;
   double theta = 0.99;
   int mixed_readers = 2, mixed_writers = 1;  // 0 readers: no mixed phase
+  // The writers' operations: "mix" (replacements, inserts and erases) or
+  // "update" (replacements only: no slot moves, every leaf keeps its shape).
+  bool mixed_updates_only = false;
   std::string mixed_csv;
 };
 
@@ -93,9 +96,11 @@ struct Options {
   std::cerr << "usage: engine_lookup_bench [--keys N[,N...]] [--dist uniform,zipf] [--reps R]\n"
                "         [--probes P] [--csv FILE] [--fill PERCENT] [--page-size BYTES]\n"
                "         [--theta T] [--warmup W] [--mixed READERS,WRITERS] [--mixed-csv FILE]\n"
+               "         [--mixed-writes mix|update]\n"
                "defaults: --keys 1000000,10000000 --dist uniform,zipf --reps 5 --probes 2000000\n"
                "          --fill 90 --page-size 8192 --theta 0.99 --warmup 200000 --mixed 2,1\n"
-               "          (--mixed 0 skips the readers-with-writers phase)\n";
+               "          --mixed-writes mix (--mixed 0 skips the readers-with-writers phase;\n"
+               "          update: the writers only replace values, no insert or erase)\n";
   std::exit(error.empty() ? 0 : 2);
 }
 
@@ -177,6 +182,10 @@ Options parse_args(int argc, char** argv) {
       o.mixed_readers = static_cast<int>(parse_u64(arg, parts[0]));
       o.mixed_writers = parts.size() > 1 ? static_cast<int>(parse_u64(arg, parts[1])) : 1;
       if (o.mixed_readers > 64 || o.mixed_writers > 64) usage("--mixed: at most 64 threads each");
+    } else if (arg == "--mixed-writes") {
+      const std::string w = next();
+      if (w != "mix" && w != "update") usage("--mixed-writes: mix or update");
+      o.mixed_updates_only = w == "update";
     } else if (arg == "--mixed-csv") {
       o.mixed_csv = next();
     } else if (arg == "--theta") {
@@ -292,7 +301,7 @@ struct MixedPass {
 };
 
 [[gnu::noinline]] MixedPass run_mixed(forein::Tree& tree, const Probes& p, std::size_t b0,
-                                      std::size_t b1, int readers, int writers,
+                                      std::size_t b1, int readers, int writers, bool updates_only,
                                       const std::vector<std::uint64_t>& keys, std::uint64_t seed) {
   std::atomic<bool> go{false}, stop{false};
   std::atomic<std::uint64_t> writes{0};
@@ -307,7 +316,7 @@ struct MixedPass {
       std::uint64_t n = 0;
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
       while (!stop.load(std::memory_order_relaxed)) {
-        if (n % 2 == 0) {
+        if (n % 2 == 0 || updates_only) {
           // A present key gets its own value again: readers' checksums stay
           // comparable, and the leaf is still latched and its version moved.
           const std::uint64_t k = keys[rng() % keys.size()];
@@ -671,7 +680,7 @@ int main(int argc, char** argv) {
           std::vector<double> ro_wall, ro_cpu, rw_wall, rw_cpu, wps, rpl;
           for (int rep = 0; rep < opt.reps; ++rep) {
             for (const int writers : {0, opt.mixed_writers}) {
-              const MixedPass m = run_mixed(*tree, p, b0, b1, opt.mixed_readers, writers, keys,
+              const MixedPass m = run_mixed(*tree, p, b0, b1, opt.mixed_readers, writers, opt.mixed_updates_only, keys,
                                             seed + static_cast<std::uint64_t>(rep));
               if (m.misses != 0 || m.checksum != checksum[kForeinRoot]) {
                 std::cerr << "mixed phase: " << m.misses << " misses or a checksum other than"
@@ -695,7 +704,9 @@ int main(int argc, char** argv) {
           res.writes_per_s = wps.empty() ? 0 : median(wps);
           res.restarts_per_lookup = rpl.empty() ? 0 : median(rpl);
           std::cout << "readers with writers (" << opt.mixed_readers << " readers from the root, "
-                    << opt.mixed_writers << " writer(s); per reader thread, medians of "
+                    << opt.mixed_writers
+                    << (opt.mixed_updates_only ? " writer(s) replacing values" : " writer(s)")
+                    << "; per reader thread, medians of "
                     << opt.reps << " reps):\n"
                     << "  alone:        wall " << fmt(res.ro_wall / 1e6, 3) << " Ml/s, cpu "
                     << fmt(res.ro_cpu / 1e6, 3) << " Ml/s\n"
