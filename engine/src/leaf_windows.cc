@@ -8,8 +8,7 @@ std::pair<Word, std::uint64_t> LeafWindows::entry_of(const std::byte* page) {
   const bool fixed = (flags & kFlagFixed) != 0;
   const std::size_t window = fixed ? Node::kFixedSearchWindow : Node::kSearchWindow;
   const std::size_t n = load<std::uint16_t>(page, off::kCount);
-  const Word lo = load<Word>(page, off::kLoWord);
-  const Word hi = (flags & kFlagHiInf) ? ~Word{0} : load<Word>(page, off::kHiWord);
+  const auto [lo, hi] = interpolation_bounds(page);
   // What search_window() interpolates in: a live leaf of format 2 or fixed
   // shape with at least a window of slots and lo below hi.
   const bool searchable = load<std::uint32_t>(page, off::kMagic) == kNodeMagic &&

@@ -50,6 +50,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "forein/key.h"
 #include "forein/page_store.h"
@@ -501,6 +502,15 @@ template <std::size_t kWindow>
   return from > n - kWindow ? n - kWindow : from;
 }
 
+// The words a node's search interpolates between: the header's lo and hi
+// words, ~0 for a hi of +inf.
+[[gnu::always_inline]] inline std::pair<Word, Word> interpolation_bounds(const std::byte* page) {
+  const Word hi = (load<std::uint16_t>(page, off::kFlags) & kFlagHiInf)
+                      ? ~Word{0}
+                      : load<Word>(page, off::kHiWord);
+  return {load<Word>(page, off::kLoWord), hi};
+}
+
 // The slots word_search() looks in first for kw in a node of n slots of
 // kStride bytes: kWindow slots from the one returned, or none (n returned)
 // when it binary-searches the whole node.
@@ -511,13 +521,9 @@ template <std::size_t kStride, bool kLeaf>
 [[gnu::always_inline]] inline std::size_t search_window(const std::byte* page, std::size_t n,
                                                         Word kw) {
   constexpr std::size_t kWindow = kWindowOf<kStride, kLeaf>;
-  const Word lo_word = load<Word>(page, off::kLoWord);
-  const Word hi_word = (load<std::uint16_t>(page, off::kFlags) & kFlagHiInf)
-                           ? ~Word{0}
-                           : load<Word>(page, off::kHiWord);
+  const auto [lo_word, hi_word] = interpolation_bounds(page);
   if (n < kWindow || kw <= lo_word || kw >= hi_word) return n;
-  // The guess interpolates on the header's lo and hi words (~0 when hi is
-  // +inf). Floating point: a 128-bit integer divide costs more than the
+  // Floating point: a 128-bit integer divide costs more than the
   // search. Shifting first keeps both operands below 2^53, where the
   // conversion to double is one instruction.
   const double span = static_cast<double>(static_cast<std::int64_t>((hi_word - lo_word) >> 11));
