@@ -23,8 +23,14 @@
 //   s = stitch commands x 910 ns + lines CONNECT/RESET write x 465 ns
 //
 // per operation bound it at stitchers / s (COPY payloads are the byte
-// bound's). The model reports the lowest of the three rates and names the
-// bottleneck.
+// bound's). And no request gets past the card's packet engine: the
+// paper's ping test (4.2.9) measured 44.9 Mops on the B3140L and 69 % more
+// on the B3220. The model reports the lowest of the four rates and names
+// the bottleneck.
+//
+// model_figures(total, ops) assumes the traversers share the work evenly
+// (4.2.6's assumption); forein/dpa/thread_model.h routes every operation to
+// its traverser and replaces the first bound by the busiest thread's.
 #pragma once
 
 #include <cstdint>
@@ -35,13 +41,26 @@
 
 namespace forein::offload::dpa {
 
+// The BlueField-3 card: the same DPA (cores, threads, memory latency);
+// the B3220's "stronger packet-matching hardware" (4.2.9).
+enum class Card { kB3140L, kB3220 };
+
+// The card's packet ceiling, from the paper's ping test (4.2.9).
+double packet_ceiling_ops_per_second(Card card);
+const char* card_name(Card card);
+
 struct ModelConfig {
+  Card card = Card::kB3140L;  // the paper's main setup (4.1)
   double dpa_access_ns = kDpaAccessNs;
   double l3_access_ns = kDpaL3AccessNs;
   double host_dma_ns = kHostDmaNs;
   double host_to_dpa_bytes_per_second = kHostToDpaBytesPerSecond;
   std::size_t traversers = kTraverserThreads;
   std::size_t stitchers = kStitcherThreads;
+  // Clients move GETs off an overwhelmed traverser to others by an
+  // alternative hash, without the hot-cache metadata (3.1.3); used by the
+  // thread model (thread_model.h) only.
+  bool spill_overloaded = true;
 };
 
 // One operation's modelled latency (ns).
@@ -53,13 +72,30 @@ struct ModelFigures {
   double traverser_bound = 0;    // traversers / latency
   double stitch_bound = 0;       // host-to-DPA bytes/s / stitched bytes per op (inf: none)
   double stitcher_bound = 0;     // stitchers / their time per op (inf: no stitches)
-  // "traversers (DPA memory latency)", "host-to-DPA stitching" or
-  // "stitcher threads (a DMA poll per stitch)"
+  double packet_bound = 0;       // the card's ping ceiling (4.2.9)
+  // The thread model's figures (thread_model.h); with balanced threads the
+  // owner bound is the traverser bound, imbalance 1, nothing spilled.
+  double owner_bound = 0;        // every request on its key's thread, no spilling
+  double imbalance = 1;          // busiest thread's busy time / the mean, owners only
+  double spilled_fraction = 0;   // of the operations, moved off overwhelmed threads (3.1.3)
+  // kTraversers, kImbalance, kStitching, kStitchers or kPacketEngine
   std::string bottleneck;
   std::string source;            // the formula and its sources
 };
 
-// The figures for `ops` operations whose costs add up to `total`.
+// The bottlenecks' names.
+inline constexpr const char* kTraversers = "traversers (DPA memory latency)";
+inline constexpr const char* kImbalance = "thread imbalance (hot keys' traversers)";
+inline constexpr const char* kStitching = "host-to-DPA stitching";
+inline constexpr const char* kStitchers = "stitcher threads (a DMA poll per stitch)";
+inline constexpr const char* kPacketEngine = "packet engine (ping ceiling)";
+
+// The figures for `ops` operations whose costs add up to `total`, the
+// traversers sharing them evenly.
 ModelFigures model_figures(const OpCost& total, std::uint64_t ops, const ModelConfig& config = {});
+
+// The common part: `f` has latency_ns and the traverser bound set; this
+// adds the stitch, stitcher and packet bounds and picks the lowest.
+void apply_shared_bounds(const OpCost& total, std::uint64_t ops, const ModelConfig& config, ModelFigures& f);
 
 }  // namespace forein::offload::dpa

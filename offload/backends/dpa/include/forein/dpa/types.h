@@ -34,8 +34,38 @@ inline constexpr std::size_t kDpaThreads = 189;
 inline constexpr std::size_t kTraverserThreads = 176;
 inline constexpr std::size_t kStitcherThreads = 4;
 inline constexpr std::size_t kPatcherThreads = 4;
-// DPA receive queues: 256 packets per traverser (3.1.3).
+// DPA receive queues: "The per-thread DPA receive queues (256 packets for
+// each traverser) allow for a maximum number of 45,056 in-flight packets"
+// (3.1.3).
 inline constexpr std::size_t kReceiveQueuePackets = 256;
+
+// ---- The packet engine and the clients (sections 4.1, 4.2.3, 4.2.9) ----
+
+// The cards' packet ceilings, measured by the paper with "ping tests that
+// return packets by the receiving DPA thread without memory access. For
+// ping, the B3140L model reached 44.9 MOPS, whereas the B3220 delivered
+// 69 % more throughput" (4.2.9). No request, whatever it does, gets past it.
+inline constexpr double kPingOpsPerSecondB3140L = 44.9e6;
+inline constexpr double kPingGainB3220 = 1.69;
+// The network: "connected through a 100 Gb/s Dell PowerSwitch S5232F" (4.1).
+inline constexpr double kLinkBitsPerSecond = 100e9;
+// The paper's clients: "Each of the 6 client nodes are running 31 threads.
+// Threads issue between 1 and 64 concurrent requests"; "a queue depth of 32
+// is used for GET requests ... a queue depth of 18 for insert and range
+// workloads" (4.2.3).
+inline constexpr std::size_t kClientNodes = 6;
+inline constexpr std::size_t kClientThreadsPerNode = 31;
+inline constexpr std::size_t kGetQueueDepth = 32;
+inline constexpr std::size_t kRangeInsertQueueDepth = 18;
+// Frame sizes on the wire. The paper gives the MTU bound (64 pairs "within
+// a 1500-byte maximum transmission unit", 3.1) but not the request layout:
+// ESTIMATES, used only for the wire's serialization time at low load.
+// Ethernet + IPv4 + UDP headers, FCS, preamble and inter-frame gap:
+inline constexpr std::size_t kFrameOverheadBytes = 14 + 20 + 8 + 4 + 8 + 12;
+// A request's payload (type, key, value field) and a pair's bytes in a
+// RANGE response (a 64-bit key and a 64-bit value, 4.1).
+inline constexpr std::size_t kRequestPayloadBytes = 1 + 8 + 8;
+inline constexpr std::size_t kPairBytes = 16;
 inline constexpr std::size_t kCacheLineBytes = 64;
 
 // ---- The learned index (sections 3.1, 3.1.1, 3.2.1) ----
