@@ -126,7 +126,7 @@ TEST_CASE("PCIe link: a token bucket in modelled time counting bytes and DMAs", 
 }
 
 TEST_CASE("DRAM link: whole 64 B bursts", "[fpga][pcie]") {
-  LinkModel dram(dram_link(34e9, 200));
+  LinkModel dram(dram_link(34e9, 200, 0));
   CHECK(dram.wire_ns(8) == Approx(64 / 34e9 * 1e9));
   CHECK(dram.wire_ns(64) == Approx(dram.wire_ns(8)));
   CHECK(dram.wire_ns(65) == Approx(128 / 34e9 * 1e9));
@@ -150,7 +150,7 @@ TEST_CASE("Links count exactly under concurrent DMAs", "[fpga][pcie][concurrent]
 
 TEST_CASE("Load balancer: a hit goes over PCIe when DRAM would finish it later",
           "[fpga][balancer]") {
-  LinkModel dram(dram_link(34e9, 200));
+  LinkModel dram(dram_link(34e9, 200, 0));
   LinkModel pcie(pcie_link(13e9, 1000));
   LoadBalancer on(dram, pcie, true), off(dram, pcie, false);
   CHECK_FALSE(on.divert(512));  // both idle: DRAM is faster

@@ -33,14 +33,18 @@ struct Accelerator::Impl {
   std::optional<std::string> get(AcceleratorPort& port, const std::string& key) {
     ReadTrace trace;
     std::optional<std::string> value = honeycomb_get(port, key, port.read_version(), &trace);
-    core.record(false, value ? 1 : 0, trace, port.latency_ns());
+    core.record(false, value ? 1 : 0, trace, port.latency_ns(),
+                reply_wire_bytes(value ? 1 : 0, value ? key.size() + value->size() : 0));
     return value;
   }
   ScanResult scan(AcceleratorPort& port, const std::string& lo, const std::string& hi,
                   std::size_t max_items) {
     ReadTrace trace;
     ScanResult result = honeycomb_scan(port, lo, hi, port.read_version(), max_items, &trace);
-    core.record(true, result.items.size(), trace, port.latency_ns());
+    std::uint64_t payload = 0;
+    for (const Item& item : result.items) payload += item.key.size() + item.value.size();
+    core.record(true, result.items.size(), trace, port.latency_ns(),
+                reply_wire_bytes(result.items.size(), payload));
     return result;
   }
 

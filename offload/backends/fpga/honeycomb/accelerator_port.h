@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "forein/fpga/accelerator.h"
+#include "fpga/honeycomb/compute_model.h"
 #include "fpga/honeycomb/device_page_table.h"
 #include "fpga/honeycomb/interior_cache.h"
 #include "fpga/honeycomb/load_balancer.h"
@@ -39,8 +40,10 @@ struct AcceleratorCore {
   void set_read_version(Version v) { grv.store(v, std::memory_order_release); }
   void set_root(Lid root, std::uint32_t height);
 
-  // One completed request, for stats and the model.
-  void record(bool scan, std::size_t items, const ReadTrace& trace, double latency_ns);
+  // One completed request, for stats and the model: its reply carries
+  // reply_bytes on the wire (reply_wire_bytes).
+  void record(bool scan, std::size_t items, const ReadTrace& trace, double latency_ns,
+              std::uint64_t reply_bytes = 0);
 
   AcceleratorStats stats() const;
   AcceleratorModel model() const;
@@ -52,6 +55,7 @@ struct AcceleratorCore {
   LinkModel pcie;
   LinkModel dram;
   LoadBalancer balancer;
+  ComputeCounters compute;
 
   // The root's LID and the tree's height in one word (height << 48 | LID)
   // so a request never pairs one root with another root's height.
@@ -73,7 +77,7 @@ struct AcceleratorCore {
   std::atomic<std::uint64_t> balanced_to_pcie{0};
   std::atomic<std::uint64_t> dram_reads{0}, dram_bytes{0}, dram_write_bytes{0};
   std::atomic<std::uint64_t> page_table_reads{0}, metadata_reads{0};
-  std::atomic<std::uint64_t> old_versions{0};
+  std::atomic<std::uint64_t> old_versions{0}, reply_bytes{0};
   std::atomic<double> latency_ns_total{0};
 };
 
@@ -96,6 +100,7 @@ class AcceleratorPort final : public MemoryPort {
 
  private:
   void over_pcie(std::uint64_t bytes);
+  void over_dram(std::uint64_t bytes);
 
   AcceleratorCore& core_;
   const AcceleratorCore::Root root_;

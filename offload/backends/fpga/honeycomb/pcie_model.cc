@@ -8,8 +8,8 @@ LinkConfig pcie_link(double bytes_per_second, double latency_ns) {
   return LinkConfig{bytes_per_second, latency_ns, 256, 20, false};
 }
 
-LinkConfig dram_link(double bytes_per_second, double latency_ns) {
-  return LinkConfig{bytes_per_second, latency_ns, 64, 0, true};
+LinkConfig dram_link(double bytes_per_second, double latency_ns, double access_ns) {
+  return LinkConfig{bytes_per_second, latency_ns, 64, 0, true, access_ns};
 }
 
 LinkModel::LinkModel(LinkConfig config) : config_(config) {}
@@ -24,7 +24,7 @@ double LinkModel::wire_ns(std::uint64_t bytes) const {
   // is higher by the per-unit overhead.
   const double wire_rate =
       config_.bytes_per_second * static_cast<double>(unit + config_.unit_overhead_bytes) / unit;
-  return wire / wire_rate * 1e9;
+  return wire / wire_rate * 1e9 + config_.access_ns;
 }
 
 Transfer LinkModel::transfer(std::uint64_t bytes, double ready_ns) {
@@ -39,6 +39,7 @@ Transfer LinkModel::transfer(std::uint64_t bytes, double ready_ns) {
   ++transfers_;
   bytes_ += bytes;
   busy_ns_ += wire;
+  outstanding_ns_ += t.unloaded_ns;
   return t;
 }
 
@@ -57,6 +58,11 @@ double LinkModel::busy_ns() const {
   return busy_ns_;
 }
 
+double LinkModel::outstanding_ns() const {
+  std::lock_guard lock(mu_);
+  return outstanding_ns_;
+}
+
 double LinkModel::free_at_ns() const {
   std::lock_guard lock(mu_);
   return free_at_ns_;
@@ -67,6 +73,7 @@ void LinkModel::reset() {
   transfers_ = 0;
   bytes_ = 0;
   busy_ns_ = 0;
+  outstanding_ns_ = 0;
   free_at_ns_ = 0;
 }
 

@@ -21,6 +21,8 @@ struct LinkConfig {
   std::uint32_t unit_bytes = 256;
   std::uint32_t unit_overhead_bytes = 20;
   bool round_up = false;
+  // Link time every transfer costs beyond its units (DRAM: opening a row).
+  double access_ns = 0;
 };
 
 // PCIe: two Gen3 x8 links to host memory, 13 GB/s measured, > 1 us latency
@@ -35,8 +37,17 @@ LinkConfig pcie_link(double bytes_per_second, double latency_ns);
 
 // On-board DRAM: two DDR4-2133 channels (paper 003, section 6.1), 17 GB/s
 // peak each (2133 MT/s x 8 B, JEDEC DDR4). Every access moves whole 64 B
-// bursts (BL8 on a 64-bit channel), so small metadata reads cost a burst.
-LinkConfig dram_link(double bytes_per_second, double latency_ns);
+// bursts (BL8 on a 64-bit channel), so small metadata reads cost a burst,
+// and costs access_ns more: the accelerator's accesses are random (a
+// page-table entry, a metadata set, a node block), each opening a row.
+// The paper says the DRAM is limited by accesses as much as bytes:
+// "page table and cache metadata reads consume a small fraction of
+// available on-board DRAM bandwidth but a significant fraction of IOPS"
+// (6.4), and with every interior node cached and no load balancing the
+// DRAM, not PCIe, bounds the accelerator at 8.0 Mreqs/s while PCIe has
+// 4 GB/s to spare. kDramAccessNs (accelerator.h) is derived from that
+// point: see its comment.
+LinkConfig dram_link(double bytes_per_second, double latency_ns, double access_ns);
 
 struct Transfer {
   double start_ns = 0;     // when the link started carrying it
@@ -57,6 +68,9 @@ class LinkModel {
   std::uint64_t transfers() const;  // DMAs / accesses (IOPS numerator)
   std::uint64_t bytes() const;      // payload bytes
   double busy_ns() const;           // total wire time
+  // Total time transfers were outstanding (wire + latency each): what a
+  // bounded number of outstanding transfers (PCIe read tags) limits.
+  double outstanding_ns() const;
   double free_at_ns() const;        // the token bucket's clock
   const LinkConfig& config() const { return config_; }
   void reset();
@@ -67,6 +81,7 @@ class LinkModel {
   std::uint64_t transfers_ = 0;
   std::uint64_t bytes_ = 0;
   double busy_ns_ = 0;
+  double outstanding_ns_ = 0;
   double free_at_ns_ = 0;
 };
 

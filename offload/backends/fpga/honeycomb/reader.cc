@@ -84,7 +84,9 @@ class Request {
       if (h.size > h.sorted_end && !read(view, false, Block::kLog, h.sorted_end, h.size - h.sorted_end)) {
         return nullptr;
       }
-      view.merger = std::make_unique<layout::LeafMerger>(view.image, layout::parse_log(view.image), rv_);
+      std::vector<layout::LogEntry> log = layout::parse_log(view.image);
+      if (trace_ != nullptr) trace_->log_items += static_cast<std::uint32_t>(log.size());
+      view.merger = std::make_unique<layout::LeafMerger>(view.image, std::move(log), rv_);
     }
     return view.merger.get();
   }

@@ -28,6 +28,7 @@ struct ReadTrace {
   std::uint32_t interior_nodes = 0;    // interior node versions visited
   std::uint32_t leaves = 0;            // leaf versions visited
   std::uint32_t old_versions = 0;      // old-version pointers followed
+  std::uint32_t log_items = 0;         // log-block entries sorted (order hints)
   std::uint32_t reads = 0;             // MemoryPort::read calls (DMAs)
   std::uint64_t bytes = 0;             // bytes read
 };
