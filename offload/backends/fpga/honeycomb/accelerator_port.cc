@@ -109,7 +109,7 @@ AcceleratorModel AcceleratorCore::model() const {
   m.source =
       "Honeycomb (papers/003): throughput = the lowest of compute, PCIe, PCIe read tags, board DRAM "
       "and network for the work counted. Compute: 14 KSUs, 4+5+5 RSUs, 4 MSIs at 220 MHz (sec. 6.1), "
-      "a cycle per 16 B key fragment (sec. 4.2), a cycle per log item sorted (sec. 4.3), 26 cycles a "
+      "a cycle per 16 B key fragment (sec. 4.2), a cycle per log item sorted (sec. 4.3), 29 cycles a "
       "block beyond streaming and 64 B/cycle MSIs (inferred: compute_model.h). PCIe 2x Gen3 x8, 13 GB/s "
       "measured, >= 1 us per DMA (sec. 2); <= 256 B completion TLPs with 20 B framing+header+LCRC each "
       "(PCIe 3.0 base spec); 2x64 read tags (Arria 10 PCIe hard IP). Board DRAM 2x DDR4-2133 = 34 GB/s "

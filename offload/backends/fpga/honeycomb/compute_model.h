@@ -15,12 +15,14 @@
 // item (4.3: taken as one). Inferred (the paper gives no figure):
 //   - kBlockCycles, the cycles a unit spends on a block beyond streaming
 //     it (taking the request's metadata and bound key, the version check,
-//     the result generator, the hop back through the ring). Chosen so that
-//     14 KSUs serve about 10 Mops/s of 1-item SCANs on the paper's 4-level
-//     tree (three interior nodes, two blocks each, 2.4 KB streamed): the
-//     paper sized the units as "the minimum ... to achieve a target SCAN
-//     operation throughput of approximately 10 Mops/s" (6.1), so the KSU
-//     array, the largest, is taken to run out near that target;
+//     the result generator, the hop back through the ring). The paper sized
+//     the units as "the minimum ... to achieve a target SCAN operation
+//     throughput of approximately 10 Mops/s" (6.1), so the KSU array, the
+//     largest, is taken to run out at that target: a 1-item SCAN on the
+//     paper's 4-level tree has the KSUs search six blocks (three interior
+//     nodes, header+shortcuts and a segment each) streaming 2.2 KB, 135
+//     cycles; 14 KSUs x 220 MHz / 10 Mops = 308 cycles a request, so
+//     (308 - 135) / 6 = 29 cycles a block;
 //   - the MSI adapter's data path, 64 bytes a cycle (a 512-bit Avalon
 //     interface, the usual width for two PCIe Gen3 x8 and DDR4 at 220 MHz).
 #pragma once
@@ -50,7 +52,7 @@ const char* compute_unit_name(ComputeUnit unit);
 unsigned units_of(const ComputeConfig& config, ComputeUnit unit);
 
 inline constexpr std::uint64_t kKeyFragmentBytes = 16;  // 4.2 (paper)
-inline constexpr std::uint64_t kBlockCycles = 26;       // inferred, see above
+inline constexpr std::uint64_t kBlockCycles = 29;       // inferred, see above
 inline constexpr std::uint64_t kLogItemCycles = 1;      // 4.3: O(1) per item (paper)
 inline constexpr std::uint64_t kAdapterBytesPerCycle = 64;  // inferred, see above
 
