@@ -499,7 +499,11 @@ TEST_CASE("Load balancer through the port: some hits go over PCIe when DRAM is b
   // serving most hits (it is ~2.6x faster than PCIe).
   CHECK(on_model.pcie_seconds == Approx(on_model.dram_seconds).epsilon(0.05));
   CHECK(on.dram_reads > on.balanced_to_pcie);
-  CHECK(on_model.requests_per_second > 1.2 * off_model.requests_per_second);
+  // The off-chip rate (compute, which balancing does not change, may bind
+  // these 2-block requests before the links do).
+  const auto links = [](const AcceleratorModel& m) { return std::min(m.pcie_bound, m.dram_bound); };
+  CHECK(links(on_model) > 1.2 * links(off_model));
+  CHECK(on_model.requests_per_second >= off_model.requests_per_second);
   CHECK_FALSE(on_model.source.empty());
 }
 
