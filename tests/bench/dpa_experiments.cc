@@ -641,7 +641,7 @@ void experiment_qdepth(const Options& o, std::ofstream& csv) {
       KeyPicker z = zipf_picker(ks.loaded);
       const auto z_shares = shares(z, dpa::kTraverserThreads);
       (void)run_gets(*s, z, o.ops, rng, z_shares);  // warm the caches
-      sweep("GET Zipf 0.99, hot cache", run_gets(*s, z, o.ops, rng, z_shares), 1);
+      sweep("GET Zipf 0.99 + hot cache", run_gets(*s, z, o.ops, rng, z_shares), 1);
     }
   }
 }

@@ -3,9 +3,11 @@
 # model"): the store really runs every operation and counts its DPA lines,
 # L3 lines, host DMAs and stitched bytes; forein/dpa/model.h turns them into the
 # paper's latency and throughput (tests/bench/dpa_experiments.cc).
-# Experiments: GET / RANGE / INSERT / UPDATE-only, YCSB A-F, the hot-entry
-# cache on/off (uniform, Zipf 0.99), error bound sweeps, traverser counts,
-# and DPA memory per data set beside Table 1. Writes CSVs to docs/bench/dpa/
+# Experiments: GET / RANGE / INSERT / UPDATE-only (with latency.csv: each
+# op's latency alone and at the paper's queue depth), YCSB A-F, the
+# hot-entry cache on/off (uniform, Zipf 0.99), error bound sweeps, traverser
+# counts, the client queue-depth sweep (qdepth: the thread/queue model,
+# forein/dpa/thread_model.h), and DPA memory per data set beside Table 1. Writes CSVs to docs/bench/dpa/
 # and renders PNGs there with gnuplot. Also measures dpa hints against the
 # root start on the engine's tree (dpa_host_speedup: engine_hints.csv). The
 # PostgreSQL probes (1M nested-loop probes vs btree) are a separate command:
@@ -215,13 +217,62 @@ if [ -f "$out/threads.csv" ]; then
   gnuplot <<EOF
 $term
 set output '$out/threads.png'
-set title "Traverser threads (paper 4.2.2, Fig 9): GET, uniform, modelled (linear by construction)"
+set title "Traverser threads (paper 4.2.2, Fig 9): GET, uniform, modelled (B3140L packet ceiling 44.9)"
 set xlabel 'traverser threads'
 set ylabel 'Mops/s'
 set yrange [0:*]
 set key outside right top
 set grid
 plot '$tmp/threads.dat' using 1:2 with linespoints lw 2 pt 7 title 'model'
+EOF
+fi
+
+if [ -f "$out/qdepth.csv" ]; then
+  m=$(col "$out/qdepth.csv" mops)
+  r=$(col "$out/qdepth.csv" response_us)
+  plots=""
+  i=0
+  while IFS= read -r w; do
+    i=$((i + 1))
+    awk -F, -v w="$w" -v m="$m" -v r="$r" 'NR > 1 && $2 == w {print $3, $m, $r}' "$out/qdepth.csv" > "$tmp/qd_$i.dat"
+    plots="$plots${plots:+, }'$tmp/qd_$i.dat' using 1:2 with linespoints lw 2 pt 7 lc $i title '$w: Mops', '$tmp/qd_$i.dat' using 1:3 axes x1y2 with linespoints lw 1 dt 2 pt 6 lc $i title '$w: response us'"
+  done < <(awk -F, 'NR > 1 && !seen[$2]++ {print $2}' "$out/qdepth.csv")
+  gnuplot <<EOF
+$term
+set output '$out/qdepth.png'
+set title "Client queue depth (paper 4.2.3, Fig 10): 6 x 31 client threads, mean value analysis of the thread model"
+set xlabel 'requests in flight per client thread'
+set ylabel 'Mops/s'
+set y2label 'response time (us, Little)'
+set y2tics
+set logscale x 2
+set yrange [0:*]
+set y2range [0:*]
+set key outside bottom center horizontal maxrows 3
+set grid
+plot $plots
+EOF
+fi
+
+if [ -f "$out/latency.csv" ]; then
+  a=$(col "$out/latency.csv" dpa_us)
+  b=$(col "$out/latency.csv" packet_us)
+  c=$(col "$out/latency.csv" wire_us)
+  d=$(awk -F, 'NR == 2 {print $1}' "$out/latency.csv")
+  awk -F, -v d="$d" -v a="$a" -v b="$b" -v c="$c" 'NR > 1 && $1 == d {print $2, $a, $b, $c}' "$out/latency.csv" > "$tmp/lat.dat"
+  gnuplot <<EOF
+$term
+set output '$out/latency.png'
+set title "Latency of one request alone ($d): modelled DPA time + packet engine (1 / ping rate) + wire"
+set ylabel 'us'
+set style data histograms
+set style histogram rowstacked
+set style fill solid 0.8 border -1
+set boxwidth 0.6
+set key outside right top
+set grid y
+set yrange [0:*]
+plot '$tmp/lat.dat' using 2:xtic(1) title 'DPA (4.2.6 formula)', '' using 3 title 'packet engine', '' using 4 title 'wire, 100 Gb/s'
 EOF
 fi
 
