@@ -1,31 +1,38 @@
 // Honeycomb's section 6 on the fpga backend's store (docs/fpga-experiments.md),
 // run by tests/bench/run_fpga_experiments.sh.
 //
-// The same workloads run three ways on this machine:
-//   baseline   CPU only, measured on `--threads` threads, on two trees:
-//              forein's engine tree (a CPU-optimized B+tree with optimistic
-//              latching) and Honeycomb's own store with every operation on
-//              the CPU; the better of the two per workload is the baseline
-//              (the paper's is eRPC-Masstree, which we cannot run here);
-//   honeycomb  the Honeycomb store (offload/backends/fpga/honeycomb/):
-//              writes on CPU threads (measured), GET/SCAN executed by the
-//              accelerator model's worker threads with the real read
-//              algorithm; the accelerator's rate comes from its model fed
-//              with the bytes, DMAs and cache hits those requests really
-//              made (Accelerator::model()).
-// Neither side has a network stack (the paper's eRPC costs CPU on the
-// baseline; ours pays none, which favours the baseline); Honeycomb's
-// throughput is capped by the paper's 50 Gbps Ethernet over its reply bytes.
+// Measured on this machine, on `--threads` threads: forein's engine tree
+// (the CPU baseline's index) and Honeycomb's store (offload/backends/fpga/
+// honeycomb/): its writes on CPU threads, its GET/SCAN executed by the
+// accelerator model's worker threads with the real read algorithm. The
+// accelerator's rate comes from its model fed with the work those requests
+// really did (bytes, DMAs, accesses, cycles, reply bytes:
+// Accelerator::model(), the lowest of compute, PCIe, read tags, DRAM and
+// network).
 //
-// Combining the two halves (documented in docs/fpga-experiments.md): with
-// read fraction r, the NIC serves up to R_nic reads/s; CPU cores serve the
-// writes (W per core-second) and any reads beyond R_nic (R_cpu per
-// core-second, measured on the same store), as the paper's CPU helps with
-// SCANs at high read fractions:
-//   (1-r) X / W + max(0, r X - R_nic) / R_cpu <= threads.
+// Both systems are then put on the paper's server (6.1: 10 cores, requests
+// over the network) from per-core costs:
+//   - a read on a CPU server costs what forein-kv-server spends per request
+//     over the DPDK memif path (--server-csv, written by
+//     run_fpga_cpu_server.sh: server CPU seconds per GET and per SCAN of n
+//     items, fitted as a + b n), for the engine and for Honeycomb's CPU read
+//     path; without that file, the in-process cost and no network cost;
+//   - a write costs its in-process per-core time (measured here) plus the
+//     network path's CPU per request (the engine's GET over memif minus its
+//     GET in process);
+//   - baseline: C / (r t_read + (1-r) t_write) on C cores;
+//   - Honeycomb: the NIC serves up to R_nic reads/s; the C cores serve the
+//     writes and the reads beyond R_nic (as the paper's CPU helps with SCANs):
+//       (1-r) X t_write + max(0, r X - R_nic) t_read_cpu <= C,
+//     and replies fit the 50 Gbps Ethernet.
+// Throughput per watt of TDP with the paper's server figures (6.3: 127 W for
+// eRPC-Masstree's server, 157.9 W for Honeycomb's).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -47,29 +54,30 @@ using forein::bench::Clock;
 using forein::bench::seconds_since;
 namespace hc = forein::offload::fpga;
 
-// Paper section 2: 50 Gbps Ethernet. Reply framing: Ethernet + IPv4 + UDP
-// headers (42 B) and an 8-byte reply header, 4 bytes of blob headers per item.
-constexpr double kNetworkBytesPerSecond = 50e9 / 8;
-constexpr double kReplyOverheadBytes = 42 + 8;
-constexpr double kItemFramingBytes = 4;
+// Paper section 6.3: the servers' TDP, the proxy for cost.
+constexpr double kBaselineWatts = 127.0;
+constexpr double kHoneycombWatts = 157.9;
 
 struct Options {
-  std::uint64_t keys = 4'000'000;
-  // The cache ablation's store: the paper's is a 4-level tree (128M pairs);
-  // 20M pairs of 16 B make ours 4 levels too.
+  // The paper's tree has four levels (128M pairs, 6.2); 20M pairs of 16 B
+  // make ours four levels too, which sets the accelerator's work a request.
+  std::uint64_t keys = 20'000'000;
   std::uint64_t cache_keys = 20'000'000;
   double seconds = 1.0;
   unsigned threads = 2;
+  double cores = 10;  // the paper's server (6.1)
+  std::string server_csv;  // run_fpga_cpu_server.sh's cpu_server.csv
   std::string out = "docs/bench/fpga";
-  std::vector<std::string> experiments = {"ycsb", "cloud", "scan", "cache", "mvcc"};
+  std::vector<std::string> experiments = {"ycsb", "cloud", "scan", "cache", "mvcc", "keysize", "logblock",
+                                          "latency"};
   std::uint64_t seed = 42;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "fpga_experiments: " << why << "\n"
             << "usage: fpga_experiments [--keys N] [--cache-keys N] [--seconds S] [--threads T]\n"
-            << "                        [--out DIR]\n"
-            << "                        [--experiments ycsb,cloud,scan,cache,mvcc] [--seed N]\n";
+            << "                        [--cores C] [--server-csv FILE] [--out DIR] [--seed N]\n"
+            << "                        [--experiments ycsb,cloud,scan,cache,mvcc,keysize,logblock,latency]\n";
   std::exit(2);
 }
 
@@ -90,6 +98,10 @@ Options parse(int argc, char** argv) {
         o.seconds = std::stod(next());
       } else if (a == "--threads") {
         o.threads = static_cast<unsigned>(std::stoul(next()));
+      } else if (a == "--cores") {
+        o.cores = std::stod(next());
+      } else if (a == "--server-csv") {
+        o.server_csv = next();
       } else if (a == "--out") {
         o.out = next();
       } else if (a == "--experiments") {
@@ -107,23 +119,33 @@ Options parse(int argc, char** argv) {
   if (o.keys < 1000 || o.cache_keys < 1000) usage("--keys and --cache-keys must be at least 1000");
   if (o.threads == 0) usage("--threads must be at least 1");
   if (o.seconds <= 0) usage("--seconds must be positive");
+  if (!(o.cores >= 1)) usage("--cores must be at least 1");
   return o;
 }
 
-// 16-byte keys: the word big-endian, then its complement (distinct words
-// give distinct, order-preserving keys).
+// Key and value sizes: 16 bytes as the paper's experiments (6.2); the key
+// size experiment (Figure 14) sets both between its runs, never while
+// threads run.
+std::size_t g_key_bytes = 16;
+std::size_t g_value_bytes = 16;
+
+// The word big-endian, then its complement repeated (distinct words give
+// distinct, order-preserving keys of any size >= 8).
 std::string key_of(std::uint64_t w) {
-  std::string k(16, '\0');
-  for (int i = 0; i < 8; ++i) {
-    k[static_cast<std::size_t>(i)] = static_cast<char>(w >> (56 - 8 * i));
-    k[static_cast<std::size_t>(8 + i)] = static_cast<char>(~w >> (56 - 8 * i));
+  std::string k(g_key_bytes, '\0');
+  for (std::size_t i = 0; i < g_key_bytes; ++i) {
+    const std::uint64_t x = i < 8 ? w : ~w;
+    k[i] = static_cast<char>(x >> (56 - 8 * (i % 8)));
   }
   return k;
 }
 
 std::string value_of(std::uint64_t v) {
-  std::string s = forein::bench::value_bytes(v);
-  return s + s;  // 16 bytes
+  const std::string s = forein::bench::value_bytes(v);
+  std::string out;
+  while (out.size() < g_value_bytes) out += s;
+  out.resize(g_value_bytes);
+  return out;
 }
 
 enum class Read : std::uint8_t { kGet, kScan };
@@ -198,8 +220,11 @@ std::unique_ptr<forein::Tree> load_engine(const DataSet& data) {
   return tree;
 }
 
+enum class Part : std::uint8_t { kMix, kReadsOnly, kWritesOnly };
+
+// The engine on `mix` (or its reads or writes alone), ops/s on o.threads.
 double run_engine(forein::Tree& tree, const DataSet& data, const Mix& mix, const Options& o,
-                  std::uint64_t seed) {
+                  std::uint64_t seed, Part part = Part::kMix) {
   std::atomic<std::uint64_t> ops{0};
   std::vector<std::thread> threads;
   const auto t0 = Clock::now();
@@ -210,7 +235,8 @@ double run_engine(forein::Tree& tree, const DataSet& data, const Mix& mix, const
       std::uint64_t n = 0;
       while (seconds_since(t0) < o.seconds) {
         for (int batch = 0; batch < 64; ++batch, ++n) {
-          if (s.next_is_read()) {
+          const bool read = part == Part::kReadsOnly ? true : part == Part::kWritesOnly ? false : s.next_is_read();
+          if (read) {
             const std::string k = key_of(data.words[s.pick_index()]);
             if (mix.read == Read::kGet) {
               tree.get(k, &value);
@@ -236,6 +262,94 @@ double run_engine(forein::Tree& tree, const DataSet& data, const Mix& mix, const
   }
   for (auto& th : threads) th.join();
   return static_cast<double>(ops.load()) / seconds_since(t0);
+}
+
+// ---- the CPU server's per-request costs over the network ------------------
+
+// Server CPU seconds per request over the memif path (run_fpga_cpu_server.sh),
+// per engine ("forein", "honeycomb-cpu"): GET, and SCAN of n items as
+// a + b n by least squares over the measured n.
+struct ServerCosts {
+  struct Fit {
+    double get = 0, scan_a = 0, scan_b = 0;
+    bool has_get = false, has_scan = false;
+  };
+  std::map<std::string, Fit> engines;
+  double net = 0;  // the network path's CPU per request (set by calibrate_network)
+  bool measured() const { return !engines.empty(); }
+};
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::stringstream ss(line);
+  while (std::getline(ss, cell, ',')) out.push_back(cell);
+  return out;
+}
+
+ServerCosts load_server_costs(const std::string& path) {
+  ServerCosts c;
+  if (path.empty()) return c;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read --server-csv " + path);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> head = split_csv(line);
+  auto column = [&](const char* name) {
+    const auto at = std::find(head.begin(), head.end(), name);
+    if (at == head.end()) throw std::runtime_error(path + ": no column " + name);
+    return static_cast<std::size_t>(at - head.begin());
+  };
+  const std::size_t engine = column("engine"), op = column("op"), items = column("items"),
+                    rate = column("per_core_requests_per_s");
+  // Medians over rounds per (engine, op, items).
+  std::map<std::tuple<std::string, std::string, double>, std::vector<double>> rates;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> row = split_csv(line);
+    if (row.size() <= std::max({engine, op, items, rate})) continue;
+    const double r = std::stod(row[rate]);
+    if (r > 0) rates[{row[engine], row[op], std::stod(row[items])}].push_back(r);
+  }
+  std::map<std::string, std::vector<std::pair<double, double>>> scans;  // engine -> (n, seconds)
+  for (auto& [key, v] : rates) {
+    std::sort(v.begin(), v.end());
+    const double seconds = 1.0 / v[v.size() / 2];
+    const auto& [eng, what, n] = key;
+    if (what == "get" || what == "GET") {
+      c.engines[eng].get = seconds;
+      c.engines[eng].has_get = true;
+    } else {
+      scans[eng].emplace_back(n, seconds);
+    }
+  }
+  for (auto& [eng, pts] : scans) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const auto& [x, y] : pts) {
+      sx += x;
+      sy += y;
+      sxx += x * x;
+      sxy += x * y;
+    }
+    const double n = static_cast<double>(pts.size());
+    ServerCosts::Fit& f = c.engines[eng];
+    f.has_scan = true;
+    const double den = n * sxx - sx * sx;
+    f.scan_b = pts.size() > 1 && den > 0 ? (n * sxy - sx * sy) / den : 0;
+    f.scan_a = (sy - f.scan_b * sx) / n;
+  }
+  return c;
+}
+
+// Seconds a read of the mix costs a CPU server core: measured over the
+// network when the file has it, else `inproc` (no network cost).
+double server_read_seconds(const ServerCosts& c, const std::string& engine, const Mix& mix,
+                           double inproc) {
+  const auto at = c.engines.find(engine);
+  if (at == c.engines.end()) return inproc;
+  const ServerCosts::Fit& f = at->second;
+  if (mix.read == Read::kGet) return f.has_get ? f.get : inproc;
+  const double n = (mix.scan_min + mix.scan_max) / 2.0;
+  return f.has_scan ? std::max(f.scan_a + f.scan_b * n, 0.0) : inproc;
 }
 
 // ---- honeycomb: CPU writes measured, NIC reads modelled -------------------
@@ -269,14 +383,12 @@ Honeycomb load_honeycomb(const DataSet& data, hc::AcceleratorOptions ao, hc::Sto
 }
 
 struct HoneycombPoint {
-  double throughput = 0;     // the system's ops/s (model + measurement)
   double nic_reads = 0;      // R_nic: the accelerator model's reads/s
   double cpu_writes = 0;     // W: writes per core-second (measured)
   double cpu_reads = 0;      // R_cpu: reads per core-second on the store (measured)
-  double reply_bytes = 0;    // mean per read
+  double reply_bytes = 0;    // mean per read, on the wire
   hc::AcceleratorStats stats;
   hc::AcceleratorModel model;
-  std::string bound;         // "nic", "cpu", "network"
 };
 
 // The scan bounds for `items` items from loaded index i (SCAN(K_l, K_u)
@@ -295,7 +407,6 @@ struct PhaseCount {
 
 enum class Route : std::uint8_t {
   kNicReadsCpuWrites,  // the system: reads to the accelerator, writes on the store
-  kCpuOnly,            // the same store, every operation on CPU threads
   kCpuWritesOnly,      // only the mix's writes (W)
   kCpuReadsOnly,       // only the mix's reads, on the store's CPU path (R_cpu)
 };
@@ -351,12 +462,9 @@ PhaseCount run_phase(Honeycomb& h, const DataSet& data, const Mix& mix, const Op
 //   1. the mix as the system runs it (reads to the accelerator, writes on
 //      the store): the accelerator's counters feed its model -> R_nic;
 //   2. the mix's writes alone on `threads` threads -> W per core-second;
-//   3. the mix's reads alone on the store's CPU path -> R_cpu (the CPU
-//      helping with reads, as the paper's does for SCANs).
-// Then the same mix CPU-only on the store (a second baseline).
+//   3. the mix's reads alone on the store's CPU path -> R_cpu.
 HoneycombPoint run_honeycomb(Honeycomb& h, const DataSet& data, const Mix& mix,
-                             const Options& o, std::uint64_t seed, bool cpu_helps,
-                             double* cpu_only_ops = nullptr) {
+                             const Options& o, std::uint64_t seed, bool cpu_phases) {
   h.accelerator->reset_stats();
   const PhaseCount system = run_phase(h, data, mix, o, seed, Route::kNicReadsCpuWrites, o.seconds);
   h.accelerator->drain();
@@ -365,49 +473,17 @@ HoneycombPoint run_honeycomb(Honeycomb& h, const DataSet& data, const Mix& mix,
   p.stats = h.accelerator->stats();
   p.model = h.accelerator->model();
   p.nic_reads = system.reads > 0 ? p.model.requests_per_second : 0;
-  const double items_per_read =
-      system.reads > 0 ? static_cast<double>(system.items) / static_cast<double>(system.reads) : 0;
-  p.reply_bytes = kReplyOverheadBytes + items_per_read * (32 + kItemFramingBytes);
+  const double requests = static_cast<double>(std::max<std::uint64_t>(p.stats.requests, 1));
+  p.reply_bytes = p.model.network_seconds * h.accelerator->options().network_bits_per_second / 8 / requests;
   const double cores = static_cast<double>(o.threads);
-  if (mix.read_fraction < 1.0) {
+  if (cpu_phases && mix.read_fraction < 1.0) {
     const PhaseCount w = run_phase(h, data, mix, o, seed + 100, Route::kCpuWritesOnly, o.seconds);
     p.cpu_writes = static_cast<double>(w.writes) / (w.seconds * cores);
   }
-  if (cpu_helps && mix.read_fraction > 0) {
+  if (cpu_phases && mix.read_fraction > 0) {
     const PhaseCount r = run_phase(h, data, mix, o, seed + 200, Route::kCpuReadsOnly, o.seconds);
     p.cpu_reads = static_cast<double>(r.reads) / (r.seconds * cores);
   }
-  if (cpu_only_ops != nullptr) {
-    const PhaseCount c = run_phase(h, data, mix, o, seed + 300, Route::kCpuOnly, o.seconds);
-    *cpu_only_ops = static_cast<double>(c.reads + c.writes) / c.seconds;
-  }
-
-  const double r = mix.read_fraction;
-  const double helping = cpu_helps ? cores : 0;
-  double x;
-  if (r >= 1.0) {
-    x = p.nic_reads + helping * p.cpu_reads;
-    p.bound = helping > 0 ? "nic+cpu" : "nic";
-  } else if (r * cores * p.cpu_writes / (1 - r) <= p.nic_reads) {
-    // The writers' cores are the limit; the NIC keeps up with the reads.
-    x = cores * p.cpu_writes / (1 - r);
-    p.bound = "cpu";
-  } else if (p.cpu_reads > 0 && helping > 0) {
-    // The NIC is saturated; the cores share writes and the reads beyond it.
-    x = (helping + p.nic_reads / p.cpu_reads) / ((1 - r) / p.cpu_writes + r / p.cpu_reads);
-    p.bound = "nic+cpu";
-  } else {
-    x = p.nic_reads / r;
-    p.bound = "nic";
-  }
-  if (r > 0) {
-    const double network_cap = kNetworkBytesPerSecond / p.reply_bytes / r;
-    if (network_cap < x) {
-      x = network_cap;
-      p.bound = "network";
-    }
-  }
-  p.throughput = x;
   return p;
 }
 
@@ -418,57 +494,134 @@ DataSet make_data(const Options& o) {
   return d;
 }
 
-// The baseline: the better of the two CPU-only runs of the workload.
-struct Baseline {
-  double engine = 0;  // forein's engine tree
-  double store = 0;   // Honeycomb's store, every operation on the CPU
-  double best() const { return std::max(engine, store); }
+// The engine's per-core costs in process (seconds per op on one core).
+struct EngineCosts {
+  double mix_ops = 0;  // the mix on o.threads, ops/s (as measured)
+  double read = 0, write = 0;
 };
 
-void log_point(const std::string& what, const Baseline& base, const HoneycombPoint& p) {
-  std::cerr << "  " << what << ": baseline " << static_cast<std::uint64_t>(base.best())
-            << " ops/s (engine " << static_cast<std::uint64_t>(base.engine) << ", store on CPU "
-            << static_cast<std::uint64_t>(base.store) << "), honeycomb "
-            << static_cast<std::uint64_t>(p.throughput) << " ops/s ("
-            << (base.best() > 0 ? p.throughput / base.best() : 0) << "x, " << p.bound
-            << "-bound; NIC " << static_cast<std::uint64_t>(p.nic_reads) << " reads/s, "
-            << p.model.bottleneck << "; W " << static_cast<std::uint64_t>(p.cpu_writes)
+// Both systems on the paper's server (C cores, requests over the network).
+struct PaperScale {
+  double baseline = 0, honeycomb = 0;  // ops/s
+  double ratio() const { return baseline > 0 ? honeycomb / baseline : 0; }
+  double baseline_per_watt() const { return baseline / kBaselineWatts; }
+  double honeycomb_per_watt() const { return honeycomb / kHoneycombWatts; }
+  double efficiency_ratio() const { return baseline > 0 ? honeycomb_per_watt() / baseline_per_watt() : 0; }
+  std::string bound;  // "cpu", "nic:<resource>", "nic:<resource>+cpu", "network"
+};
+
+PaperScale at_paper_scale(const Mix& mix, const Mix& engine_mix, const EngineCosts& e,
+                          const HoneycombPoint& p, const ServerCosts& server, const Options& o) {
+  const double r = mix.read_fraction, c = o.cores;
+  PaperScale out;
+  // Baseline: every request on the CPU server's cores.
+  const double b_read = server_read_seconds(server, "forein", engine_mix, e.read);
+  const double b_write = e.write + server.net;
+  const double b_time = r * b_read + (1 - r) * (r < 1 ? b_write : 0);
+  out.baseline = b_time > 0 ? c / b_time : 0;
+  // Honeycomb: the NIC's reads, the cores' writes and overflow reads.
+  const double h_write = p.cpu_writes > 0 ? 1 / p.cpu_writes + server.net : 0;
+  const double h_read = server_read_seconds(server, "honeycomb-cpu", mix,
+                                            p.cpu_reads > 0 ? 1 / p.cpu_reads + server.net : 0);
+  const std::string nic = "nic:" + p.model.bottleneck;
+  double x;
+  if (r >= 1.0) {
+    x = p.nic_reads + (h_read > 0 ? c / h_read : 0);
+    out.bound = nic + "+cpu";
+  } else if (r * c / ((1 - r) * h_write) <= p.nic_reads) {
+    x = c / ((1 - r) * h_write);  // the writers' cores bind; the NIC keeps up
+    out.bound = "cpu";
+  } else if (h_read > 0) {
+    x = (c + p.nic_reads * h_read) / ((1 - r) * h_write + r * h_read);
+    out.bound = nic + "+cpu";
+  } else {
+    x = p.nic_reads / r;
+    out.bound = nic;
+  }
+  if (r > 0 && p.reply_bytes > 0) {
+    const double cap = o.cores > 0 ? 50e9 / 8 / p.reply_bytes / r : x;
+    if (cap < x) {
+      x = cap;
+      out.bound = "network";
+    }
+  }
+  out.honeycomb = x;
+  return out;
+}
+
+EngineCosts measure_engine(forein::Tree& tree, const DataSet& data, const Mix& mix, const Options& o,
+                           std::uint64_t seed) {
+  EngineCosts e;
+  const double t = static_cast<double>(o.threads);
+  e.mix_ops = run_engine(tree, data, mix, o, seed);
+  if (mix.read_fraction > 0) e.read = t / run_engine(tree, data, mix, o, seed + 1, Part::kReadsOnly);
+  if (mix.read_fraction < 1) e.write = t / run_engine(tree, data, mix, o, seed + 2, Part::kWritesOnly);
+  return e;
+}
+
+void log_point(const std::string& what, const PaperScale& s, const HoneycombPoint& p) {
+  std::cerr << "  " << what << ": baseline " << s.baseline / 1e6 << " M/s, honeycomb " << s.honeycomb / 1e6
+            << " M/s (" << s.ratio() << "x, " << s.bound << "; NIC " << p.nic_reads / 1e6 << " M reads/s "
+            << p.model.bottleneck << "-bound; W " << static_cast<std::uint64_t>(p.cpu_writes)
             << "/core-s; hit rate " << p.stats.hit_rate() << ")\n";
 }
 
-void point_columns(std::ostream& f, const Baseline& base, const HoneycombPoint& p) {
+constexpr const char* kPointHeader =
+    "engine_inproc_ops,engine_read_us,engine_write_us,baseline_ops,honeycomb_ops,ratio,"
+    "baseline_kops_per_watt,honeycomb_kops_per_watt,efficiency_ratio,bound,nic_reads_per_s,"
+    "nic_bottleneck,compute_bound,pcie_bound,dram_bound,network_bound,cpu_writes_per_core_s,"
+    "cpu_reads_per_core_s,pcie_bytes_per_read,pcie_dmas_per_read,dram_bytes_per_read,interior_hit_rate";
+
+void point_columns(std::ostream& f, const EngineCosts& e, const PaperScale& s, const HoneycombPoint& p) {
   const double reads = static_cast<double>(std::max<std::uint64_t>(p.stats.requests, 1));
-  f << base.engine << "," << base.store << "," << base.best() << "," << p.throughput << ","
-    << (base.best() > 0 ? p.throughput / base.best() : 0) << "," << p.bound << ","
-    << p.nic_reads << "," << p.cpu_writes << "," << p.cpu_reads << ","
-    << static_cast<double>(p.stats.pcie_bytes) / reads << ","
-    << static_cast<double>(p.stats.pcie_reads) / reads << ","
-    << static_cast<double>(p.stats.dram_bytes) / reads << "," << p.stats.hit_rate() << ","
-    << p.model.bottleneck << "\n";
+  f << e.mix_ops << "," << e.read * 1e6 << "," << e.write * 1e6 << "," << s.baseline << "," << s.honeycomb
+    << "," << s.ratio() << "," << s.baseline_per_watt() / 1e3 << "," << s.honeycomb_per_watt() / 1e3 << ","
+    << s.efficiency_ratio() << "," << s.bound << "," << p.nic_reads << "," << p.model.bottleneck << ","
+    << p.model.compute_bound << "," << p.model.pcie_bound << "," << p.model.dram_bound << ","
+    << p.model.network_bound << "," << p.cpu_writes << "," << p.cpu_reads << ","
+    << static_cast<double>(p.stats.pcie_bytes) / reads << "," << static_cast<double>(p.stats.pcie_reads) / reads
+    << "," << static_cast<double>(p.stats.dram_bytes) / reads << "," << p.stats.hit_rate() << "\n";
 }
 
-constexpr const char* kPointHeader =
-    "engine_cpu_ops,store_cpu_ops,baseline_ops,honeycomb_ops,ratio,bound,nic_reads_per_s,"
-    "cpu_writes_per_core_s,cpu_reads_per_core_s,pcie_bytes_per_read,pcie_dmas_per_read,"
-    "dram_bytes_per_read,interior_hit_rate,nic_bottleneck";
+// The engine's costs, the Honeycomb point and both on the paper's server
+// for one mix (engine_mix: the baseline's form of the mix, e.g. SCAN(K, N)
+// for SCAN(K_l, K_u)).
+struct Measured {
+  EngineCosts engine;
+  HoneycombPoint honeycomb;
+  PaperScale scale;
+};
 
-// Both baselines and the Honeycomb point for one mix (engine_mix: the
-// baseline's form of the mix, e.g. SCAN(K, N) for SCAN(K_l, K_u)).
-HoneycombPoint measure(forein::Tree& tree, Honeycomb& h, const DataSet& data, const Mix& mix,
-                       const Mix& engine_mix, const Options& o, std::uint64_t seed,
-                       Baseline* base) {
-  base->engine = run_engine(tree, data, engine_mix, o, seed);
-  return run_honeycomb(h, data, mix, o, seed, true, &base->store);
+Measured measure(forein::Tree& tree, Honeycomb& h, const DataSet& data, const Mix& mix, const Mix& engine_mix,
+                 const ServerCosts& server, const Options& o, std::uint64_t seed) {
+  Measured m;
+  m.engine = measure_engine(tree, data, engine_mix, o, seed);
+  m.honeycomb = run_honeycomb(h, data, mix, o, seed, true);
+  m.scale = at_paper_scale(mix, engine_mix, m.engine, m.honeycomb, server, o);
+  return m;
+}
+
+// The network path's CPU per request: the engine's GET over memif (per
+// server core) minus the same GET in process on this tree.
+void calibrate_network(ServerCosts& server, forein::Tree& tree, const DataSet& data, const Options& o) {
+  const auto at = server.engines.find("forein");
+  if (at == server.engines.end() || !at->second.has_get) return;
+  const Mix get{"get", 1.0, Read::kGet, Write::kNone, 1, 1, Dist::kUniform};
+  const double inproc = static_cast<double>(o.threads) / run_engine(tree, data, get, o, o.seed + 3, Part::kReadsOnly);
+  server.net = std::max(0.0, at->second.get - inproc);
+  std::cerr << "network path: " << server.net * 1e6 << " us of server CPU a request (memif GET "
+            << at->second.get * 1e6 << " us - in-process GET " << inproc * 1e6 << " us)\n";
 }
 
 // ---- experiments -----------------------------------------------------------
 
-void ycsb(const DataSet& data, const Options& o) {
+void ycsb(const DataSet& data, ServerCosts& server, const Options& o) {
   std::cerr << "ycsb: " << data.words.size() << " keys, " << o.threads << " threads\n";
   auto f = forein::bench::open_csv(o.out + "/ycsb.csv");
   f << "workload,distribution," << kPointHeader << "\n";
   for (const Dist dist : {Dist::kUniform, Dist::kZipf}) {
     auto tree = load_engine(data);
+    if (dist == Dist::kUniform) calibrate_network(server, *tree, data, o);
     Honeycomb h = load_honeycomb(data, {}, {});
     // YCSB's order (Table 2): A-F; D reads the latest inserts.
     const std::vector<Mix> mixes = {
@@ -480,16 +633,15 @@ void ycsb(const DataSet& data, const Options& o) {
         {"F", 0.5, Read::kGet, Write::kReadModifyWrite, 1, 1, dist},
     };
     for (const Mix& m : mixes) {
-      Baseline base;
-      const HoneycombPoint p = measure(*tree, h, data, m, m, o, o.seed + 7, &base);
-      log_point(std::string("YCSB-") + m.name + " " + dist_name(dist), base, p);
+      const Measured r = measure(*tree, h, data, m, m, server, o, o.seed + 7);
+      log_point(std::string("YCSB-") + m.name + " " + dist_name(dist), r.scale, r.honeycomb);
       f << m.name << "," << dist_name(m.dist) << ",";
-      point_columns(f, base, p);
+      point_columns(f, r.engine, r.scale, r.honeycomb);
     }
   }
 }
 
-void cloud(const DataSet& data, const Options& o, bool mvcc_sweep) {
+void cloud(const DataSet& data, const ServerCosts& server, const Options& o, bool mvcc_sweep) {
   const std::string name = mvcc_sweep ? "mvcc" : "cloud";
   std::cerr << name << ": " << data.words.size() << " keys\n";
   auto f = forein::bench::open_csv(o.out + "/" + name + ".csv");
@@ -506,19 +658,17 @@ void cloud(const DataSet& data, const Options& o, bool mvcc_sweep) {
         // the baseline's SCAN(K, N) takes 3 or 4 (the paper's matching).
         const Mix hm{"cloud", pct / 100.0, Read::kScan, Write::kInsert, 3, 3, dist};
         const Mix bm{"cloud", pct / 100.0, Read::kScan, Write::kInsert, 3, 4, dist};
-        Baseline base;
-        const HoneycombPoint p = measure(*tree, h, data, hm, bm, o, o.seed + 11, &base);
-        log_point(name + " " + std::to_string(pct) + "% reads " + dist_name(dist) +
-                      (mvcc ? "" : " mvcc off"),
-                  base, p);
+        const Measured r = measure(*tree, h, data, hm, bm, server, o, o.seed + 11);
+        log_point(name + " " + std::to_string(pct) + "% reads " + dist_name(dist) + (mvcc ? "" : " mvcc off"),
+                  r.scale, r.honeycomb);
         f << pct << "," << dist_name(dist) << "," << (mvcc ? "on" : "off") << ",";
-        point_columns(f, base, p);
+        point_columns(f, r.engine, r.scale, r.honeycomb);
       }
     }
   }
 }
 
-void scan_sizes(const DataSet& data, const Options& o) {
+void scan_sizes(const DataSet& data, const ServerCosts& server, const Options& o) {
   std::cerr << "scan sizes: " << data.words.size() << " keys\n";
   auto f = forein::bench::open_csv(o.out + "/scan_size.csv");
   f << "items," << kPointHeader << "\n";
@@ -526,11 +676,10 @@ void scan_sizes(const DataSet& data, const Options& o) {
   Honeycomb h = load_honeycomb(data, {}, {});
   for (const std::uint32_t n : {1u, 2u, 4u, 8u, 12u, 16u, 24u}) {
     const Mix m{"scan", 1.0, Read::kScan, Write::kNone, n, n, Dist::kUniform};
-    Baseline base;
-    const HoneycombPoint p = measure(*tree, h, data, m, m, o, o.seed + 13, &base);
-    log_point("scan of " + std::to_string(n), base, p);
+    const Measured r = measure(*tree, h, data, m, m, server, o, o.seed + 13);
+    log_point("scan of " + std::to_string(n), r.scale, r.honeycomb);
     f << n << ",";
-    point_columns(f, base, p);
+    point_columns(f, r.engine, r.scale, r.honeycomb);
   }
 }
 
@@ -593,23 +742,140 @@ void cache_ablation(const Options& o) {
   }
 }
 
+// Figure 14: 1-item SCANs on the initial store as keys and values grow
+// (equal sizes). Fewer pairs for large keys keep the store in memory; the
+// height is reported (the paper's stays at four levels).
+void key_sizes(const ServerCosts& server, const Options& o) {
+  auto f = forein::bench::open_csv(o.out + "/keysize.csv");
+  f << "key_bytes,keys,height," << kPointHeader << "\n";
+  // The network path's cost only: the server file's reads are 8-byte keys.
+  ServerCosts net_only;
+  net_only.net = server.net;
+  for (const std::size_t bytes : {8u, 16u, 32u, 64u, 128u}) {
+    g_key_bytes = bytes;
+    g_value_bytes = bytes;
+    Options ko = o;
+    ko.keys = std::max<std::uint64_t>(1000, o.keys * 16 / std::max<std::size_t>(bytes, 16));
+    const DataSet data = make_data(ko);
+    auto tree = load_engine(data);
+    Honeycomb h = load_honeycomb(data, {}, {});
+    const Mix m{"scan1", 1.0, Read::kScan, Write::kNone, 1, 1, Dist::kUniform};
+    (void)run_honeycomb(h, data, m, ko, o.seed + 21, false);  // warm the cache
+    const Measured r = measure(*tree, h, data, m, m, net_only, ko, o.seed + 23);
+    log_point(std::to_string(bytes) + "-byte keys and values", r.scale, r.honeycomb);
+    f << bytes << "," << ko.keys << "," << h.store->stats().height << ",";
+    point_columns(f, r.engine, r.scale, r.honeycomb);
+  }
+  g_key_bytes = 16;
+  g_value_bytes = 16;
+}
+
+// Figure 17: log block size against 1-item SCANs (read-only, the NIC) and
+// inserts (write-only, the CPU).
+void log_blocks(const DataSet& data, const Options& o) {
+  auto f = forein::bench::open_csv(o.out + "/logblock.csv");
+  f << "log_block_bytes,inserts_per_core_s,merges_per_insert,nic_reads_per_s,nic_bottleneck,pcie_bytes_per_read\n";
+  const std::vector<hc::Item> items = items_of(data);
+  for (const std::size_t log : {32u, 64u, 128u, 256u, 512u, 1024u, 2048u}) {
+    hc::StoreOptions so;
+    so.log_block_bytes = log;
+    Honeycomb h = load_honeycomb(items, {}, so);
+    const Mix ins{"insert", 0.0, Read::kGet, Write::kInsert, 1, 1, Dist::kUniform};
+    const PhaseCount w = run_phase(h, data, ins, o, o.seed + 31, Route::kCpuWritesOnly, o.seconds);
+    const double per_core = static_cast<double>(w.writes) / (w.seconds * o.threads);
+    const hc::StoreStats st = h.store->stats();
+    const Mix scan{"scan1", 1.0, Read::kScan, Write::kNone, 1, 1, Dist::kUniform};
+    (void)run_honeycomb(h, data, scan, o, o.seed + 33, false);
+    const HoneycombPoint p = run_honeycomb(h, data, scan, o, o.seed + 35, false);
+    const double reads = static_cast<double>(std::max<std::uint64_t>(p.stats.requests, 1));
+    std::cerr << "  log block " << log << " B: " << static_cast<std::uint64_t>(per_core)
+              << " inserts/core-s, NIC " << p.nic_reads / 1e6 << " M 1-item SCANs/s (" << p.model.bottleneck
+              << ")\n";
+    f << log << "," << per_core << ","
+      << (w.writes > 0 ? static_cast<double>(st.merges) / static_cast<double>(w.writes) : 0) << "," << p.nic_reads
+      << "," << p.model.bottleneck << "," << static_cast<double>(p.stats.pcie_bytes) / reads << "\n";
+  }
+}
+
+// Figure 12: median latency against throughput, read-only 3-item SCANs.
+// Honeycomb: the network path's round trip (the server file's window-1 p50
+// less the server's own time a request) plus the accelerator's chain of
+// dependent reads, plus M/D/1 queueing at its bottleneck; the baseline: the
+// server's window sweep (run_fpga_cpu_server.sh), its rate times the cores.
+void latency(const DataSet& data, const ServerCosts& server, const Options& o) {
+  auto f = forein::bench::open_csv(o.out + "/latency.csv");
+  f << "system,window_or_load,throughput_ops,p50_us\n";
+  double path_us = 0;
+  const std::string sweep = o.server_csv.empty()
+                                ? ""
+                                : o.server_csv.substr(0, o.server_csv.rfind('/') + 1) + "cpu_server_latency.csv";
+  std::ifstream in(sweep);
+  if (in) {
+    std::string line;
+    std::getline(in, line);
+    const std::vector<std::string> head = split_csv(line);
+    const auto col = [&](const char* n) {
+      return static_cast<std::size_t>(std::find(head.begin(), head.end(), n) - head.begin());
+    };
+    const std::size_t window = col("window"), rate = col("requests_per_s"), p50 = col("p50_us");
+    const Mix scan3{"scan3", 1.0, Read::kScan, Write::kNone, 3, 3, Dist::kUniform};
+    const double per_request_us = server_read_seconds(server, "forein", scan3, 0) * 1e6;
+    while (std::getline(in, line)) {
+      const std::vector<std::string> row = split_csv(line);
+      if (row.size() <= std::max({window, rate, p50})) continue;
+      const double w = std::stod(row[window]), x = std::stod(row[rate]), l = std::stod(row[p50]);
+      if (w == 1) path_us = std::max(0.0, l - per_request_us);
+      f << "baseline," << w << "," << x * o.cores << "," << l << "\n";
+    }
+  }
+  Honeycomb h = load_honeycomb(data, {}, {});
+  const Mix m{"scan3", 1.0, Read::kScan, Write::kNone, 3, 3, Dist::kUniform};
+  (void)run_honeycomb(h, data, m, o, o.seed + 41, false);
+  const HoneycombPoint p = run_honeycomb(h, data, m, o, o.seed + 43, false);
+  const double service_us = 1e6 / p.nic_reads;
+  for (const double rho : {0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95}) {
+    const double queue_us = rho / (2 * (1 - rho)) * service_us;
+    f << "honeycomb," << rho << "," << rho * p.nic_reads << ","
+      << path_us + p.model.mean_latency_ns / 1000 + queue_us << "\n";
+  }
+  std::cerr << "latency: honeycomb unloaded " << p.model.mean_latency_ns / 1000 << " us of dependent reads + "
+            << path_us << " us network path; peak " << p.nic_reads / 1e6 << " M/s (" << p.model.bottleneck << ")\n";
+}
+
 int run(const Options& o) {
   std::optional<DataSet> loaded;  // made on first use: the cache ablation has its own
   const auto data = [&]() -> const DataSet& {
     if (!loaded) loaded = make_data(o);
     return *loaded;
   };
+  ServerCosts server = load_server_costs(o.server_csv);
+  if (server.measured()) {
+    // The network path's cost comes from YCSB's engine; measure it here
+    // when YCSB is not run.
+    if (std::find(o.experiments.begin(), o.experiments.end(), "ycsb") == o.experiments.end()) {
+      auto tree = load_engine(data());
+      calibrate_network(server, *tree, data(), o);
+    }
+  } else {
+    std::cerr << "no --server-csv: CPU-server reads at their in-process cost, no network cost\n";
+  }
   for (const std::string& e : o.experiments) {
     if (e == "ycsb") {
-      ycsb(data(), o);
+      ycsb(data(), server, o);
     } else if (e == "cloud") {
-      cloud(data(), o, false);
+      cloud(data(), server, o, false);
     } else if (e == "mvcc") {
-      cloud(data(), o, true);
+      cloud(data(), server, o, true);
     } else if (e == "scan") {
-      scan_sizes(data(), o);
+      scan_sizes(data(), server, o);
     } else if (e == "cache") {
       cache_ablation(o);
+    } else if (e == "keysize") {
+      key_sizes(server, o);
+    } else if (e == "logblock") {
+      log_blocks(data(), o);
+    } else if (e == "latency") {
+      latency(data(), server, o);
     } else {
       usage("unknown experiment " + e);
     }

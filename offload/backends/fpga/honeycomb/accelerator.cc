@@ -128,6 +128,7 @@ void Accelerator::drain() { impl_->engine.drain(); }
 
 AcceleratorStats Accelerator::stats() const { return impl_->core.stats(); }
 AcceleratorModel Accelerator::model() const { return impl_->core.model(); }
+const AcceleratorOptions& Accelerator::options() const { return impl_->core.options; }
 void Accelerator::reset_stats() { impl_->core.reset_stats(); }
 
 }  // namespace forein::offload::fpga

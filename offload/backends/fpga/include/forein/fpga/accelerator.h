@@ -167,6 +167,7 @@ class Accelerator final : public AcceleratorLink {
 
   AcceleratorStats stats() const;
   AcceleratorModel model() const;
+  const AcceleratorOptions& options() const;
   void reset_stats();
 
  private:
