@@ -2,20 +2,27 @@
 # Reproduces Honeycomb's section 6 on the fpga backend's store
 # (docs/fpga-experiments.md): YCSB A-F (uniform and Zipf), the cloud-storage
 # workload (3-item SCANs, 50-100 % reads), the SCAN size sweep, the cache
-# ablation (FPGA only) and MVCC on/off. The baseline (forein's engine tree
-# on CPU threads) is measured; Honeycomb's writes are measured on the CPU
-# and its GET/SCAN rate comes from the accelerator model fed with what its
-# requests really read (tests/bench/fpga_experiments.cc). Writes CSVs to
-# docs/bench/fpga/ and renders PNGs there with gnuplot.
+# ablation (FPGA only), MVCC on/off, key sizes (Fig 14), log block sizes
+# (Fig 17) and latency against throughput (Fig 12). Both systems are put on
+# the paper's server (10 cores, requests over the network): the CPU
+# server's per-request costs are measured over the DPDK memif path by
+# run_fpga_cpu_server.sh (cpu_server.csv, cpu_server_latency.csv), the
+# engine's and Honeycomb's writes in process, Honeycomb's GET/SCAN rate
+# comes from the accelerator model fed with what its requests really did
+# (tests/bench/fpga_experiments.cc). Writes CSVs to docs/bench/fpga/ and
+# renders PNGs there with gnuplot.
 #
-#   bash tests/bench/run_fpga_experiments.sh <build-dir> [--quick] [-- extra flags]
+#   bash tests/bench/run_fpga_experiments.sh <build-dir> [--quick | --plots-only] [-- extra flags]
 #
 # Configures <build-dir> (Release) if it has no CMakeCache.txt and builds
-# the fpga_experiments target (-j2). --quick: 200,000 keys (2,000,000 for
-# the cache ablation) and 0.3 s per point (a smoke test); otherwise
-# 2,000,000 keys (20,000,000: a 4-level tree, as the paper's) and 1 s per
-# point. --plots-only: redraw the PNGs from the CSVs already in
-# docs/bench/fpga. Flags after -- go to fpga_experiments (e.g. --keys 4000000).
+# fpga_experiments (and, unless --quick, the network programs; -j2).
+# --quick: 200,000 keys (2,000,000 for the cache ablation), 0.3 s a point,
+# no network measurement (reads at their in-process cost): a smoke test.
+# Otherwise: the CPU server measured first (run_fpga_cpu_server.sh;
+# SERVER=skip reuses the cpu_server.csv already in the output directory),
+# then 20,000,000 keys (the paper's 4-level tree) and 1 s a point.
+# --plots-only: redraw the PNGs from the CSVs.
+# Flags after -- go to fpga_experiments (e.g. --experiments cache).
 # Needs gnuplot (apt-get install -y gnuplot-nox) for the PNGs; without it
 # the CSVs are still written and the script exits 1.
 # BENCH_OUT=<dir> writes the CSVs and PNGs there instead of docs/bench/fpga.
@@ -50,6 +57,9 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
 cmake --build "$build" -j2 --target fpga_experiments >/dev/null
+if [ $quick = 0 ] && [ $plots_only = 0 ] && [ "${SERVER:-}" != skip ]; then
+  cmake --build "$build" -j2 --target forein-switch forein-switch-gen forein-kv-server >/dev/null
+fi
 exp="$build/tests/bench/fpga_experiments"
 [ -x "$exp" ] || { echo "run_fpga_experiments: $exp not built" >&2; exit 1; }
 
@@ -81,7 +91,12 @@ echo
 if [ $quick = 1 ]; then
   sizing=(--keys 200000 --cache-keys 2000000 --seconds 0.3)
 else
-  sizing=(--keys 2000000 --cache-keys 20000000 --seconds 1)
+  sizing=(--keys 20000000 --cache-keys 20000000 --seconds 1)
+  if [ $plots_only = 0 ] && [ "${SERVER:-}" != skip ]; then
+    echo "\$ OUT=$out bash tests/bench/run_fpga_cpu_server.sh $build"
+    OUT="$out" bash "$root/tests/bench/run_fpga_cpu_server.sh" "$build"
+  fi
+  if [ -f "$out/cpu_server.csv" ]; then sizing+=(--server-csv "$out/cpu_server.csv"); fi
 fi
 if [ $plots_only = 0 ]; then
   echo "\$ $exp ${sizing[*]} --out $out ${extra[*]}"
@@ -107,11 +122,20 @@ cols() {
     {line = ""; for (j = 1; j <= n; j++) line = line (j > 1 ? " " : "") $(c[want[j]]); print line}' "$csv"
 }
 
+# rows CSV COLUMN VALUE NAME... : the named columns of the rows whose
+# COLUMN is VALUE.
+rows() {
+  local csv=$1 key=$2 value=$3
+  shift 3
+  awk -F, -v key="$key" -v value="$value" -v names="$*" \
+    'NR == 1 {for (i = 1; i <= NF; i++) c[$i] = i; n = split(names, want, " "); next}
+     $(c[key]) == value {line = ""; for (j = 1; j <= n; j++) line = line (j > 1 ? " " : "") $(c[want[j]]); print line}' "$csv"
+}
+
 if [ -f "$out/ycsb.csv" ]; then
-  for d in uniform zipf; do
-    awk -F, -v d=$d 'NR > 1 && ($2 == d || (d == "zipf" && $2 == "latest")) {print $1, $5 / 1e6, $6 / 1e6, $7}' \
-      "$out/ycsb.csv" > "$tmp/ycsb_$d.dat"
-  done
+  rows "$out/ycsb.csv" distribution uniform workload baseline_ops honeycomb_ops > "$tmp/ycsb_uniform.dat"
+  { rows "$out/ycsb.csv" distribution zipf workload baseline_ops honeycomb_ops
+    rows "$out/ycsb.csv" distribution latest workload baseline_ops honeycomb_ops; } | sort > "$tmp/ycsb_zipf.dat"
   gnuplot <<EOF
 $term
 set output '$out/ycsb.png'
@@ -122,30 +146,34 @@ set style fill solid 0.8 border -1
 set key inside left top
 set grid y
 set yrange [0:*]
-set multiplot layout 1,2 title "YCSB A-F (paper Fig 10), 2 threads: baseline measured; Honeycomb = modelled NIC + measured CPU"
+set multiplot layout 1,2 title "YCSB A-F (paper Fig 10) on the paper's 10-core server: CPU server vs Honeycomb (modelled NIC)"
 set title 'uniform'
-plot '$tmp/ycsb_uniform.dat' using 2:xtic(1) title 'baseline (CPU)' lc rgb '#555555', '' using 3 title 'Honeycomb' lc rgb '#0072b2'
+plot '$tmp/ycsb_uniform.dat' using (\$2/1e6):xtic(1) title 'CPU server' lc rgb '#555555', \
+     '' using (\$3/1e6) title 'Honeycomb' lc rgb '#0072b2'
 set title 'Zipf 0.99 (D: latest)'
-plot '$tmp/ycsb_zipf.dat' using 2:xtic(1) title 'baseline (CPU)' lc rgb '#555555', '' using 3 title 'Honeycomb' lc rgb '#0072b2'
+plot '$tmp/ycsb_zipf.dat' using (\$2/1e6):xtic(1) title 'CPU server' lc rgb '#555555', \
+     '' using (\$3/1e6) title 'Honeycomb' lc rgb '#0072b2'
 unset multiplot
 EOF
 fi
 
 if [ -f "$out/cloud.csv" ]; then
   for d in uniform zipf; do
-    awk -F, -v d=$d 'NR > 1 && $2 == d {print $1, $8}' "$out/cloud.csv" > "$tmp/cloud_$d.dat"
+    rows "$out/cloud.csv" distribution $d read_percent ratio efficiency_ratio > "$tmp/cloud_$d.dat"
   done
   gnuplot <<EOF
 $term
 set output '$out/cloud.png'
-set title "Cloud storage (paper Fig 11): 3-item SCANs + inserts, Honeycomb / baseline"
+set title "Cloud storage (paper Fig 11): 3-item SCANs + inserts, Honeycomb / CPU server"
 set xlabel 'reads (%)'
-set ylabel 'throughput ratio'
+set ylabel 'ratio'
 set yrange [0:*]
 set key outside right top
 set grid
-plot '$tmp/cloud_uniform.dat' using 1:2 with linespoints lw 2 pt 7 title 'uniform', \
-     '$tmp/cloud_zipf.dat' using 1:2 with linespoints lw 2 pt 5 title 'Zipf 0.99', \
+plot '$tmp/cloud_uniform.dat' using 1:2 with linespoints lw 2 pt 7 title 'throughput, uniform', \
+     '$tmp/cloud_zipf.dat' using 1:2 with linespoints lw 2 pt 5 title 'throughput, Zipf 0.99', \
+     '$tmp/cloud_uniform.dat' using 1:3 with linespoints dt 2 pt 7 title 'per watt, uniform', \
+     '$tmp/cloud_zipf.dat' using 1:3 with linespoints dt 2 pt 5 title 'per watt, Zipf 0.99', \
      1 with lines dt 3 lc rgb 'black' title 'parity'
 EOF
 fi
@@ -155,23 +183,23 @@ if [ -f "$out/scan_size.csv" ]; then
   gnuplot <<EOF
 $term
 set output '$out/scan_size.png'
-set title "SCAN size (paper Fig 13): read-only"
+set title "SCAN size (paper Fig 13): read-only, the paper's 10-core server"
 set xlabel 'items per SCAN'
 set ylabel 'Mops/s'
-set y2label 'Honeycomb / baseline'
+set y2label 'Honeycomb / CPU server'
 set y2tics
 set yrange [0:*]
 set y2range [0:*]
 set key outside right top
 set grid
-plot '$tmp/scan.dat' using 1:(\$2/1e6) with linespoints lw 2 pt 9 lc rgb '#555555' title 'baseline', \
+plot '$tmp/scan.dat' using 1:(\$2/1e6) with linespoints lw 2 pt 9 lc rgb '#555555' title 'CPU server', \
      '' using 1:(\$3/1e6) with linespoints lw 2 pt 7 lc rgb '#0072b2' title 'Honeycomb', \
      '' using 1:4 axes x1y2 with linespoints dt 2 lc rgb '#d55e00' title 'ratio'
 EOF
 fi
 
 if [ -f "$out/cache.csv" ]; then
-  awk -F, 'NR > 1 {gsub(/"/, "", $1); print "\"" $1 "\"", $5 / 1e6, $7}' "$out/cache.csv" > "$tmp/cache.dat"
+  awk -F, 'NR > 1 {gsub(/"/, "", $1); print "\"" $1 "\"", $4 / 1e6, $6}' "$out/cache.csv" > "$tmp/cache.dat"
   gnuplot <<EOF
 $term
 set output '$out/cache.png'
@@ -188,13 +216,15 @@ set xtics rotate by -20
 set key outside right top
 set grid y
 plot '$tmp/cache.dat' using 0:2:xtic(1) with boxes lc rgb '#0072b2' title 'throughput', \
-     '' using 0:3 axes x1y2 with linespoints lw 2 pt 7 lc rgb '#d55e00' title 'hit rate'
+     '' using 0:3 axes x1y2 with linespoints lw 2 pt 7 lc rgb '#d55e00' title 'hit rate', \
+     9.1 with lines dt 2 lc rgb 'black' title 'paper: 9.1 (LB) and 8.0 (no LB)', \
+     8.0 with lines dt 3 lc rgb 'black' notitle
 EOF
 fi
 
 if [ -f "$out/mvcc.csv" ]; then
   for m in on off; do
-    awk -F, -v m=$m 'NR > 1 && $3 == m {print $1, $7 / 1e6}' "$out/mvcc.csv" > "$tmp/mvcc_$m.dat"
+    rows "$out/mvcc.csv" mvcc $m read_percent honeycomb_ops > "$tmp/mvcc_$m.dat"
   done
   gnuplot <<EOF
 $term
@@ -205,8 +235,62 @@ set ylabel 'Honeycomb Mops/s'
 set yrange [0:*]
 set key outside right top
 set grid
-plot '$tmp/mvcc_on.dat' using 1:2 with linespoints lw 2 pt 7 title 'MVCC on', \
-     '$tmp/mvcc_off.dat' using 1:2 with linespoints lw 2 pt 5 title 'MVCC off'
+plot '$tmp/mvcc_on.dat' using 1:(\$2/1e6) with linespoints lw 2 pt 7 title 'MVCC on', \
+     '$tmp/mvcc_off.dat' using 1:(\$2/1e6) with linespoints lw 2 pt 5 title 'MVCC off'
+EOF
+fi
+
+if [ -f "$out/keysize.csv" ]; then
+  cols "$out/keysize.csv" key_bytes baseline_ops honeycomb_ops > "$tmp/keysize.dat"
+  gnuplot <<EOF
+$term
+set output '$out/keysize.png'
+set title "Key size (paper Fig 14): 1-item SCANs, equal key and value sizes"
+set xlabel 'key and value bytes'
+set ylabel 'Mops/s'
+set logscale x 2
+set yrange [0:*]
+set key outside right top
+set grid
+plot '$tmp/keysize.dat' using 1:(\$2/1e6) with linespoints lw 2 pt 9 lc rgb '#555555' title 'CPU server', \
+     '' using 1:(\$3/1e6) with linespoints lw 2 pt 7 lc rgb '#0072b2' title 'Honeycomb'
+EOF
+fi
+
+if [ -f "$out/logblock.csv" ]; then
+  cols "$out/logblock.csv" log_block_bytes nic_reads_per_s inserts_per_core_s > "$tmp/logblock.dat"
+  gnuplot <<EOF
+$term
+set output '$out/logblock.png'
+set title "Log block size (paper Fig 17): 1-item SCANs (NIC) and inserts (CPU)"
+set xlabel 'log block bytes'
+set ylabel 'SCAN Mops/s (modelled NIC)'
+set y2label 'inserts, M per core-second'
+set y2tics
+set logscale x 2
+set yrange [0:*]
+set y2range [0:*]
+set key outside right top
+set grid
+plot '$tmp/logblock.dat' using 1:(\$2/1e6) with linespoints lw 2 pt 7 lc rgb '#0072b2' title '1-item SCAN', \
+     '' using 1:(\$3/1e6) axes x1y2 with linespoints lw 2 pt 5 lc rgb '#d55e00' title 'insert'
+EOF
+fi
+
+if [ -f "$out/latency.csv" ]; then
+  rows "$out/latency.csv" system baseline throughput_ops p50_us > "$tmp/lat_base.dat"
+  rows "$out/latency.csv" system honeycomb throughput_ops p50_us > "$tmp/lat_hc.dat"
+  gnuplot <<EOF
+$term
+set output '$out/latency.png'
+set title "Latency against throughput (paper Fig 12): read-only 3-item SCANs"
+set xlabel 'Mops/s'
+set ylabel 'median latency (us)'
+set yrange [0:*]
+set key outside right top
+set grid
+plot '$tmp/lat_base.dat' using (\$1/1e6):2 with linespoints lw 2 pt 9 lc rgb '#555555' title 'CPU server (measured, x cores)', \
+     '$tmp/lat_hc.dat' using (\$1/1e6):2 with linespoints lw 2 pt 7 lc rgb '#0072b2' title 'Honeycomb (modelled)'
 EOF
 fi
 echo "run_fpga_experiments: CSVs and PNGs in $out"
