@@ -3,11 +3,18 @@
 // bottleneck while PCIe has bandwidth left, so some cache hits are read
 // from host memory over PCIe instead.
 //
-// The paper's balancer watches in-flight operations and bytes on both
-// interfaces. Here time is modelled, so it compares the links' modelled
-// busy time instead: a hit goes over PCIe when DRAM would finish it later
-// than PCIe would (earliest finish). Deterministic given the counters; at a
-// 100% hit rate it splits interior traffic so both links stay equally busy.
+// The paper's balancer "monitors the number of in-flight operations and
+// the total number of bytes being read by those operations on both DRAM
+// and PCIe interfaces" and balances them. This model has no wall clock:
+// requests charge the links in modelled time, so an interface's in-flight
+// work is its backlog, the operations and bytes it has been given, each
+// costing its link time (bytes at the interface's rate plus its per-access
+// cost: PCIe's completion framing, DRAM's row activation). A hit goes over
+// PCIe when DRAM's backlog with it would finish later than PCIe's with it
+// (earliest finish): the same two quantities per interface the paper
+// counts, weighed by each interface's rate. Deterministic given the
+// counters; at a 100% hit rate it splits interior traffic so both links
+// stay equally busy.
 #pragma once
 
 #include <cstdint>
