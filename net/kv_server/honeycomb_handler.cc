@@ -21,9 +21,17 @@ const std::string& top_key() {
 
 }  // namespace
 
-HoneycombHandler::HoneycombHandler(hc::Store& store, hc::Accelerator& accelerator,
+HoneycombHandler::HoneycombHandler(hc::Store& store, hc::Accelerator& accelerator, HoneycombReads reads,
                                    ServerStats& stats, std::function<std::string()> stats_json)
-    : store_(store), accelerator_(accelerator), stats_(stats), stats_json_(std::move(stats_json)) {}
+    : store_(store), accelerator_(accelerator), reads_(reads), stats_(stats), stats_json_(std::move(stats_json)) {}
+
+std::optional<std::string> HoneycombHandler::read_get(std::string_view key) {
+  return reads_ == HoneycombReads::kCpu ? store_.get(key) : accelerator_.get(key);
+}
+
+hc::ScanResult HoneycombHandler::read_scan(std::string_view lo, std::string_view hi, std::size_t max_items) {
+  return reads_ == HoneycombReads::kCpu ? store_.scan(lo, hi, max_items) : accelerator_.scan(lo, hi, max_items);
+}
 
 Packet HoneycombHandler::handle(const Packet& request) {
   return serve_request(request, stats_, stats_json_, [&](Packet& reply, const auto& fail) {
@@ -34,7 +42,7 @@ Packet HoneycombHandler::handle(const Packet& request) {
     }
     switch (request.op) {
       case Op::kGet:
-        if (auto v = accelerator_.get(request.key)) {
+        if (auto v = read_get(request.key)) {
           reply.value = std::move(*v);
         } else {
           reply.status = Status::kNotFound;
@@ -70,7 +78,7 @@ Packet HoneycombHandler::scan(const Packet& request) {
   // No more entries than the smallest ones that fill a datagram.
   const std::size_t cap = budget / (kScanEntryOverhead + 1) + 1;
   const std::size_t want = request.count == 0 ? cap : std::min<std::size_t>(request.count, cap);
-  hc::ScanResult r = accelerator_.scan(request.key, top_key(), want + 1);
+  hc::ScanResult r = read_scan(request.key, top_key(), want + 1);
   std::vector<ScanEntry> entries;
   std::size_t used = 0;
   bool more = false;

@@ -76,6 +76,10 @@ const char* to_string(Engine e) {
   return "?";
 }
 
+const char* to_string(HoneycombReads r) {
+  return r == HoneycombReads::kCpu ? "cpu" : "accelerator";
+}
+
 namespace {
 
 // Which flags were given, for the checks across flags.
@@ -171,6 +175,13 @@ void declare(CLI::App& app, ServerOptions* o, Given* g) {
       "the CPU (keys 1..460 bytes; no --backend, --agent or --shard); dpa: DPA-Store's store, 8-byte keys, "
       "64-bit values, one UDP port per worker (no --backend, --agent, --shard, --memif or --mode metadata)")
       ->default_str("forein");
+  cli::choice<HoneycombReads>(app, "--honeycomb-reads", &o->honeycomb_reads,
+                              {{"accelerator", HoneycombReads::kAccelerator}, {"cpu", HoneycombReads::kCpu}},
+                              "with --engine honeycomb: who runs GET and SCAN: accelerator (the accelerator model, "
+                              "the paper's SmartNIC) or cpu (the store's own CPU read path: a CPU server on "
+                              "Honeycomb's store)")
+      ->default_str("accelerator")
+      ->each([o](const std::string&) { o->honeycomb_reads_given = true; });
   // Metadata mode.
   cli::value(
       app, "--data-nodes", "H:P[,H:P...]",
@@ -214,6 +225,11 @@ bool parse_options(int argc, char** argv, ServerOptions* out, std::string* error
   const std::string& metadata_flag = g.metadata_flag;
   if (!listen_given) {
     *error = "--listen HOST:PORT is required";
+    return false;
+  }
+  if (out->honeycomb_reads_given && out->engine != Engine::kHoneycomb) {
+    *error = std::string("--honeycomb-reads is only for --engine honeycomb (not --engine ") + to_string(out->engine) +
+             ")";
     return false;
   }
   if (out->engine != Engine::kForein) {

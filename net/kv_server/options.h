@@ -25,6 +25,15 @@ enum class Engine : std::uint8_t { kForein, kHoneycomb, kDpa };
 
 const char* to_string(Engine e);
 
+// --honeycomb-reads (--engine honeycomb): who runs GET and SCAN.
+// accelerator: the accelerator model (the "SmartNIC"), as the paper's
+// server; cpu: the store's own CPU read path (Store::get/scan, the CPU's
+// page table and loads), a CPU server on Honeycomb's store: the baseline
+// the paper measures against (docs/network.md, "--engine honeycomb").
+enum class HoneycombReads : std::uint8_t { kAccelerator, kCpu };
+
+const char* to_string(HoneycombReads r);
+
 struct HostPort {
   std::string host;
   std::uint16_t port = 0;
@@ -34,6 +43,8 @@ struct HostPort {
 struct ServerOptions {
   ServerMode mode = ServerMode::kKv;
   Engine engine = Engine::kForein;  // --engine
+  HoneycombReads honeycomb_reads = HoneycombReads::kAccelerator;  // --honeycomb-reads
+  bool honeycomb_reads_given = false;
   bool backend_given = false;
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 0;       // 0: the kernel picks a free port

@@ -95,7 +95,7 @@ Server::Server(const ServerOptions& options, const Rows& rows) : options_(option
     for (const auto& [k, v] : rows) items.push_back({k, v});
     honeycomb_->bulk_load(items);
     honeycomb_loaded_ = items.size();
-    handler_ = std::make_unique<HoneycombHandler>(*honeycomb_, *accelerator_, stats_,
+    handler_ = std::make_unique<HoneycombHandler>(*honeycomb_, *accelerator_, options_.honeycomb_reads, stats_,
                                                   [this] { return stats_json(); });
   } else if (options_.engine == Engine::kDpa) {
     // The rows go to DPA-Store's store (64-bit keys and values); the
@@ -249,6 +249,7 @@ Json Server::honeycomb_json() {
   const offload::fpga::AcceleratorStats as = accelerator_->stats();
   const offload::fpga::AcceleratorModel m = accelerator_->model();
   Json j = Json::object();
+  j["reads"] = to_string(options_.honeycomb_reads);  // who runs GET and SCAN
   j["loaded_keys"] = honeycomb_loaded_;
   j["height"] = st.height;
   j["nodes"] = st.nodes_live;

@@ -527,6 +527,87 @@ TEST_CASE("kv server --engine honeycomb: GET/SCAN by the accelerator model, writ
   CHECK(bad->wait_exit() == 2);
 }
 
+// --honeycomb-reads cpu: GET and SCAN by the store's CPU read path
+// (Store::get/scan) instead of the accelerator model. Two servers on the
+// same data set and the same writes (PUTs and DELETEs: log blocks, merges
+// and removed keys for the readers to see): every GET and SCAN answered
+// alike, byte for byte; STATS says which reader ran, and the accelerator
+// model of the cpu server saw no reads.
+TEST_CASE("kv server --engine honeycomb --honeycomb-reads cpu: answers equal the accelerator's",
+          "[net][kv_server][honeycomb]") {
+  const std::uint64_t n = 5000;
+  std::uint16_t accel_port = 0, cpu_port = 0;
+  const std::unique_ptr<ChildProcess> accel_owner =
+      start_server({"--keys", std::to_string(n), "--engine", "honeycomb", "--threads", "1"}, &accel_port);
+  const std::unique_ptr<ChildProcess> cpu_owner = start_server(
+      {"--keys", std::to_string(n), "--engine", "honeycomb", "--honeycomb-reads", "cpu", "--threads", "1"},
+      &cpu_port);
+  Udp accel(accel_port), cpu(cpu_port);
+  const std::uint64_t seed = forein::testing::test_seed("kv server honeycomb cpu reads");
+  std::mt19937_64 rng(seed);
+  // The same writes on both.
+  for (int i = 0; i < 1500; ++i) {
+    const std::string key = dataset_key(rng() % (n + n / 4));
+    const Packet w = rng() % 3 == 0 ? request(Op::kDelete, key)
+                                    : request(Op::kPut, key, "w" + std::to_string(rng() % 100000));
+    const Packet a = accel.call(w), c = cpu.call(w);
+    REQUIRE(a.op == Op::kReply);
+    CHECK(a.status == c.status);
+  }
+  int scans = 0, found = 0, missing = 0;
+  for (int op = 0; op < 3000; ++op) {
+    std::string key = dataset_key(rng() % (n + n / 4));
+    if (rng() % 16 == 0) key = std::string(1 + rng() % 12, static_cast<char>(rng()));  // other lengths
+    Packet q = request(Op::kGet, key);
+    if (rng() % 2 == 0) {
+      const std::uint32_t counts[] = {0, 1, 3, 8, 24, 100};
+      q = request(Op::kScan, key, "", counts[rng() % 6]);
+      ++scans;
+    }
+    const Packet a = accel.call(q), c = cpu.call(q);
+    INFO("seed " << seed << " op " << op << " scan " << (q.op == Op::kScan) << " count " << q.count);
+    REQUIRE(a.op == Op::kReply);
+    CHECK(c.op == a.op);
+    CHECK(c.status == a.status);
+    CHECK(c.more == a.more);
+    CHECK(c.count == a.count);
+    CHECK(c.key == a.key);
+    CHECK(c.value == a.value);
+    if (q.op == Op::kGet) (a.status == Status::kOk ? found : missing)++;
+  }
+  CHECK(scans > 1000);
+  CHECK(found > 300);
+  CHECK(missing > 100);
+  const std::string sa = stats(accel), sc = stats(cpu);
+  INFO(sa);
+  INFO(sc);
+  CHECK(sa.find("\"reads\":\"accelerator\"") != std::string::npos);
+  CHECK(sc.find("\"reads\":\"cpu\"") != std::string::npos);
+  CHECK(json_number(sa, "nic_requests") >= 3000);
+  CHECK(json_number(sc, "nic_requests") == 0);
+  CHECK(json_number(sa, "scan") == json_number(sc, "scan"));
+  accel_owner->signal(SIGTERM);
+  cpu_owner->signal(SIGTERM);
+  CHECK(accel_owner->wait_exit() == 0);
+  CHECK(cpu_owner->wait_exit() == 0);
+
+  // The flag's errors: another engine (even naming the default), a reader
+  // that is not one.
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--honeycomb-reads", "cpu"},
+        {"--engine", "forein", "--honeycomb-reads", "accelerator"},
+        {"--engine", "dpa", "--honeycomb-reads", "cpu"},
+        {"--engine", "honeycomb", "--honeycomb-reads", "gpu"},
+        {"--engine", "honeycomb", "--honeycomb-reads", ""}}) {
+    std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--keys", "10"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto owned = spawn_server(args);
+    INFO(bad[bad.size() - 1]);
+    CHECK(owned->read_stderr(std::chrono::seconds(30)).find("--honeycomb-reads") != std::string::npos);
+    CHECK(owned->wait_exit() == 2);
+  }
+}
+
 namespace {
 
 // A value DPA-Store holds: the data set's form or 0..7 random bytes.

@@ -2,7 +2,8 @@
 // "forein-switch-gen"): the switch serves two memif sockets, forein-kv-server
 // mirrors its offload image to the switch's in-process agent, and
 // forein-switch-gen joins both sockets: garbage frames into both ports, then
-// GETs that must all come back out of the server side, valid and hinted.
+// GETs that must all come back out of the server side, valid and hinted;
+// the generator as the server's client, GETs and SCANs (--scan) checked.
 // memif needs no root. No sleeps as synchronization: the generator's
 // probes (frames through the switch) prove the garbage before them was
 // handled; children are killed on failure.
@@ -12,13 +13,17 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "child_process.h"
+#include "protocol/dataset.h"
 #include "tap_switch.h"
 #include "udp_client.h"
 
@@ -208,4 +213,130 @@ TEST_CASE("forein-switch-gen --mode client: bad flags exit 2", "[e2e][switch][me
     INFO(args[args.size() - 1]);
     CHECK(gen.wait_exit() == 2);
   }
+}
+
+namespace {
+
+// A data file (forein-kv-server --data) of the data set 0..n-1 with key
+// `changed`'s value altered and key `dropped` left out: a server that
+// answers wrong for the SCANs (and GETs) that reach them.
+void write_wrong_data_set(const std::string& path, std::uint64_t n, std::uint64_t changed, std::uint64_t dropped) {
+  std::ofstream f(path);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (i == dropped) continue;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(i));
+    std::string value = forein::net::dataset_value(i);
+    if (i == changed) value[1] = value[1] == '0' ? '1' : '0';
+    f << hex << '\t' << value << '\n';
+  }
+  REQUIRE(f.good());
+}
+
+// A run of forein-switch-gen --mode client --scan N through a switch with
+// --hints off to forein-kv-server --memif with `server_args`; the
+// generator's JSON line.
+struct ScanRun {
+  std::string json, stats;
+};
+ScanRun scan_through_memif(const std::vector<std::string>& server_args, const std::string& keys, int scans,
+                           const std::string& items) {
+  TempDir dir;
+  const std::string client_sock = dir.path + "/c.sock", server_sock = dir.path + "/s.sock";
+  ChildProcess sw(FOREIN_SWITCH_BIN, {"--agent-listen", "127.0.0.1:0", "--client-port", "memif:" + client_sock,
+                                      "--server-port", "memif:" + server_sock, "--hints", "off"});
+  REQUIRE(ready_port(sw) > 0);
+  std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--memif", server_sock, "--threads", "1"};
+  args.insert(args.end(), server_args.begin(), server_args.end());
+  ChildProcess server(FOREIN_KV_SERVER_BIN, args);
+  const int server_port = ready_port(server);
+  REQUIRE(server_port > 0);
+  ChildProcess gen(FOREIN_SWITCH_GEN_BIN,
+                   {"--mode", "client", "--client-socket", client_sock, "--keys", keys, "--scan", items, "--count",
+                    std::to_string(scans), "--window", "16", "--seed", "3", "--server-stats",
+                    "127.0.0.1:" + std::to_string(server_port), "--server-pid", std::to_string(server.pid()),
+                    "--probe-timeout-ms", "60000"});
+  ScanRun run;
+  run.json = gen_json(gen);
+  forein::testing::UdpClient udp(static_cast<std::uint16_t>(server_port));
+  run.stats = forein::testing::server_stats(udp);
+  server.signal(SIGTERM);
+  exit_json(server);
+  sw.signal(SIGTERM);
+  exit_json(sw);
+  return run;
+}
+
+}  // namespace
+
+// forein-switch-gen --scan N: SCANs through the switch to forein-kv-server
+// --memif, every reply checked entry by entry against the data set; for
+// the engine tree and Honeycomb's store read by its accelerator model and
+// by the CPU. Then the negative control: a server whose data differs from
+// the data set in one value and one missing key must make the generator
+// count wrong replies (and only those: the SCANs that reach them).
+TEST_CASE("forein-switch-gen --mode client --scan: SCAN replies over memif checked against the data set",
+          "[e2e][switch][memif]") {
+  const std::string keys = "2000";
+  const int kScans = 3000;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> servers = {
+      {"forein", {"--keys", keys, "--backend", "none"}},
+      {"honeycomb accelerator", {"--keys", keys, "--engine", "honeycomb"}},
+      {"honeycomb cpu", {"--keys", keys, "--engine", "honeycomb", "--honeycomb-reads", "cpu"}}};
+  for (const auto& [name, server_args] : servers) {
+    SECTION(name) {
+      const ScanRun run = scan_through_memif(server_args, keys, kScans, "8");
+      INFO(run.json);
+      REQUIRE(run.json.starts_with("{"));
+      CHECK(run.json.find("\"op\":\"scan\"") != std::string::npos);
+      CHECK(json_number(run.json, "scan") == 8);
+      CHECK(json_number(run.json, "sent") == kScans);
+      CHECK(json_number(run.json, "wrong") == 0);
+      CHECK(json_number(run.json, "replies") + json_number(run.json, "lost") == kScans);
+      CHECK(json_number(run.json, "replies") >= kScans * 99 / 100);
+      CHECK(json_number(run.json, "ok") == json_number(run.json, "replies"));
+      // 8 entries a reply, fewer only for the SCANs from the last 7 keys
+      // (28 entries short over those 7 start keys: ~42 of 3000 uniform SCANs).
+      const long long ok = json_number(run.json, "ok");
+      CHECK(json_number(run.json, "entries") <= 8 * ok);
+      CHECK(json_number(run.json, "entries") >= 8 * ok - ok / 10);
+      CHECK(json_number(json_object(run.json, "server"), "scan") >= json_number(run.json, "replies"));
+      CHECK(run.json.find("\"server_cpu_s\":") != std::string::npos);
+      CHECK(json_number(json_object(run.json, "server"), "memif_busy_us") > 0);
+      if (name == "honeycomb cpu") {
+        INFO(run.stats);
+        CHECK(run.stats.find("\"reads\":\"cpu\"") != std::string::npos);
+        CHECK(json_number(run.stats, "nic_requests") == 0);
+      }
+    }
+  }
+  SECTION("negative control: a server with other data") {
+    // Keys 1001 and 1501 are no probe's (the probes GET i * 2000 / 64).
+    TempDir data_dir;
+    const std::string data = data_dir.path + "/wrong.tsv";
+    write_wrong_data_set(data, 2000, 1001, 1501);
+    const ScanRun run = scan_through_memif({"--data", data, "--backend", "none"}, keys, kScans, "8");
+    INFO(run.json);
+    REQUIRE(run.json.starts_with("{"));
+    // A SCAN of 8 from key s reaches 1001 for s in 994..1001 and misses
+    // 1501 for s in 1494..1501 (it holds 1502 instead, or a short tail):
+    // 16 of the 2000 start keys, ~24 of 3000 uniform SCANs.
+    CHECK(json_number(run.json, "wrong") > 0);
+    CHECK(json_number(run.json, "wrong") < kScans / 10);
+    CHECK(json_number(run.json, "unmatched") == 0);
+    CHECK(json_number(run.json, "ok") + json_number(run.json, "wrong") == json_number(run.json, "replies"));
+  }
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--scan", "0"}, {"--scan", "49"}, {"--scan", "x"}, {"--scan", "-1"}}) {
+    std::vector<std::string> args = {"--mode", "client", "--client-socket", "/tmp/a"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    ChildProcess gen(FOREIN_SWITCH_GEN_BIN, args, true);
+    INFO(bad[1]);
+    CHECK(gen.read_stderr(std::chrono::seconds(30)).find("--scan") != std::string::npos);
+    CHECK(gen.wait_exit() == 2);
+  }
+  ChildProcess forward(FOREIN_SWITCH_GEN_BIN,
+                       {"--client-socket", "/tmp/a", "--server-socket", "/tmp/b", "--scan", "3"}, true);
+  CHECK(forward.read_stderr(std::chrono::seconds(30)).find("--scan is for --mode client") != std::string::npos);
+  CHECK(forward.wait_exit() == 2);
 }

@@ -11,6 +11,8 @@
 #include <bit>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <string>
 #include <optional>
 
 #include "common/json.h"
@@ -26,6 +28,10 @@ namespace forein::net::swgen {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A SCAN reply entry of the data set: u16 key length, u32 value length,
+// an 8-byte key, a 16-byte value (protocol/packet.h, protocol/dataset.h).
+constexpr std::size_t kEntryHeader = 6, kKeyBytes = 8, kValueBytes = 16;
 
 
 std::int64_t now_ns() {
@@ -43,7 +49,7 @@ struct Slot {
 class Client {
  public:
   Client(const GenOptions& o, const Ports& ports, const Addresses& a)
-      : o_(o), port_(ports.port[0]), pool_(ports.pool), addr_(a), request_(a) {
+      : o_(o), port_(ports.port[0]), pool_(ports.pool), addr_(a), probe_(a), request_(a, o.scan) {
     load::WorkloadGenerator draw(load::Workload::kC, o.dist, o.keys, o.theta, o.seed);
     keys_.resize(kKeyRing);
     for (auto& k : keys_) k = draw.draw_key();
@@ -69,7 +75,7 @@ class Client {
       while (sent < count && Clock::now() < deadline) {
         const unsigned took = send(count - sent, [&](rte_mbuf* m, unsigned i) {
           const unsigned k = sent + i;
-          request_.write(m, base | k, k * o_.keys / count);
+          probe_.write(m, base | k, k * o_.keys / count);
         });
         sent += took;
         if (took == 0) forein::net::dpdk::back_off(64);
@@ -164,6 +170,8 @@ class Client {
     const double ops = seconds_ > 0 ? static_cast<double>(window_.ok) / seconds_ : 0;
     Json s = Json::object();
     s["mode"] = "client";
+    s["op"] = o_.scan > 0 ? "scan" : "get";  // what the run sent (the probes are GETs)
+    if (o_.scan > 0) s["scan"] = o_.scan;    // entries each SCAN wants
     s["sent"] = t_.sent;
     s["replies"] = t_.replies;
     s["ok"] = t_.ok;
@@ -172,6 +180,7 @@ class Client {
     s["lost"] = t_.lost;
     s["seconds"] = json_fixed(seconds_, 3);
     s["window_ok"] = window_.ok;
+    s["entries"] = t_.entries;
     s["ops_per_s"] = json_fixed(ops, 3);
     s["p50_us"] = json_fixed(percentile(0.50), 3);
     s["p99_us"] = json_fixed(percentile(0.99), 3);
@@ -189,9 +198,14 @@ class Client {
       // The server's counters over the run (and the drain): its kernel
       // port's own STATS requests aside.
       Json server = Json::object();
-      const char* fields[] = {"requests", "get", "hinted", "hint_hits", "secondary_hits", "fallbacks",
+      const char* fields[] = {"requests", "get", "scan", "hinted", "hint_hits", "secondary_hits", "fallbacks",
                               "tree_operations", "nodes_visited", "move_rights", "drops"};
       for (const char* f : fields) server[f] = json_whole(json_field(stats_after, f) - json_field(stats_before, f));
+      // The memif poll thread's busy time (receive to last transmit of its
+      // non-empty bursts, idle polls excluded), when the server has a memif port.
+      const double busy0 = json_field(stats_before, "memif", "busy_us");
+      const double busy1 = json_field(stats_after, "memif", "busy_us");
+      if (busy0 >= 0 && busy1 >= 0) server["memif_busy_us"] = json_whole(busy1 - busy0);
       s["server"] = std::move(server);
     }
     return json_line(s);
@@ -243,13 +257,46 @@ class Client {
     s.used = false;
     --in_flight_;
     ++t_.replies;
-    if (p.status == forein::net::Status::kOk && p.key == forein::net::dataset_key(s.key) &&
-        p.value == forein::net::dataset_value(s.key)) {
+    if (o_.scan > 0 ? scan_right(p, s.key)
+                    : p.status == forein::net::Status::kOk && p.key == forein::net::dataset_key(s.key) &&
+                          p.value == forein::net::dataset_value(s.key)) {
       ++t_.ok;
       latencies_us_.push_back(static_cast<float>(static_cast<double>(now_ns() - s.sent_ns) / 1e3));
     } else {
       ++t_.wrong;
     }
+  }
+
+  // A SCAN's reply from dataset_key(start): status ok, the start key, and
+  // exactly the data set's entries from it on, min(--scan, keys - start) of
+  // them (dataset_key(start + i), dataset_value(start + i)), no kFlagMore.
+  // parse_packet has checked that the entries fill the value area; they
+  // are compared in place (no copies), as the GET check compares one value.
+  bool scan_right(const forein::net::Packet& p, std::uint64_t start) {
+    const std::uint64_t want = std::min<std::uint64_t>(o_.scan, o_.keys - start);
+    if (p.status != forein::net::Status::kOk || p.more || p.count != want || p.key != forein::net::dataset_key(start)) {
+      return false;
+    }
+    const auto* b = reinterpret_cast<const unsigned char*>(p.value.data());
+    const std::size_t n = p.value.size();
+    std::size_t at = 0;
+    for (std::uint64_t i = 0; i < want; ++i) {
+      if (n - at < kEntryHeader + kKeyBytes + kValueBytes) return false;
+      const std::size_t key_len = (std::size_t{b[at]} << 8) | b[at + 1];
+      std::uint64_t value_len = 0, key = 0;
+      for (int j = 2; j < 6; ++j) value_len = (value_len << 8) | b[at + static_cast<std::size_t>(j)];
+      if (key_len != kKeyBytes || value_len != kValueBytes) return false;
+      at += kEntryHeader;
+      for (std::size_t j = 0; j < kKeyBytes; ++j) key = (key << 8) | b[at + j];
+      if (key != start + i) return false;
+      at += kKeyBytes;
+      const std::string value = forein::net::dataset_value(start + i);
+      if (std::memcmp(b + at, value.data(), kValueBytes) != 0) return false;
+      at += kValueBytes;
+    }
+    if (at != n) return false;
+    t_.entries += want;
+    return true;
   }
 
   // Frees answered slots at the window's tail and counts requests older
@@ -278,7 +325,8 @@ class Client {
   std::uint16_t port_;
   rte_mempool* pool_;
   const Addresses& addr_;
-  RequestFrame request_;
+  RequestFrame probe_;    // GETs (the probes)
+  RequestFrame request_;  // the run's: GETs, or SCANs of --scan entries
   std::vector<std::uint64_t> keys_;
   std::vector<Slot> slots_;
   std::size_t mask_ = 0;

@@ -53,9 +53,10 @@ bool make_addresses(const GenOptions& o, const std::uint16_t ports[2], Addresses
   return true;
 }
 
-RequestFrame::RequestFrame(const Addresses& a) {
+RequestFrame::RequestFrame(const Addresses& a, std::uint32_t scan) {
   forein::net::Packet p;
-  p.op = forein::net::Op::kGet;
+  p.op = scan > 0 ? forein::net::Op::kScan : forein::net::Op::kGet;
+  p.count = scan;
   p.key = forein::net::dataset_key(0);
   const std::vector<std::byte> datagram = forein::net::encode_packet(p);
   bytes_.resize(kL2L3L4 + datagram.size());

@@ -31,13 +31,14 @@ struct Addresses {
 // From the options and our ports; false on an unusable network.
 bool make_addresses(const GenOptions& o, const std::uint16_t ports[2], Addresses* out);
 
-// A GET as a whole Ethernet/IPv4/UDP frame, written into mbufs with only
-// the seq and key changed (the layout of protocol/packet.h: seq at 8, key
-// at 24 of the datagram). The UDP checksum is 0 (none, as IPv4 allows):
-// the switch recomputes it when it forwards.
+// A GET (or, scan > 0, a SCAN wanting `scan` entries) as a whole
+// Ethernet/IPv4/UDP frame, written into mbufs with only the seq and key
+// changed (the layout of protocol/packet.h: seq at 8, key at 24 of the
+// datagram). The UDP checksum is 0 (none, as IPv4 allows): the switch
+// recomputes it when it forwards.
 class RequestFrame {
  public:
-  explicit RequestFrame(const Addresses& a);
+  explicit RequestFrame(const Addresses& a, std::uint32_t scan = 0);
   void write(rte_mbuf* m, std::uint64_t seq, std::uint64_t key) const;
   // The same GET with protocol version 2 (the switch counts it malformed).
   void write_wrong_version(rte_mbuf* m, std::uint64_t seq) const;

@@ -11,5 +11,11 @@ inline constexpr std::size_t kKeyRing = 1u << 16;                   // keys draw
 inline constexpr std::uint64_t kProbeSeq = std::uint64_t{1} << 63;  // probes: this bit, round << 16, index
 inline constexpr unsigned kProbeKeys = 64;
 inline constexpr unsigned kMaxBurst = 256;
+// --scan N's largest N: the reply must come back in one frame. A SCAN
+// reply of N data-set entries (8-byte key, 16-byte value) is a datagram of
+// 24 + 8 + 30 N bytes; forein-kv-server --memif sends one above 1472 bytes
+// (a 1500-byte MTU) as IPv4 fragments, which the generator does not
+// reassemble: (1472 - 32) / 30 = 48.
+inline constexpr std::uint32_t kMaxScanEntries = 48;
 
 }  // namespace forein::net::swgen

@@ -11,7 +11,8 @@
 // checks each frame and counts the hinted ones; prints one JSON line.
 //
 // --mode client joins only the client socket and checks the REPLYs a
-// forein-kv-server --memif behind the switch sends back (client.h).
+// forein-kv-server --memif behind the switch sends back (client.h); with
+// --scan N it sends SCANs of N entries instead of GETs.
 //
 // Files: options (flags, EAL args), ports (EAL, memif client ports),
 // frames (GET template, garbage, the check of forwarded frames), traffic

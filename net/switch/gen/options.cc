@@ -8,6 +8,7 @@
 
 #include "common/cli.h"
 #include "dpdk/eal.h"
+#include "gen_limits.h"
 
 namespace forein::net::swgen {
 namespace {
@@ -75,6 +76,14 @@ void declare(CLI::App& app, GenOptions* o) {
   cli::number<std::uint32_t>(app, "--timeout-ms", &o->timeout_ms, 1, 3600000,
                              "client: a request unanswered after MS is lost")
       ->type_name("MS");
+  cli::value(
+      app, "--scan", "N", [o](const std::string& v) { return parse_number<std::uint32_t>(v, 1, kMaxScanEntries, &o->scan); },
+      "a whole number from 1 to " + std::to_string(kMaxScanEntries) +
+          " (a reply of more data-set entries does not fit one 1500-byte frame, and the generator does not "
+          "reassemble IPv4 fragments)",
+      "client: send SCANs wanting N entries from the drawn key instead of GETs, every reply checked against the "
+      "data set (the keys from it on, as many as --keys holds)")
+      ->default_str("");
   cli::number<std::uint16_t>(app, "--service-port", &o->service_port, 1, 65535, "UDP destination port of the GETs")
       ->type_name("P");
   cli::number<std::uint64_t>(app, "--keys", &o->keys, 1, std::uint64_t{1} << 40, "keys dataset_key(0 .. N-1)");
@@ -127,6 +136,8 @@ std::string check(const GenOptions& o) {
                       : o.wait_hints && o.server_stats.empty() ? "--wait-hints needs --server-stats"
                                                                : nullptr;
     if (bad != nullptr) return std::string("--mode client: ") + bad;
+  } else if (o.scan > 0) {
+    return "--scan is for --mode client (the replies are checked there)";
   } else if (o.socket[0].empty() || o.socket[1].empty() || o.socket[0] == o.socket[1]) {
     return "--client-socket and --server-socket are required and must differ";
   }

@@ -39,6 +39,10 @@ struct GenOptions {
   int server_pid = 0;              // > 0: report the server's CPU time
   std::string server_stats;        // HOST:PORT of the server's kernel UDP port: STATS deltas, --wait-hints
   std::uint32_t timeout_ms = 200;  // a request unanswered this long is lost (its window slot freed)
+  // --scan N (> 0): SCANs wanting N entries from the drawn key instead of
+  // GETs, each reply checked entry by entry against the data set
+  // (1..kMaxScanEntries). 0: GETs.
+  std::uint32_t scan = 0;
   std::vector<std::string> eal;  // after `--`: replaces the default EAL options
   bool eal_given = false;
 };

@@ -71,4 +71,14 @@ double json_field(const std::string& json, const char* name) {
   return at->get<double>();
 }
 
+double json_field(const std::string& json, const char* object, const char* name) {
+  const Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return -1;
+  const auto in = j.find(object);
+  if (in == j.end() || !in->is_object()) return -1;
+  const auto at = in->find(name);
+  if (at == in->end() || !at->is_number()) return -1;
+  return at->get<double>();
+}
+
 }  // namespace forein::net::swgen

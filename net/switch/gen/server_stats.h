@@ -28,5 +28,7 @@ class ServerStats {
 // The number that is member `name` of the JSON object json (a STATS
 // reply); -1 if json is no object or the member is absent or no number.
 double json_field(const std::string& json, const char* name);
+// The same for member `name` of the object member `object` ("memif").
+double json_field(const std::string& json, const char* object, const char* name);
 
 }  // namespace forein::net::swgen
