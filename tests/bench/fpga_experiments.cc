@@ -12,17 +12,17 @@
 //
 // Both systems are then put on the paper's server (6.1: 10 cores, requests
 // over the network) from per-core costs:
-//   - a read on a CPU server costs what forein-kv-server spends per request
-//     over the DPDK memif path (--server-csv, written by
-//     run_fpga_cpu_server.sh: server CPU seconds per GET and per SCAN of n
-//     items, fitted as a + b n), for the engine and for Honeycomb's CPU read
-//     path; without that file, the in-process cost and no network cost;
-//   - a write costs its in-process per-core time (measured here) plus the
-//     network path's CPU per request (the engine's GET over memif minus its
-//     GET in process);
+//   - the network path's CPU per request: forein-kv-server's GET over the
+//     DPDK memif path per server-CPU-second (--server-csv, written by
+//     run_fpga_cpu_server.sh) minus the same GET in process on a twin of
+//     the server's tree; without that file, none;
+//   - a read on a CPU server: the better of the engine and Honeycomb's
+//     store read by the CPU, in process on this tree, plus the network path;
+//     a write: the engine's in-process time plus the network path;
 //   - baseline: C / (r t_read + (1-r) t_write) on C cores;
 //   - Honeycomb: the NIC serves up to R_nic reads/s; the C cores serve the
-//     writes and the reads beyond R_nic (as the paper's CPU helps with SCANs):
+//     writes (the store's, plus the network path) and, in the cloud-storage
+//     runs as the paper's did, the reads beyond R_nic:
 //       (1-r) X t_write + max(0, r X - R_nic) t_read_cpu <= C,
 //     and replies fit the 50 Gbps Ethernet.
 // Throughput per watt of TDP with the paper's server figures (6.3: 127 W for
@@ -67,6 +67,7 @@ struct Options {
   unsigned threads = 2;
   double cores = 10;  // the paper's server (6.1)
   std::string server_csv;  // run_fpga_cpu_server.sh's cpu_server.csv
+  std::uint64_t server_keys = 2'000'000;  // the data set it served
   std::string out = "docs/bench/fpga";
   std::vector<std::string> experiments = {"ycsb", "cloud", "scan", "cache", "mvcc", "keysize", "logblock",
                                           "latency"};
@@ -76,7 +77,7 @@ struct Options {
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "fpga_experiments: " << why << "\n"
             << "usage: fpga_experiments [--keys N] [--cache-keys N] [--seconds S] [--threads T]\n"
-            << "                        [--cores C] [--server-csv FILE] [--out DIR] [--seed N]\n"
+            << "                        [--cores C] [--server-csv FILE] [--server-keys N] [--out DIR] [--seed N]\n"
             << "                        [--experiments ycsb,cloud,scan,cache,mvcc,keysize,logblock,latency]\n";
   std::exit(2);
 }
@@ -102,6 +103,8 @@ Options parse(int argc, char** argv) {
         o.cores = std::stod(next());
       } else if (a == "--server-csv") {
         o.server_csv = next();
+      } else if (a == "--server-keys") {
+        o.server_keys = std::stoull(next());
       } else if (a == "--out") {
         o.out = next();
       } else if (a == "--experiments") {
@@ -266,17 +269,19 @@ double run_engine(forein::Tree& tree, const DataSet& data, const Mix& mix, const
 
 // ---- the CPU server's per-request costs over the network ------------------
 
-// Server CPU seconds per request over the memif path (run_fpga_cpu_server.sh),
-// per engine ("forein", "honeycomb-cpu"): GET, and SCAN of n items as
-// a + b n by least squares over the measured n.
+// What run_fpga_cpu_server.sh measured: server CPU seconds per request over
+// the memif path (medians over rounds), per engine ("forein",
+// "honeycomb-cpu"), op ("get", "scan") and items; and the network path's
+// CPU per request derived from it (calibrate_network).
 struct ServerCosts {
-  struct Fit {
-    double get = 0, scan_a = 0, scan_b = 0;
-    bool has_get = false, has_scan = false;
-  };
-  std::map<std::string, Fit> engines;
-  double net = 0;  // the network path's CPU per request (set by calibrate_network)
-  bool measured() const { return !engines.empty(); }
+  std::map<std::tuple<std::string, std::string, int>, double> seconds;
+  std::uint64_t keys = 0;  // the server's data set (for the in-process twin)
+  double net = 0;
+  bool measured() const { return !seconds.empty(); }
+  double get(const std::string& engine) const {
+    const auto at = seconds.find({engine, "get", 1});
+    return at == seconds.end() ? 0 : at->second;
+  }
 };
 
 std::vector<std::string> split_csv(const std::string& line) {
@@ -287,69 +292,40 @@ std::vector<std::string> split_csv(const std::string& line) {
   return out;
 }
 
-ServerCosts load_server_costs(const std::string& path) {
+// The named columns' positions in a CSV header line (throws if one is missing).
+std::map<std::string, std::size_t> columns(const std::string& path, const std::string& header,
+                                           std::initializer_list<const char*> names) {
+  const std::vector<std::string> head = split_csv(header);
+  std::map<std::string, std::size_t> out;
+  for (const char* name : names) {
+    const auto at = std::find(head.begin(), head.end(), name);
+    if (at == head.end()) throw std::runtime_error(path + ": no column " + name);
+    out[name] = static_cast<std::size_t>(at - head.begin());
+  }
+  return out;
+}
+
+ServerCosts load_server_costs(const std::string& path, std::uint64_t server_keys) {
   ServerCosts c;
+  c.keys = server_keys;
   if (path.empty()) return c;
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read --server-csv " + path);
   std::string line;
   std::getline(in, line);
-  const std::vector<std::string> head = split_csv(line);
-  auto column = [&](const char* name) {
-    const auto at = std::find(head.begin(), head.end(), name);
-    if (at == head.end()) throw std::runtime_error(path + ": no column " + name);
-    return static_cast<std::size_t>(at - head.begin());
-  };
-  const std::size_t engine = column("engine"), op = column("op"), items = column("items"),
-                    rate = column("per_core_requests_per_s");
-  // Medians over rounds per (engine, op, items).
-  std::map<std::tuple<std::string, std::string, double>, std::vector<double>> rates;
+  auto col = columns(path, line, {"engine", "op", "items", "per_core_req_per_s"});
+  std::map<std::tuple<std::string, std::string, int>, std::vector<double>> rates;
   while (std::getline(in, line)) {
     const std::vector<std::string> row = split_csv(line);
-    if (row.size() <= std::max({engine, op, items, rate})) continue;
-    const double r = std::stod(row[rate]);
-    if (r > 0) rates[{row[engine], row[op], std::stod(row[items])}].push_back(r);
+    if (row.size() < col.size()) continue;
+    const double r = std::stod(row.at(col["per_core_req_per_s"]));
+    if (r > 0) rates[{row.at(col["engine"]), row.at(col["op"]), std::stoi(row.at(col["items"]))}].push_back(r);
   }
-  std::map<std::string, std::vector<std::pair<double, double>>> scans;  // engine -> (n, seconds)
   for (auto& [key, v] : rates) {
     std::sort(v.begin(), v.end());
-    const double seconds = 1.0 / v[v.size() / 2];
-    const auto& [eng, what, n] = key;
-    if (what == "get" || what == "GET") {
-      c.engines[eng].get = seconds;
-      c.engines[eng].has_get = true;
-    } else {
-      scans[eng].emplace_back(n, seconds);
-    }
-  }
-  for (auto& [eng, pts] : scans) {
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (const auto& [x, y] : pts) {
-      sx += x;
-      sy += y;
-      sxx += x * x;
-      sxy += x * y;
-    }
-    const double n = static_cast<double>(pts.size());
-    ServerCosts::Fit& f = c.engines[eng];
-    f.has_scan = true;
-    const double den = n * sxx - sx * sx;
-    f.scan_b = pts.size() > 1 && den > 0 ? (n * sxy - sx * sy) / den : 0;
-    f.scan_a = (sy - f.scan_b * sx) / n;
+    c.seconds[key] = 1.0 / v[v.size() / 2];
   }
   return c;
-}
-
-// Seconds a read of the mix costs a CPU server core: measured over the
-// network when the file has it, else `inproc` (no network cost).
-double server_read_seconds(const ServerCosts& c, const std::string& engine, const Mix& mix,
-                           double inproc) {
-  const auto at = c.engines.find(engine);
-  if (at == c.engines.end()) return inproc;
-  const ServerCosts::Fit& f = at->second;
-  if (mix.read == Read::kGet) return f.has_get ? f.get : inproc;
-  const double n = (mix.scan_min + mix.scan_max) / 2.0;
-  return f.has_scan ? std::max(f.scan_a + f.scan_b * n, 0.0) : inproc;
 }
 
 // ---- honeycomb: CPU writes measured, NIC reads modelled -------------------
@@ -510,24 +486,30 @@ struct PaperScale {
   std::string bound;  // "cpu", "nic:<resource>", "nic:<resource>+cpu", "network"
 };
 
-PaperScale at_paper_scale(const Mix& mix, const Mix& engine_mix, const EngineCosts& e,
-                          const HoneycombPoint& p, const ServerCosts& server, const Options& o) {
+// cpu_helps: Honeycomb's cores also serve reads beyond the NIC, as the
+// paper configured its cloud-storage runs (6.3: "For high read percentages,
+// Honeycomb also uses CPU cores to execute SCAN operations"); elsewhere
+// the paper's reads are the accelerator's alone.
+PaperScale at_paper_scale(const Mix& mix, const EngineCosts& e, const HoneycombPoint& p,
+                          const ServerCosts& server, const Options& o, bool cpu_helps) {
   const double r = mix.read_fraction, c = o.cores;
   PaperScale out;
-  // Baseline: every request on the CPU server's cores.
-  const double b_read = server_read_seconds(server, "forein", engine_mix, e.read);
-  const double b_write = e.write + server.net;
-  const double b_time = r * b_read + (1 - r) * (r < 1 ? b_write : 0);
+  // A read on a CPU server core: the better of the engine and Honeycomb's
+  // store read by the CPU, in process on this tree, plus the network path.
+  const double store_read = p.cpu_reads > 0 ? 1 / p.cpu_reads : 0;
+  const double cpu_read =
+      (e.read > 0 && store_read > 0 ? std::min(e.read, store_read) : std::max(e.read, store_read)) + server.net;
+  const double b_time = r * cpu_read + (r < 1 ? (1 - r) * (e.write + server.net) : 0);
   out.baseline = b_time > 0 ? c / b_time : 0;
-  // Honeycomb: the NIC's reads, the cores' writes and overflow reads.
+  // Honeycomb: the NIC's reads; the cores' writes and the reads beyond the
+  // NIC (on its own store), each with the network path.
   const double h_write = p.cpu_writes > 0 ? 1 / p.cpu_writes + server.net : 0;
-  const double h_read = server_read_seconds(server, "honeycomb-cpu", mix,
-                                            p.cpu_reads > 0 ? 1 / p.cpu_reads + server.net : 0);
+  const double h_read = cpu_helps && store_read > 0 ? store_read + server.net : 0;
   const std::string nic = "nic:" + p.model.bottleneck;
   double x;
   if (r >= 1.0) {
     x = p.nic_reads + (h_read > 0 ? c / h_read : 0);
-    out.bound = nic + "+cpu";
+    out.bound = h_read > 0 ? nic + "+cpu" : nic;
   } else if (r * c / ((1 - r) * h_write) <= p.nic_reads) {
     x = c / ((1 - r) * h_write);  // the writers' cores bind; the NIC keeps up
     out.bound = "cpu";
@@ -539,7 +521,7 @@ PaperScale at_paper_scale(const Mix& mix, const Mix& engine_mix, const EngineCos
     out.bound = nic;
   }
   if (r > 0 && p.reply_bytes > 0) {
-    const double cap = o.cores > 0 ? 50e9 / 8 / p.reply_bytes / r : x;
+    const double cap = 50e9 / 8 / p.reply_bytes / r;  // the card's Ethernet (section 2)
     if (cap < x) {
       x = cap;
       out.bound = "network";
@@ -593,35 +575,42 @@ struct Measured {
 };
 
 Measured measure(forein::Tree& tree, Honeycomb& h, const DataSet& data, const Mix& mix, const Mix& engine_mix,
-                 const ServerCosts& server, const Options& o, std::uint64_t seed) {
+                 const ServerCosts& server, const Options& o, std::uint64_t seed, bool cpu_helps = false) {
   Measured m;
   m.engine = measure_engine(tree, data, engine_mix, o, seed);
   m.honeycomb = run_honeycomb(h, data, mix, o, seed, true);
-  m.scale = at_paper_scale(mix, engine_mix, m.engine, m.honeycomb, server, o);
+  m.scale = at_paper_scale(mix, m.engine, m.honeycomb, server, o, cpu_helps);
   return m;
 }
 
 // The network path's CPU per request: the engine's GET over memif (per
-// server core) minus the same GET in process on this tree.
-void calibrate_network(ServerCosts& server, forein::Tree& tree, const DataSet& data, const Options& o) {
-  const auto at = server.engines.find("forein");
-  if (at == server.engines.end() || !at->second.has_get) return;
+// server core) minus the same GET in process on a twin of the server's
+// tree (its key count, 8-byte keys, 16-byte values).
+void calibrate_network(ServerCosts& server, const Options& o) {
+  const double over_memif = server.get("forein");
+  if (over_memif <= 0) return;
+  g_key_bytes = 8;
+  Options to = o;
+  to.keys = server.keys;
+  const DataSet twin = make_data(to);
+  auto tree = load_engine(twin);
   const Mix get{"get", 1.0, Read::kGet, Write::kNone, 1, 1, Dist::kUniform};
-  const double inproc = static_cast<double>(o.threads) / run_engine(tree, data, get, o, o.seed + 3, Part::kReadsOnly);
-  server.net = std::max(0.0, at->second.get - inproc);
+  const double inproc = static_cast<double>(o.threads) / run_engine(*tree, twin, get, to, o.seed + 3, Part::kReadsOnly);
+  g_key_bytes = 16;
+  server.net = std::max(0.0, over_memif - inproc);
   std::cerr << "network path: " << server.net * 1e6 << " us of server CPU a request (memif GET "
-            << at->second.get * 1e6 << " us - in-process GET " << inproc * 1e6 << " us)\n";
+            << over_memif * 1e6 << " us - in-process GET " << inproc * 1e6 << " us, " << server.keys
+            << " keys)\n";
 }
 
 // ---- experiments -----------------------------------------------------------
 
-void ycsb(const DataSet& data, ServerCosts& server, const Options& o) {
+void ycsb(const DataSet& data, const ServerCosts& server, const Options& o) {
   std::cerr << "ycsb: " << data.words.size() << " keys, " << o.threads << " threads\n";
   auto f = forein::bench::open_csv(o.out + "/ycsb.csv");
   f << "workload,distribution," << kPointHeader << "\n";
   for (const Dist dist : {Dist::kUniform, Dist::kZipf}) {
     auto tree = load_engine(data);
-    if (dist == Dist::kUniform) calibrate_network(server, *tree, data, o);
     Honeycomb h = load_honeycomb(data, {}, {});
     // YCSB's order (Table 2): A-F; D reads the latest inserts.
     const std::vector<Mix> mixes = {
@@ -658,7 +647,7 @@ void cloud(const DataSet& data, const ServerCosts& server, const Options& o, boo
         // the baseline's SCAN(K, N) takes 3 or 4 (the paper's matching).
         const Mix hm{"cloud", pct / 100.0, Read::kScan, Write::kInsert, 3, 3, dist};
         const Mix bm{"cloud", pct / 100.0, Read::kScan, Write::kInsert, 3, 4, dist};
-        const Measured r = measure(*tree, h, data, hm, bm, server, o, o.seed + 11);
+        const Measured r = measure(*tree, h, data, hm, bm, server, o, o.seed + 11, true);
         log_point(name + " " + std::to_string(pct) + "% reads " + dist_name(dist) + (mvcc ? "" : " mvcc off"),
                   r.scale, r.honeycomb);
         f << pct << "," << dist_name(dist) << "," << (mvcc ? "on" : "off") << ",";
@@ -748,9 +737,6 @@ void cache_ablation(const Options& o) {
 void key_sizes(const ServerCosts& server, const Options& o) {
   auto f = forein::bench::open_csv(o.out + "/keysize.csv");
   f << "key_bytes,keys,height," << kPointHeader << "\n";
-  // The network path's cost only: the server file's reads are 8-byte keys.
-  ServerCosts net_only;
-  net_only.net = server.net;
   for (const std::size_t bytes : {8u, 16u, 32u, 64u, 128u}) {
     g_key_bytes = bytes;
     g_value_bytes = bytes;
@@ -761,7 +747,7 @@ void key_sizes(const ServerCosts& server, const Options& o) {
     Honeycomb h = load_honeycomb(data, {}, {});
     const Mix m{"scan1", 1.0, Read::kScan, Write::kNone, 1, 1, Dist::kUniform};
     (void)run_honeycomb(h, data, m, ko, o.seed + 21, false);  // warm the cache
-    const Measured r = measure(*tree, h, data, m, m, net_only, ko, o.seed + 23);
+    const Measured r = measure(*tree, h, data, m, m, server, ko, o.seed + 23);
     log_point(std::to_string(bytes) + "-byte keys and values", r.scale, r.honeycomb);
     f << bytes << "," << ko.keys << "," << h.store->stats().height << ",";
     point_columns(f, r.engine, r.scale, r.honeycomb);
@@ -811,21 +797,28 @@ void latency(const DataSet& data, const ServerCosts& server, const Options& o) {
                                 : o.server_csv.substr(0, o.server_csv.rfind('/') + 1) + "cpu_server_latency.csv";
   std::ifstream in(sweep);
   if (in) {
+    // The engine whose SCAN 3 costs a server core less is the baseline.
+    const auto cost = [&](const char* engine) {
+      const auto at = server.seconds.find({engine, "scan", 3});
+      return at == server.seconds.end() ? 1e9 : at->second;
+    };
+    const std::string engine = cost("honeycomb-cpu") < cost("forein") ? "honeycomb-cpu" : "forein";
     std::string line;
     std::getline(in, line);
-    const std::vector<std::string> head = split_csv(line);
-    const auto col = [&](const char* n) {
-      return static_cast<std::size_t>(std::find(head.begin(), head.end(), n) - head.begin());
-    };
-    const std::size_t window = col("window"), rate = col("requests_per_s"), p50 = col("p50_us");
-    const Mix scan3{"scan3", 1.0, Read::kScan, Write::kNone, 3, 3, Dist::kUniform};
-    const double per_request_us = server_read_seconds(server, "forein", scan3, 0) * 1e6;
+    auto col = columns(sweep, line, {"engine", "window", "req_per_s", "p50_us"});
+    const double per_request_us = std::min(cost("forein"), cost("honeycomb-cpu")) * 1e6;
+    std::vector<double> window_one;
     while (std::getline(in, line)) {
       const std::vector<std::string> row = split_csv(line);
-      if (row.size() <= std::max({window, rate, p50})) continue;
-      const double w = std::stod(row[window]), x = std::stod(row[rate]), l = std::stod(row[p50]);
-      if (w == 1) path_us = std::max(0.0, l - per_request_us);
+      if (row.size() < col.size() || row.at(col["engine"]) != engine) continue;
+      const double w = std::stod(row.at(col["window"])), x = std::stod(row.at(col["req_per_s"])),
+                   l = std::stod(row.at(col["p50_us"]));
+      if (w == 1) window_one.push_back(l);
       f << "baseline," << w << "," << x * o.cores << "," << l << "\n";
+    }
+    if (!window_one.empty()) {
+      std::sort(window_one.begin(), window_one.end());
+      path_us = std::max(0.0, window_one[window_one.size() / 2] - per_request_us);
     }
   }
   Honeycomb h = load_honeycomb(data, {}, {});
@@ -848,14 +841,9 @@ int run(const Options& o) {
     if (!loaded) loaded = make_data(o);
     return *loaded;
   };
-  ServerCosts server = load_server_costs(o.server_csv);
+  ServerCosts server = load_server_costs(o.server_csv, o.server_keys);
   if (server.measured()) {
-    // The network path's cost comes from YCSB's engine; measure it here
-    // when YCSB is not run.
-    if (std::find(o.experiments.begin(), o.experiments.end(), "ycsb") == o.experiments.end()) {
-      auto tree = load_engine(data());
-      calibrate_network(server, *tree, data(), o);
-    }
+    calibrate_network(server, o);
   } else {
     std::cerr << "no --server-csv: CPU-server reads at their in-process cost, no network cost\n";
   }

@@ -19,7 +19,8 @@
 # --quick: 200,000 keys (2,000,000 for the cache ablation), 0.3 s a point,
 # no network measurement (reads at their in-process cost): a smoke test.
 # Otherwise: the CPU server measured first (run_fpga_cpu_server.sh;
-# SERVER=skip reuses the cpu_server.csv already in the output directory),
+# SERVER=skip reuses the cpu_server.csv already in the output directory;
+# SERVER_KEYS, 2,000,000: the server's data set),
 # then 20,000,000 keys (the paper's 4-level tree) and 1 s a point.
 # --plots-only: redraw the PNGs from the CSVs.
 # Flags after -- go to fpga_experiments (e.g. --experiments cache).
@@ -92,11 +93,12 @@ if [ $quick = 1 ]; then
   sizing=(--keys 200000 --cache-keys 2000000 --seconds 0.3)
 else
   sizing=(--keys 20000000 --cache-keys 20000000 --seconds 1)
+  server_keys=${SERVER_KEYS:-2000000}
   if [ $plots_only = 0 ] && [ "${SERVER:-}" != skip ]; then
-    echo "\$ OUT=$out bash tests/bench/run_fpga_cpu_server.sh $build"
-    OUT="$out" bash "$root/tests/bench/run_fpga_cpu_server.sh" "$build"
+    echo "\$ OUT_DIR=$out KEYS=$server_keys bash tests/bench/run_fpga_cpu_server.sh $build"
+    OUT_DIR="$out" KEYS=$server_keys bash "$root/tests/bench/run_fpga_cpu_server.sh" "$build"
   fi
-  if [ -f "$out/cpu_server.csv" ]; then sizing+=(--server-csv "$out/cpu_server.csv"); fi
+  if [ -f "$out/cpu_server.csv" ]; then sizing+=(--server-csv "$out/cpu_server.csv" --server-keys "$server_keys"); fi
 fi
 if [ $plots_only = 0 ]; then
   echo "\$ $exp ${sizing[*]} --out $out ${extra[*]}"
