@@ -40,6 +40,11 @@ struct Cursor::State {
 
   bool first_batch = true;
   bool exhausted = false;
+  // Batch mode copies at most next_run_rows() rows a batch (a short scan
+  // does not copy the rest of its leaf); a batch cut short is continued
+  // from last_key's leaf.
+  bool batch_cut = false;
+  PageId cut_leaf = kNoPage;  // the leaf a cut batch stopped in
   std::optional<std::string> last_key;  // last key handed out
   std::string next_boundary;            // hi (forward) or lo (backward) of the last leaf
   PageId next_sibling = kNoPage;        // its right (forward) or left (backward) link
@@ -54,7 +59,8 @@ struct Cursor::State {
   std::string_view key_view, value_view;
   bool resume = false;  // resume_after(): continue after last_key
 
-  // Rows handed out in runs so far. The next run takes what is left of
+  // Rows handed out in runs (or copied in batches) so far. The next run
+  // (batch) takes what is left of
   // spec.expected_rows, or else kFirstRun more than that (8, 16, 32, ...:
   // the caller may want few), up to kMaxRun.
   static constexpr std::size_t kFirstRun = 8, kMaxRun = 128;
@@ -97,6 +103,15 @@ void Cursor::State::take(const Node& n, std::size_t first, std::size_t end) {
     to = end;
     return;
   }
+  const std::size_t cap = next_run_rows();
+  if (end - first > cap) {
+    batch_cut = true;
+    if (spec.direction == Direction::kForward) {
+      end = first + cap;
+    } else {
+      first = end - cap;
+    }
+  }
   if (spec.direction == Direction::kForward) {
     for (std::size_t i = first; i < end; ++i) add(n, i);
   } else {
@@ -124,6 +139,7 @@ void Cursor::State::collect_forward(const Node& n) {
     end = std::clamp(spec.upper->inclusive ? n.upper_bound(upper) : n.lower_bound(upper), i, count);
   }
   take(n, i, end);
+  if (batch_cut) return;  // more of this leaf next batch
   if (end < count) {
     exhausted = true;
     return;
@@ -162,6 +178,7 @@ void Cursor::State::collect_backward(const Node& n) {
     first = std::min(spec.lower->inclusive ? n.lower_bound(lower) : n.upper_bound(lower), end);
   }
   take(n, first, end);
+  if (batch_cut) return;  // more of this leaf next batch
   if (first > 0) {
     exhausted = true;
     return;
@@ -212,7 +229,18 @@ OptNode Cursor::State::read_leaf(bool refind, OpCounters& c) {
     const std::string saved_boundary = next_boundary;
     const PageId saved_sibling = next_sibling;
     OptNode n;
-    if (refind) {
+    batch_cut = false;
+    if (refind && cut_leaf != kNoPage) {
+      // The leaf a cut batch stopped in is where its next rows are, unless
+      // a writer moved them: a hint the walk checks (the scan's own, not
+      // offload advice, as for a sibling).
+      const StartHints via_leaf{Hint{cut_leaf, 0, 0}, Hint{}};
+      OpCounters step;
+      n = tree->locate(SearchKey(*last_key), &via_leaf, 0, nullptr, step);
+      c.move_rights += step.move_rights;
+      c.nodes_visited += step.nodes_visited;
+      c.restarts += step.restarts;
+    } else if (refind) {
       n = tree->locate(SearchKey(*last_key), nullptr, 0, nullptr, c);
     } else {
       n = first_batch ? first_leaf(c) : next_leaf(c);
@@ -224,6 +252,7 @@ OptNode Cursor::State::read_leaf(bool refind, OpCounters& c) {
     }
     if (tree->valid(n)) {
       first_batch = false;
+      cut_leaf = batch_cut ? n.id : kNoPage;
       return n;
     }
     entries.clear();
@@ -241,7 +270,12 @@ bool Cursor::State::load_batch() {
   arena.clear();
   pos = 0;
   OpCounters c;
-  while (entries.empty() && !exhausted) read_leaf(false, c);
+  bool refind = batch_cut;  // the last batch stopped inside its leaf
+  while (entries.empty() && !exhausted) {
+    read_leaf(refind, c);
+    refind = false;
+  }
+  handed += entries.size();
   if (!entries.empty()) {
     const auto& e = entries.back();
     last_key = arena.substr(e[0], e[1]);
@@ -404,6 +438,8 @@ void Cursor::State::restart(Tree::Impl* t, const ScanSpec& s, const StartHints* 
   positioned = false;
   first_batch = true;
   exhausted = false;
+  batch_cut = false;
+  cut_leaf = kNoPage;
   last_key.reset();
   next_boundary.clear();
   next_sibling = kNoPage;

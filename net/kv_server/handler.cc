@@ -131,6 +131,8 @@ Packet RequestHandler::scan(const Packet& request, const StartHints* hints) {
   ScanSpec spec;
   spec.lower = KeyBound{request.key, true};
   if (owned_.upper) spec.upper = KeyBound{*owned_.upper, false};
+  // The callback sees one entry more than it keeps (to stop).
+  if (request.count != 0) spec.expected_rows = std::size_t{request.count} + 1;
   tree_.scan(
       spec,
       [&](std::string_view key, std::string_view value) {

@@ -590,6 +590,61 @@ TEST_CASE("scan: expected_rows sizes the first run and ends nothing", "[tree][sc
   }
 }
 
+TEST_CASE("scan: copied batches stop short of their leaf and go on where they stopped",
+          "[tree][scan][cursor]") {
+  // A copying cursor copies at most expected_rows (or 8, 16, ... 128) rows a
+  // batch; every key must still come back once, in order, from any start,
+  // in both directions, for every expected_rows.
+  auto tree = make_tree(8192);
+  std::vector<std::int64_t> keys;
+  for (std::int64_t i = 0; i < 20000; i += 3) {
+    tree->put(forein::encode_int64(i), value_for(forein::encode_int64(i)));
+    keys.push_back(i);
+  }
+  for (const Direction dir : {Direction::kForward, Direction::kBackward}) {
+    for (const std::size_t expected : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{100}}) {
+      for (const std::int64_t start : {std::int64_t{0}, std::int64_t{7001}, std::int64_t{19998}}) {
+        INFO((dir == Direction::kForward ? "forward" : "backward") << ", expected_rows " << expected << ", from "
+                                                                   << start);
+        ScanSpec spec;
+        spec.direction = dir;
+        spec.expected_rows = expected;
+        if (dir == Direction::kForward) {
+          spec.lower = KeyBound{forein::encode_int64(start), true};
+        } else {
+          spec.upper = KeyBound{forein::encode_int64(start), true};
+        }
+        std::vector<std::int64_t> want;
+        for (const std::int64_t k : keys)
+          if (dir == Direction::kForward ? k >= start : k <= start) want.push_back(k);
+        if (dir == Direction::kBackward) std::reverse(want.begin(), want.end());
+        std::vector<std::int64_t> got;
+        bool values_ok = true;
+        for (auto cursor = tree->scan(spec); cursor.next();) {
+          got.push_back(forein::decode_int64(cursor.key()));
+          values_ok = values_ok && cursor.value() == value_for(std::string(cursor.key()));
+        }
+        CHECK(values_ok);
+        CHECK(got == want);
+      }
+    }
+  }
+  // A key inserted right after the last one handed out, in the leaf a
+  // batch stopped in, is found when the next batch starts there again.
+  ScanSpec spec;
+  spec.expected_rows = 2;
+  spec.lower = KeyBound{forein::encode_int64(3000), true};
+  auto cursor = tree->scan(spec);
+  REQUIRE(cursor.next());
+  REQUIRE(cursor.next());
+  CHECK(forein::decode_int64(cursor.key()) == 3003);
+  tree->put(forein::encode_int64(3004), value_for(forein::encode_int64(3004)));
+  REQUIRE(cursor.next());
+  CHECK(forein::decode_int64(cursor.key()) == 3004);
+  REQUIRE(cursor.next());
+  CHECK(forein::decode_int64(cursor.key()) == 3006);
+}
+
 TEST_CASE("scan: runs need an in-place cursor", "[tree][scan][cursor]") {
   auto tree = make_tree(4096);
   tree->put(forein::encode_int64(1), "one");

@@ -69,10 +69,10 @@ struct ScanSpec {
   // leaf's version and, if the leaf changed in between, continues after
   // the last key returned, as a batch cursor does.
   bool in_place = false;
-  // In-place runs (Cursor::next_run): the rows the caller expects to
-  // use (a LIMIT), 0 if unknown. Runs then hold that many rows (up to a
-  // cap) instead of starting small and growing; the scan still goes on
-  // past it if asked.
+  // The rows the caller expects to use (a LIMIT), 0 if unknown. In-place
+  // runs (Cursor::next_run) and copied batches then hold that many rows (up
+  // to a cap, 128) instead of starting small (8) and growing; the scan
+  // still goes on past it if asked.
   std::size_t expected_rows = 0;
 };
 
