@@ -4,6 +4,7 @@
 #   PIDS+=("$pid")          register a started process
 #   wait_ready FILE [PID]   until FILE holds `ready` (120 s at most; early
 #                           failure when PID died)
+#   stop PID                SIGTERM and reap (no-op when it is gone)
 
 TMP=$(mktemp -d)
 PIDS=()
@@ -25,4 +26,9 @@ wait_ready() {
 	echo "no 'ready' in $1" >&2
 	cat "$1" "${1%.out}.err" >&2 || true
 	exit 1
+}
+
+stop() {
+	kill -TERM "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
 }

@@ -43,11 +43,6 @@ OUT=$BUILD/dpdk-speedup
 mkdir -p "$OUT"
 # shellcheck source=tests/bench/processes.sh
 source "$ROOT/tests/bench/processes.sh"
-# stop PID: SIGTERM and reap (no-op when it is gone).
-stop() {
-	kill -TERM "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
 
 MACHINE="$(nproc) cores, $(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo | head -1), $(uname -sr)"
 DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
