@@ -16,7 +16,7 @@
 #
 # Configures <build-dir> (Release) if it has no CMakeCache.txt and builds
 # fpga_experiments (and, unless --quick, the network programs; -j2).
-# --quick: 200,000 keys (2,000,000 for the cache ablation), 0.3 s a point,
+# --quick: 100,000 keys (500,000 for the cache ablation), 0.15 s a point,
 # no network measurement (reads at their in-process cost): a smoke test.
 # Otherwise: the CPU server measured first (run_fpga_cpu_server.sh;
 # SERVER=skip reuses the cpu_server.csv already in the output directory;
@@ -90,7 +90,7 @@ echo "command:  $0 $build$([ $quick = 1 ] && echo ' --quick')${extra[*]:+ -- ${e
 echo
 
 if [ $quick = 1 ]; then
-  sizing=(--keys 200000 --cache-keys 2000000 --seconds 0.3)
+  sizing=(--keys 100000 --cache-keys 500000 --seconds 0.15)
 else
   sizing=(--keys 20000000 --cache-keys 20000000 --seconds 1)
   server_keys=${SERVER_KEYS:-2000000}
