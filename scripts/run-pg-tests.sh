@@ -207,6 +207,8 @@ if [ $do_tap -eq 1 ]; then
 			echo "TAP clusters in $tap_scratch (removed afterwards; logs copied to $tapdir/log)"
 			mkdir -p "$tap_scratch/t" "$tap_scratch/tmp"
 			cp "$root"/regress/t/*.pm "$tap_scratch/t/"
+			# the sharding recipe's SQL for 025_sharding.pl
+			cp -R "$root/scripts/pg-shards" "$tap_scratch/pg-shards"
 			# the engine's word tool for 010_words.pl, where the user can run it
 			cp "$build/tools/forein_word" "$tap_scratch/" 2>/dev/null || true
 			run_files=()
@@ -222,6 +224,7 @@ if [ $do_tap -eq 1 ]; then
 				PATH="$bindir:$PATH" PG_REGRESS="$pg_regress" \
 				PG_TEST_PORT_DIR="$tap_scratch" TMPDIR="$tap_scratch/tmp" \
 				FOREIN_WORD_TOOL="$tap_scratch/forein_word" \
+				FOREIN_SHARDS_SQL="$tap_scratch/pg-shards" \
 				prove -I "$perl_lib" -I "$tap_scratch/t" --timer "${run_files[@]}") &
 			tap_pid=$!
 			wait "$tap_pid"
