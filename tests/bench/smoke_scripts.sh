@@ -7,7 +7,7 @@
 #   bash tests/bench/smoke_scripts.sh BUILD OUT NAME
 #
 # NAME: engine, sqlite, sqlite-multiconn, sqlite-open, forein-experiments,
-# fattree-experiments, fpga-experiments, dpa-experiments, pg-build,
+# fattree-experiments, fpga-experiments, dpa-experiments, pg-build, pg-shards,
 # dpdk-speedup, switch-forwarding, switch-delta. bench-all's scripts
 # (pg-backends, testbed, sysbench, pgbench) are the ctest
 # bench_all_smoke. Exit 77 (skipped) where the script cannot run here:
@@ -61,6 +61,9 @@ case $NAME in
 	pg-build)
 		ROWS=10000 REPS=1 bash "$B/run_pg_build_bench.sh" "$OUT"
 		result=$OUT/pg_build_bench.csv ;;
+	pg-shards)
+		SCALE=1 REPS=1 PGBENCH_SECONDS=1 SHARED_BUFFERS=128MB bash "$B/run_pg_shards_bench.sh" "$OUT"
+		result=$OUT/pg_shards_bench.csv ;;
 	dpdk-speedup)
 		need_dpdk
 		KEYS=10000 SECS=1 ROUNDS=1 bash "$B/run_dpdk_speedup.sh" "$BUILD" | tee "$OUT/report.txt"
