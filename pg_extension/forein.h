@@ -633,7 +633,9 @@ extern Size forein_copy_key(char *dst, IndexTuple itup);
 extern Size forein_tuple_key_size(IndexTuple itup);
 extern bool forein_same_key_image(IndexTuple a, IndexTuple b);
 extern int	forein_posting_max_tids(Size base);
-extern int	forein_dedup_items(IndexTuple *items, int n, IndexTuple *out);
+extern IndexTuple forein_merge_run(IndexTuple *items, int n);
+extern int	forein_dedup_items(IndexTuple *items, int n, IndexTuple *out,
+							   uint16 *runs);
 extern int	forein_posting_insert(IndexTuple post, IndexTuple itup,
 								  IndexTuple *out);
 
@@ -652,6 +654,7 @@ extern IndexTuple forein_leaf_separator(ForeinState *state, IndexTuple left,
 extern OffsetNumber forein_binsearch_leaf(ForeinState *state, Page page,
 										  const ForeinSearchKey *key);
 extern OffsetNumber forein_inner_find_child(Page page, BlockNumber child);
+extern void forein_set_downlink(Page page, OffsetNumber off, BlockNumber child);
 extern OffsetNumber forein_binsearch_inner(ForeinState *state, Page page,
 										   const ForeinSearchKey *key);
 extern Buffer forein_moveright(Relation index, ForeinState *state, Buffer buf,

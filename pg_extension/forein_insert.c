@@ -24,6 +24,7 @@
 #include "access/xloginsert.h"
 #include "access/xact.h"
 #include "forein.h"
+#include "forein_xlog.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/predicate.h"
@@ -212,7 +213,13 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	Buffer		obuf = InvalidBuffer;
 	BlockNumber rblkno;
 	BlockNumber oright = oopaque->right;
-	GenericXLogState *xs;
+	GenericXLogState *xs = NULL;
+	bool		direct = forein_wal_rmgr_ready || !RelationNeedsWAL(index);
+	PGAlignedBlock lscratch;
+	PGAlignedBlock rscratch;
+	char	   *packed_new = NULL;
+	Size		packed_len = 0;
+	int			first_right;
 	Page		lpage;
 	Page		rpage;
 	ForeinPageOpaque lopaque;
@@ -275,16 +282,32 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	if (oright != InvalidBlockNumber)
 		obuf = forein_getbuf(index, oright, BUFFER_LOCK_EXCLUSIVE);
 
-	xs = forein_xlog_start(index);
-	lpage = forein_register_page(xs, buf, GENERIC_XLOG_FULL_IMAGE);
-	rpage = forein_register_page(xs, rbuf, GENERIC_XLOG_FULL_IMAGE);
+	/*
+	 * With forein's own WAL (or none) both halves are built in scratch pages
+	 * and copied in one critical section, as nbtree does; generic WAL builds
+	 * them in its working copies.
+	 */
+	if (direct)
+	{
+		lpage = lscratch.data;
+		rpage = rscratch.data;
+		if (RelationNeedsWAL(index))
+			packed_new = forein_split_pack_new(newitems, inserted ? nnew : 0,
+											   &packed_len);
+	}
+	else
+	{
+		xs = forein_xlog_start(index);
+		lpage = forein_register_page(xs, buf, GENERIC_XLOG_FULL_IMAGE);
+		rpage = forein_register_page(xs, rbuf, GENERIC_XLOG_FULL_IMAGE);
+	}
 
 	/* the new right page: items [k, n) (inner: k + 1), bounds [sep, old hi) */
 	forein_init_page(rpage, 0, level);
-	page_add(index, rpage, hikey, FOREIN_HIKEY);
-	page_add(index, rpage, sep, FOREIN_LOKEY);
-	for (i = leaf ? k : k + 1; i < n; i++)
-		page_add(index, rpage, items[i], InvalidOffsetNumber);
+	first_right = leaf ? k : k + 1;
+	if (!forein_fill_page(rpage, hikey, sep, items + first_right, n - first_right))
+		elog(ERROR, "failed to add item to a page of index \"%s\"",
+			 RelationGetRelationName(index));
 	ropaque = ForeinPageGetOpaque(rpage);
 	if (!leaf)
 		ropaque->first_child = FOREIN_DOWNLINK(items[k]);
@@ -294,21 +317,58 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 
 	/* the left page: items [0, k), bounds [old lo, sep) */
 	forein_init_page(lpage, flags | FOREIN_INCOMPLETE_SPLIT, level);
-	page_add(index, lpage, sep, FOREIN_HIKEY);
-	page_add(index, lpage, lokey, FOREIN_LOKEY);
-	for (i = 0; i < k; i++)
-		page_add(index, lpage, items[i], InvalidOffsetNumber);
+	if (!forein_fill_page(lpage, sep, lokey, items, k))
+		elog(ERROR, "failed to add item to a page of index \"%s\"",
+			 RelationGetRelationName(index));
 	lopaque = ForeinPageGetOpaque(lpage);
 	lopaque->first_child = first_child;
 	lopaque->left = oleft;
 	lopaque->right = rblkno;
 	lopaque->version = version + 1;
 
-	if (BufferIsValid(obuf))
-		ForeinPageGetOpaque(forein_register_page(xs, obuf, 0))->left = rblkno;
-	if (BufferIsValid(childbuf))
-		ForeinPageGetOpaque(forein_register_page(xs, childbuf, 0))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
-	forein_xlog_finish(xs);
+	if (direct)
+	{
+		START_CRIT_SECTION();
+		memcpy(BufferGetPage(buf), lpage, BLCKSZ);
+		memcpy(BufferGetPage(rbuf), rpage, BLCKSZ);
+		MarkBufferDirty(buf);
+		MarkBufferDirty(rbuf);
+		if (BufferIsValid(obuf))
+		{
+			ForeinPageGetOpaque(BufferGetPage(obuf))->left = rblkno;
+			MarkBufferDirty(obuf);
+		}
+		if (BufferIsValid(childbuf))
+		{
+			ForeinPageGetOpaque(BufferGetPage(childbuf))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
+			MarkBufferDirty(childbuf);
+		}
+		if (RelationNeedsWAL(index))
+		{
+			XLogRecPtr	lsn = forein_log_split(buf, rbuf, obuf, childbuf, off,
+											   inserted && replace,
+											   inserted ? nnew : 0, k,
+											   packed_new, packed_len);
+
+			PageSetLSN(BufferGetPage(buf), lsn);
+			PageSetLSN(BufferGetPage(rbuf), lsn);
+			if (BufferIsValid(obuf))
+				PageSetLSN(BufferGetPage(obuf), lsn);
+			if (BufferIsValid(childbuf))
+				PageSetLSN(BufferGetPage(childbuf), lsn);
+		}
+		END_CRIT_SECTION();
+		if (packed_new)
+			pfree(packed_new);
+	}
+	else
+	{
+		if (BufferIsValid(obuf))
+			ForeinPageGetOpaque(forein_register_page(xs, obuf, 0))->left = rblkno;
+		if (BufferIsValid(childbuf))
+			ForeinPageGetOpaque(forein_register_page(xs, childbuf, 0))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
+		forein_xlog_finish(xs);
+	}
 
 	if (BufferIsValid(obuf))
 		forein_relbuf(obuf);
@@ -747,6 +807,30 @@ insert_onto(Relation index, ForeinState *state, Relation heapRel,
 		forein_relbuf(buf);
 		return true;
 	}
+	if (PageGetFreeSpace(page) >= MAXALIGN(IndexTupleSize(itup)) &&
+		(forein_wal_rmgr_ready || !RelationNeedsWAL(index)))
+	{
+		/* a downlink that completes childbuf's split */
+		START_CRIT_SECTION();
+		if (PageAddItem(page, (Item) itup, IndexTupleSize(itup), off, false,
+						false) == InvalidOffsetNumber)
+			elog(PANIC, "failed to add item to a page of index \"%s\"",
+				 RelationGetRelationName(index));
+		ForeinPageGetOpaque(BufferGetPage(childbuf))->flags &= ~FOREIN_INCOMPLETE_SPLIT;
+		MarkBufferDirty(buf);
+		MarkBufferDirty(childbuf);
+		if (RelationNeedsWAL(index))
+		{
+			XLogRecPtr	lsn = forein_log_insert_upper(buf, off, childbuf);
+
+			PageSetLSN(page, lsn);
+			PageSetLSN(BufferGetPage(childbuf), lsn);
+		}
+		END_CRIT_SECTION();
+		forein_relbuf(childbuf);
+		forein_relbuf(buf);
+		return true;
+	}
 	if (PageGetFreeSpace(page) >= MAXALIGN(IndexTupleSize(itup)))
 	{
 		GenericXLogState *xs = forein_xlog_start(index);
@@ -786,6 +870,12 @@ replace_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 		return split_page(index, state, buf, stack, newitems, nnew, off, true,
 						  InvalidBuffer);
 	}
+	if (forein_wal_rmgr_ready || !RelationNeedsWAL(index))
+	{
+		forein_replace_logged(index, buf, off, newitems, nnew);
+		forein_relbuf(buf);
+		return true;
+	}
 	xs = forein_xlog_start(index);
 	wpage = forein_register_page(xs, buf, 0);
 	PageIndexTupleDelete(wpage, off);
@@ -798,7 +888,8 @@ replace_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 
 /*
  * Merges runs of identical keys on a full leaf into posting tuples, in one
- * WAL record; returns whether it changed the page (offsets move).
+ * WAL record (forein's DEDUP, or a generic one when forein is not
+ * preloaded); returns whether it changed the page (offsets move).
  */
 static bool
 dedup_page(Relation index, Buffer buf)
@@ -807,38 +898,41 @@ dedup_page(Relation index, Buffer buf)
 	OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
 	int			n = maxoff >= FOREIN_FIRST_ITEM ? maxoff - FOREIN_FIRST_ITEM + 1 : 0;
 	IndexTuple *items;
-	IndexTuple *out;
-	OffsetNumber *offs;
-	int			m;
+	bool		changed;
 	int			i;
-	GenericXLogState *xs;
-	Page		wpage;
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "forein dedup",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
 
 	items = palloc(sizeof(IndexTuple) * Max(n, 1));
-	out = palloc(sizeof(IndexTuple) * Max(n, 1));
-	offs = palloc(sizeof(OffsetNumber) * Max(n, 1));
 	for (i = 0; i < n; i++)
+		items[i] = CopyIndexTuple((IndexTuple) PageGetItem(page, PageGetItemId(page, FOREIN_FIRST_ITEM + i)));
+	if (forein_wal_rmgr_ready || !RelationNeedsWAL(index))
+		changed = forein_dedup_logged(index, buf, items, n);
+	else
 	{
-		offs[i] = FOREIN_FIRST_ITEM + i;
-		items[i] = CopyIndexTuple((IndexTuple) PageGetItem(page, PageGetItemId(page, offs[i])));
-	}
-	m = forein_dedup_items(items, n, out);
-	if (m < n)
-	{
-		xs = forein_xlog_start(index);
-		wpage = forein_register_page(xs, buf, GENERIC_XLOG_FULL_IMAGE);
-		PageIndexMultiDelete(wpage, offs, n);
-		for (i = 0; i < m; i++)
-			page_add(index, wpage, out[i], InvalidOffsetNumber);
-		forein_xlog_finish(xs);
+		IndexTuple *out = palloc(sizeof(IndexTuple) * Max(n, 1));
+		OffsetNumber *offs = palloc(sizeof(OffsetNumber) * Max(n, 1));
+		int			m = forein_dedup_items(items, n, out, NULL);
+
+		changed = m < n;
+		if (changed)
+		{
+			GenericXLogState *xs = forein_xlog_start(index);
+			Page		wpage = forein_register_page(xs, buf, GENERIC_XLOG_FULL_IMAGE);
+
+			for (i = 0; i < n; i++)
+				offs[i] = FOREIN_FIRST_ITEM + i;
+			PageIndexMultiDelete(wpage, offs, n);
+			for (i = 0; i < m; i++)
+				page_add(index, wpage, out[i], InvalidOffsetNumber);
+			forein_xlog_finish(xs);
+		}
 	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
-	return m < n;
+	return changed;
 }
 
 /*
@@ -899,20 +993,50 @@ new_root(Relation index, ForeinState *state, Buffer lbuf, IndexTuple sep,
 	IndexTuple	downlink = forein_make_downlink(sep, rblkno);
 
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	xs = forein_xlog_start(index);
-	npage = forein_register_page(xs, nbuf, GENERIC_XLOG_FULL_IMAGE);
-	forein_init_page(npage, FOREIN_ROOT, level);
-	ForeinPageGetOpaque(npage)->version = 1;
-	page_add(index, npage, placeholder, FOREIN_HIKEY);
-	page_add(index, npage, placeholder, FOREIN_LOKEY);
-	ForeinPageGetOpaque(npage)->first_child = BufferGetBlockNumber(lbuf);
-	page_add(index, npage, downlink, FOREIN_FIRST_ITEM);
-	meta = ForeinPageGetMeta(forein_register_page(xs, metabuf, 0));
-	meta->root = BufferGetBlockNumber(nbuf);
-	meta->root_level = level;
-	ForeinPageGetOpaque(forein_register_page(xs, lbuf, 0))->flags &=
-		~(FOREIN_ROOT | FOREIN_INCOMPLETE_SPLIT);
-	forein_xlog_finish(xs);
+	if (forein_wal_rmgr_ready || !RelationNeedsWAL(index))
+	{
+		START_CRIT_SECTION();
+		npage = BufferGetPage(nbuf);
+		forein_init_page(npage, FOREIN_ROOT, level);
+		ForeinPageGetOpaque(npage)->version = 1;
+		if (!forein_fill_page(npage, placeholder, placeholder, &downlink, 1))
+			elog(PANIC, "failed to add item to a page of index \"%s\"",
+				 RelationGetRelationName(index));
+		ForeinPageGetOpaque(npage)->first_child = BufferGetBlockNumber(lbuf);
+		meta = ForeinPageGetMeta(BufferGetPage(metabuf));
+		meta->root = BufferGetBlockNumber(nbuf);
+		meta->root_level = level;
+		ForeinPageGetOpaque(lpage)->flags &= ~(FOREIN_ROOT | FOREIN_INCOMPLETE_SPLIT);
+		MarkBufferDirty(nbuf);
+		MarkBufferDirty(metabuf);
+		MarkBufferDirty(lbuf);
+		if (RelationNeedsWAL(index))
+		{
+			XLogRecPtr	lsn = forein_log_new_root(nbuf, metabuf, lbuf);
+
+			PageSetLSN(npage, lsn);
+			PageSetLSN(BufferGetPage(metabuf), lsn);
+			PageSetLSN(lpage, lsn);
+		}
+		END_CRIT_SECTION();
+	}
+	else
+	{
+		xs = forein_xlog_start(index);
+		npage = forein_register_page(xs, nbuf, GENERIC_XLOG_FULL_IMAGE);
+		forein_init_page(npage, FOREIN_ROOT, level);
+		ForeinPageGetOpaque(npage)->version = 1;
+		page_add(index, npage, placeholder, FOREIN_HIKEY);
+		page_add(index, npage, placeholder, FOREIN_LOKEY);
+		ForeinPageGetOpaque(npage)->first_child = BufferGetBlockNumber(lbuf);
+		page_add(index, npage, downlink, FOREIN_FIRST_ITEM);
+		meta = ForeinPageGetMeta(forein_register_page(xs, metabuf, 0));
+		meta->root = BufferGetBlockNumber(nbuf);
+		meta->root_level = level;
+		ForeinPageGetOpaque(forein_register_page(xs, lbuf, 0))->flags &=
+			~(FOREIN_ROOT | FOREIN_INCOMPLETE_SPLIT);
+		forein_xlog_finish(xs);
+	}
 
 	state->root = BufferGetBlockNumber(nbuf);
 	state->root_level = level;

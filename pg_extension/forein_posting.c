@@ -185,15 +185,43 @@ forein_posting_max_tids(Size base)
 }
 
 /*
+ * The posting tuple of the run items[0..n) (n >= 2, equal keys, ascending
+ * TIDs), palloc'd, with the key image of the run's last tuple.
+ */
+IndexTuple
+forein_merge_run(IndexTuple *items, int n)
+{
+	ItemPointerData *tids;
+	IndexTuple	merged;
+	int			total = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		total += forein_posting_count(items[i]);
+	tids = palloc(total * sizeof(ItemPointerData));
+	total = 0;
+	for (i = 0; i < n; i++)
+	{
+		int			k;
+
+		for (k = 0; k < forein_posting_count(items[i]); k++)
+			tids[total++] = *forein_posting_tid(items[i], k);
+	}
+	merged = forein_form_posting(items[n - 1], tids, total);
+	pfree(tids);
+	return merged;
+}
+
+/*
  * Merges runs of adjacent tuples with identical keys in items[0..n) into
  * posting tuples (palloc'd; others are passed through).  Returns the new
- * count; out must have room for n.
+ * count; out must have room for n.  With runs (room for n), runs[i] is the
+ * number of items out[i] holds: what a WAL record needs to redo the merge
+ * (forein_xlog_tree.c) without comparing keys.
  */
 int
-forein_dedup_items(IndexTuple *items, int n, IndexTuple *out)
+forein_dedup_items(IndexTuple *items, int n, IndexTuple *out, uint16 *runs)
 {
-	ItemPointerData *tids = NULL;
-	int			ntids_max = 0;
 	int			m = 0;
 	int			i = 0;
 
@@ -206,29 +234,11 @@ forein_dedup_items(IndexTuple *items, int n, IndexTuple *out)
 		while (j < n && forein_same_key_image(items[i], items[j]) &&
 			   total + forein_posting_count(items[j]) <= limit)
 			total += forein_posting_count(items[j++]);
-		if (j == i + 1)
-		{
-			out[m++] = items[i++];
-			continue;
-		}
-		if (total > ntids_max)
-		{
-			ntids_max = Max(total, 2 * ntids_max);
-			tids = tids ? repalloc(tids, ntids_max * sizeof(ItemPointerData)) :
-				palloc(ntids_max * sizeof(ItemPointerData));
-		}
-		total = 0;
-		for (; i < j; i++)
-		{
-			int			k;
-
-			for (k = 0; k < forein_posting_count(items[i]); k++)
-				tids[total++] = *forein_posting_tid(items[i], k);
-		}
-		out[m++] = forein_form_posting(items[j - 1], tids, total);
+		if (runs)
+			runs[m] = j - i;
+		out[m++] = j == i + 1 ? items[i] : forein_merge_run(items + i, j - i);
+		i = j;
 	}
-	if (tids)
-		pfree(tids);
 	return m;
 }
 

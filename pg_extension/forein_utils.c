@@ -26,6 +26,7 @@
 #include "pgstat.h"
 #include "port/pg_bitutils.h"
 #include "forein.h"
+#include "forein_xlog.h"
 #include "storage/indexfsm.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -791,8 +792,20 @@ forein_newbuf(Relation index)
 		buf = ReadBuffer(index, blkno);
 		if (ConditionalLockBuffer(buf))
 		{
-			if (forein_page_recyclable(BufferGetPage(buf)))
+			Page		page = BufferGetPage(buf);
+
+			if (forein_page_recyclable(page))
+			{
+				if (!PageIsNew(page))
+				{
+					FullTransactionId stamp;
+
+					memcpy(&stamp, PageGetItem(page, PageGetItemId(page, FOREIN_DELETED_STAMP)),
+						   sizeof(stamp));
+					forein_log_reuse_page(index, blkno, stamp);
+				}
 				return buf;
+			}
 			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 		}
 		ReleaseBuffer(buf);

@@ -66,6 +66,7 @@
 #include "utils/snapmgr.h"
 
 #include "forein.h"
+#include "forein_xlog.h"
 
 /* Working state of one bulk delete or cleanup scan */
 typedef struct ForeinVacState
@@ -138,7 +139,6 @@ static bool forein_unlink_page(Relation rel, ForeinDelCandidate *cand,
 							   ForeinDelLocked *locked);
 static BlockNumber forein_find_parent(Relation index, ForeinState *fstate,
 									  ForeinDelCandidate *cand);
-static void forein_set_downlink(Page page, OffsetNumber off, BlockNumber child);
 
 /*
  * Is this page safe to hand out again?  New (all-zero) pages always are; a
@@ -616,7 +616,7 @@ forein_vacuum_candidate(ForeinVacState *vstate, BlockNumber blkno, Page page,
 	MemoryContextSwitchTo(oldcxt);
 }
 
-static void
+void
 forein_set_downlink(Page page, OffsetNumber off, BlockNumber child)
 {
 	IndexTuple	itup;
@@ -869,6 +869,65 @@ forein_delete_recheck(Relation rel, ForeinDelCandidate *cand,
 }
 
 /*
+ * forein_unlink_page with forein's own WAL (or none): the four pages
+ * changed in one critical section and logged as one UNLINK record.  R's
+ * room for its new low key is checked first, which PageIndexTupleOverwrite
+ * would otherwise find inside the critical section.
+ */
+static bool
+forein_unlink_direct(Relation rel, ForeinDelCandidate *cand,
+					 ForeinDelLocked *locked, IndexTuple tlokey)
+{
+	Page		rpage = BufferGetPage(locked->rbuf);
+	Page		tpage = BufferGetPage(locked->tbuf);
+	Page		ppage = BufferGetPage(locked->pbuf);
+	Size		oldsize = MAXALIGN(ItemIdGetLength(PageGetItemId(rpage, FOREIN_LOKEY)));
+	FullTransactionId stamp = ReadNextFullTransactionId();
+
+	if (MAXALIGN(IndexTupleSize(tlokey)) > oldsize + PageGetExactFreeSpace(rpage) ||
+		PageGetFreeSpace(tpage) < MAXALIGN(sizeof(FullTransactionId)))
+	{
+		elog(DEBUG2, "forein vacuum of \"%s\": empty block %u kept: its low key does not fit on right sibling %u",
+			 RelationGetRelationName(rel), cand->target, cand->right);
+		pfree(tlokey);
+		return false;
+	}
+
+	START_CRIT_SECTION();
+	if (!PageIndexTupleOverwrite(rpage, FOREIN_LOKEY, (Item) tlokey,
+								 IndexTupleSize(tlokey)) ||
+		!forein_mark_deleted(tpage, stamp))
+		elog(PANIC, "forein: failed to unlink block %u of index \"%s\"",
+			 cand->target, RelationGetRelationName(rel));
+	ForeinPageGetOpaque(rpage)->left = cand->left;
+	ForeinPageGetOpaque(rpage)->version++;
+	if (BufferIsValid(locked->lbuf))
+		ForeinPageGetOpaque(BufferGetPage(locked->lbuf))->right = cand->right;
+	forein_set_downlink(ppage, locked->toff, cand->right);
+	PageIndexTupleDelete(ppage, locked->toff + 1);
+	MarkBufferDirty(locked->rbuf);
+	MarkBufferDirty(locked->tbuf);
+	if (BufferIsValid(locked->lbuf))
+		MarkBufferDirty(locked->lbuf);
+	MarkBufferDirty(locked->pbuf);
+	if (RelationNeedsWAL(rel))
+	{
+		XLogRecPtr	lsn = forein_log_unlink(locked->lbuf, locked->tbuf,
+											locked->rbuf, locked->pbuf,
+											cand->left, locked->toff, stamp);
+
+		PageSetLSN(rpage, lsn);
+		PageSetLSN(tpage, lsn);
+		if (BufferIsValid(locked->lbuf))
+			PageSetLSN(BufferGetPage(locked->lbuf), lsn);
+		PageSetLSN(ppage, lsn);
+	}
+	END_CRIT_SECTION();
+	pfree(tlokey);
+	return true;
+}
+
+/*
  * Delete the rechecked target: R takes its low key and its place in the
  * sibling chain, the target is flagged deleted and stamped with the next
  * full transaction ID (forein_page_recyclable), and the target's downlink
@@ -884,7 +943,6 @@ forein_unlink_page(Relation rel, ForeinDelCandidate *cand,
 	Page		rpage;
 	Page		lpage;
 	Page		ppage;
-	ForeinPageOpaque top;
 	ForeinPageOpaque rop;
 	ForeinPageOpaque lop;
 	GenericXLogState *gxstate;
@@ -897,6 +955,8 @@ forein_unlink_page(Relation rel, ForeinDelCandidate *cand,
 	 */
 	tlokey = CopyIndexTuple((IndexTuple)
 							PageGetItem(tpage, PageGetItemId(tpage, FOREIN_LOKEY)));
+	if (forein_wal_rmgr_ready || !RelationNeedsWAL(rel))
+		return forein_unlink_direct(rel, cand, locked, tlokey);
 
 	gxstate = forein_xlog_start(rel);
 	rpage = forein_register_page(gxstate, locked->rbuf, 0);
@@ -914,18 +974,9 @@ forein_unlink_page(Relation rel, ForeinDelCandidate *cand,
 	rop->version++;
 
 	tpage = forein_register_page(gxstate, locked->tbuf, 0);
-	top = ForeinPageGetOpaque(tpage);
-	{
-		FullTransactionId fxid = ReadNextFullTransactionId();
-
-		top->flags |= FOREIN_DELETED;
-		if (PageAddItem(tpage, (Item) &fxid, sizeof(fxid), FOREIN_DELETED_STAMP,
-						false, false) == InvalidOffsetNumber)
-			elog(ERROR, "forein: failed to stamp deleted block %u of index \"%s\"",
-				 cand->target, RelationGetRelationName(rel));
-		top->version++;
-		/* right link kept: stale readers move right into R */
-	}
+	if (!forein_mark_deleted(tpage, ReadNextFullTransactionId()))
+		elog(ERROR, "forein: failed to stamp deleted block %u of index \"%s\"",
+			 cand->target, RelationGetRelationName(rel));
 
 	if (BufferIsValid(locked->lbuf))
 	{

@@ -51,15 +51,11 @@
 #include "access/xloginsert.h"
 #include "access/xlogutils.h"
 #include "forein.h"
+#include "forein_xlog.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/standby.h"
-
-/* XLogRecord info bits (the high nibble is the resource manager's) */
-#define XLOG_FOREIN_INSERT		0x00
-#define XLOG_FOREIN_DELETE		0x10
-#define XLOG_FOREIN_VACUUM		0x20
-#define XLOG_FOREIN_DELETE_UPDATE	0x30
+#include "utils/memutils.h"
 
 /* An insert: the offset; the tuple is block 0's data */
 typedef struct xl_forein_insert
@@ -251,10 +247,34 @@ forein_redo_delete_update(XLogReaderState *record)
 	redo_leaf_record(record, xlrec->ndeleted, xlrec->nupdated, false);
 }
 
+/*
+ * Replay allocates (tuples copied to aligned memory): in a context reset
+ * after every record, as nbtree's opCtx.
+ */
+static MemoryContext forein_redo_cxt = NULL;
+
+static void
+forein_redo_startup(void)
+{
+	forein_redo_cxt = AllocSetContextCreate(CurrentMemoryContext,
+											"forein redo",
+											ALLOCSET_DEFAULT_SIZES);
+}
+
+static void
+forein_redo_cleanup(void)
+{
+	if (forein_redo_cxt)
+		MemoryContextDelete(forein_redo_cxt);
+	forein_redo_cxt = NULL;
+}
+
 static void
 forein_redo(XLogReaderState *record)
 {
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
+	MemoryContext oldcxt = forein_redo_cxt ?
+		MemoryContextSwitchTo(forein_redo_cxt) : CurrentMemoryContext;
 
 	switch (info)
 	{
@@ -271,7 +291,12 @@ forein_redo(XLogReaderState *record)
 			forein_redo_delete_update(record);
 			break;
 		default:
-			elog(PANIC, "forein_redo: unknown record type %u", info);
+			forein_redo_tree(record, info);
+	}
+	if (forein_redo_cxt)
+	{
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(forein_redo_cxt);
 	}
 }
 
@@ -304,6 +329,8 @@ forein_desc(StringInfo buf, XLogReaderState *record)
 		appendStringInfo(buf, "ndeleted %u; nupdated %u; horizon %u",
 						 xlrec->ndeleted, xlrec->nupdated, xlrec->horizon);
 	}
+	else
+		forein_desc_tree(buf, record, info);
 }
 
 static const char *
@@ -319,6 +346,20 @@ forein_identify(uint8 info)
 			return "VACUUM";
 		case XLOG_FOREIN_DELETE_UPDATE:
 			return "DELETE_UPDATE";
+		case XLOG_FOREIN_SPLIT:
+			return "SPLIT";
+		case XLOG_FOREIN_INSERT_UPPER:
+			return "INSERT_UPPER";
+		case XLOG_FOREIN_NEWROOT:
+			return "NEWROOT";
+		case XLOG_FOREIN_REPLACE:
+			return "REPLACE";
+		case XLOG_FOREIN_DEDUP:
+			return "DEDUP";
+		case XLOG_FOREIN_UNLINK:
+			return "UNLINK";
+		case XLOG_FOREIN_REUSE_PAGE:
+			return "REUSE_PAGE";
 	}
 	return NULL;
 }
@@ -341,6 +382,8 @@ static RmgrData forein_rmgr = {
 	.rm_redo = forein_redo,
 	.rm_desc = forein_desc,
 	.rm_identify = forein_identify,
+	.rm_startup = forein_redo_startup,
+	.rm_cleanup = forein_redo_cleanup,
 	.rm_mask = forein_mask,
 };
 
