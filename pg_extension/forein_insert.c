@@ -328,6 +328,12 @@ split_page(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 
 	if (direct)
 	{
+		/*
+		 * The left page keeps the old page's LSN, which XLogInsert compares
+		 * with the last checkpoint's redo pointer: a zero LSN would log the
+		 * page whole (nbtree's _bt_split does the same).
+		 */
+		PageSetLSN(lpage, PageGetLSN(origpage));
 		START_CRIT_SECTION();
 		memcpy(BufferGetPage(buf), lpage, BLCKSZ);
 		memcpy(BufferGetPage(rbuf), rpage, BLCKSZ);
