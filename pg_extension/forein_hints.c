@@ -298,6 +298,17 @@ forein_offload_count(Relation index, ForeinStart start, int move_rights,
 		if (move_rights > 0)
 			add_count(&c->move_rights, move_rights);
 
+		/*
+		 * A descent the image started that ended in a leaf allocated after
+		 * the image was computed: the image cannot name that leaf, and its
+		 * hint (an ancestor that still holds the key) was a level short.
+		 * Flag the image, as for an outdated hint (forein_offload_hint_stale).
+		 */
+		if (start != FOREIN_START_ROOT && leaf != InvalidBlockNumber &&
+			!forein_debug_random_hints &&
+			leaf >= forein_off_table(slot, *((volatile uint32 *) &slot->active) & 1)->nblocks)
+			mark_stale(slot);
+
 		if (leaf != InvalidBlockNumber && forein_sample_rate > 0 &&
 			(forein_sample_rate >= 1.0 ||
 			 pg_prng_double(&pg_global_prng_state) < forein_sample_rate))
@@ -336,6 +347,27 @@ forein_offload_node_event(Relation index, BlockNumber blkno)
 	slotno = forein_off_find_slot(index, false);
 	if (slotno >= 0)
 		pg_atomic_fetch_add_u64(&forein_off_slot(slotno)->events, 1);
+}
+
+/*
+ * A hint named a node that no longer holds its key (forein_search.c's
+ * try_hint): the tree changed since the image was computed.  On a primary
+ * the change's own events say so too; on a hot standby, where splits and
+ * deletions arrive by WAL replay, this is what makes the slot dirty, and
+ * it works whatever records replay them.  Only a flag: the first reader
+ * that meets the change writes the shared line, the others just read it.
+ * Random debug hints are not the image's and say nothing about it.
+ */
+void
+forein_offload_hint_stale(Relation index)
+{
+	int			slotno;
+
+	if (forein_off_shared == NULL || forein_debug_random_hints)
+		return;
+	slotno = forein_off_find_slot(index, false);
+	if (slotno >= 0)
+		mark_stale(forein_off_slot(slotno));
 }
 
 /* This backend's counters of an index without a slot (zeros if none) */

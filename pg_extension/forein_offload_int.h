@@ -117,7 +117,9 @@ typedef struct ForeinOffSlot
 	pg_atomic_uint64 events;	/* splits and deletions */
 	pg_atomic_uint64 samples;	/* samples taken; ring head */
 	pg_atomic_uint32 stale;		/* a reader saw the table disagree with the
-								 * index (new relfilenode, reloption) */
+								 * index (new relfilenode, reloption) or
+								 * its tree (a hint outgrown by splits);
+								 * taken by the refresh that starts next */
 
 	/* refresh bookkeeping, under the slot lock */
 	uint64		events_at_refresh;
@@ -260,6 +262,20 @@ extern char *forein_off_copy_image(int slotno, Relation index,
 /* forein_hints.c: hint statistics summed over backends, and local ones */
 extern void forein_off_slot_counts(int slotno, uint64 *counts);
 extern void forein_off_local_counts(Oid relid, uint64 *counts);
+
+/* forein_hints.c: a hint found the tree changed since its image */
+extern void forein_offload_hint_stale(Relation index);
+
+/*
+ * forein_slots.c: WAL replay changed the tree of the index stored in this
+ * relfilenode (a split, a new root, a deleted page).  For redo routines:
+ * no catalog access, no lock, no allocation.
+ */
+#if PG_VERSION_NUM >= 160000
+extern void forein_slots_note_replayed_change(RelFileLocator locator);
+#else
+extern void forein_slots_note_replayed_change(RelFileNode node);
+#endif
 
 /* forein_refresh.c */
 extern int64 forein_refresh_index(Relation index, int slotno, bool delay);

@@ -269,7 +269,6 @@ publish(int slotno, Relation index, const RefreshResult *r, uint64 events,
 	slot->backend = r->backend;
 	slot->events_at_refresh = events;
 	slot->samples_at_refresh = samples;
-	pg_atomic_write_u32(&slot->stale, 0);
 	slot->failures = 0;
 	slot->last_refresh_us = took_us;
 	slot->next_refresh = TimestampTzPlusMilliseconds(now,
@@ -510,9 +509,16 @@ forein_refresh_compute(Relation index, int slotno, bool invalidate)
 	started = GetCurrentTimestamp();
 	job->relfilenode = forein_index_relfilenode(index);
 
-	/* read first: changes during the refresh leave the slot dirty */
+	/*
+	 * Read first: changes during the refresh leave the slot dirty.  The
+	 * stale flag is taken now, not cleared at publish: a reader that meets
+	 * a change this refresh may not have seen (a hot standby replaying
+	 * while the pages are read) flags it again for the next refresh.
+	 */
 	job->events = pg_atomic_read_u64(&slot->events);
 	job->samples = pg_atomic_read_u64(&slot->samples);
+	if (pg_atomic_read_u32(&slot->stale) != 0)
+		pg_atomic_write_u32(&slot->stale, 0);
 	pg_memory_barrier();
 
 	r = &job->r;

@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "forein.h"
+#include "forein_offload_int.h"
 #include "miscadmin.h"
 #include "utils/rel.h"
 
@@ -282,7 +283,35 @@ forein_free_stack(ForeinStack stack)
 	}
 }
 
-/* Validates a hinted node; returns it locked, or InvalidBuffer */
+/*
+ * Is the hinted node, a live node of the hinted level, one that a refresh
+ * would no longer name for this key?  An image computed from the current
+ * tree maps a word only to a node whose word interval holds it, so a node
+ * whose interval has lost the key's word shows that the tree changed since
+ * the image (a split, or a deleted page reused).  A node that still holds
+ * the word is not: keys sharing a word across a bound (long common text
+ * prefixes) are rejected or moved right by the freshest image too, and
+ * refreshing would not help them.
+ */
+static bool
+hint_outdated(ForeinState *state, Page page, const ForeinSearchKey *key)
+{
+	uint64		lo;
+	uint64		hi;
+	bool		hi_inf;
+
+	forein_page_interval(state, page, &lo, &hi, &hi_inf);
+	return key->word < lo || (!hi_inf && key->word >= hi);
+}
+
+/*
+ * Validates a hinted node; returns it locked, or InvalidBuffer.  A hint
+ * that the tree has outgrown (rejected, or moved right off a node that no
+ * longer holds the key) flags the index's image as stale, so the offload
+ * worker refreshes it.  Page splits flag it too, but only where they
+ * happen: on a hot standby they are replayed by the startup process, and
+ * this is how a standby's image learns of them (forein_offload_hint_stale).
+ */
 static Buffer
 try_hint(Relation index, ForeinState *state, BlockNumber blkno, uint16 level,
 		 uint32 target_level, const ForeinSearchKey *key, int access,
@@ -304,14 +333,28 @@ try_hint(Relation index, ForeinState *state, BlockNumber blkno, uint16 level,
 		PageGetSpecialSize(page) != MAXALIGN(sizeof(ForeinPageOpaqueData)) ||
 		opaque->page_id != FOREIN_PAGE_ID ||
 		(opaque->flags & (FOREIN_META | FOREIN_DELETED)) != 0 ||
-		opaque->level != level ||
-		!forein_page_lo_le(state, page, key))
+		opaque->level != level)
 	{
+		/* no longer a node of that level: the image predates the tree */
 		forein_relbuf(buf);
+		forein_offload_hint_stale(index);
 		return InvalidBuffer;
 	}
+	if (!forein_page_lo_le(state, page, key))
+	{
+		bool		outdated = hint_outdated(state, page, key);
+
+		forein_relbuf(buf);
+		if (outdated)
+			forein_offload_hint_stale(index);
+		return InvalidBuffer;
+	}
+	if (!forein_page_hi_le(state, page, key))
+		return buf;
+	if (hint_outdated(state, page, key))
+		forein_offload_hint_stale(index);
 	/* move right within the hint's budget */
-	while (ForeinPageIsDeleted(page) || forein_page_hi_le(state, page, key))
+	do
 	{
 		BlockNumber right = opaque->right;
 
@@ -323,7 +366,7 @@ try_hint(Relation index, ForeinState *state, BlockNumber blkno, uint16 level,
 		page = BufferGetPage(buf);
 		forein_check_page(index, page, right);
 		opaque = ForeinPageGetOpaque(page);
-	}
+	} while (ForeinPageIsDeleted(page) || forein_page_hi_le(state, page, key));
 	return buf;
 }
 

@@ -536,6 +536,55 @@ forein_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	}
 }
 
+/*
+ * WAL replay changed the tree stored in `node`: counts a node event for the
+ * slot whose published table names that storage, as a split on the primary
+ * does (forein_offload_node_event), so that a hot standby's worker refreshes
+ * the image.  Redo knows only the relfilenode, so the slots are matched by
+ * their tables' (database, relfilenode), read without locks: a read racing a
+ * publish may miss (the next stale hint a reader meets still flags the slot,
+ * forein_offload_hint_stale) or match a slot that just changed hands (one
+ * refresh too many).  Takes no lock and allocates nothing, so the startup
+ * process may call it from any redo routine.
+ */
+void
+#if PG_VERSION_NUM >= 160000
+forein_slots_note_replayed_change(RelFileLocator node)
+#else
+forein_slots_note_replayed_change(RelFileNode node)
+#endif
+{
+#if PG_VERSION_NUM >= 160000
+	Oid			dboid = node.dbOid;
+	Oid			relfilenode = node.relNumber;
+#else
+	Oid			dboid = node.dbNode;
+	Oid			relfilenode = node.relNode;
+#endif
+	int			i;
+
+	if (forein_off_shared == NULL)
+		return;
+	for (i = 0; i < forein_off_shared->max_indexes; i++)
+	{
+		ForeinOffSlot *slot = forein_off_slot(i);
+		int			which;
+
+		if (!*((volatile bool *) &slot->in_use))
+			continue;
+		for (which = 0; which < 2; which++)
+		{
+			volatile ForeinOffTable *t = forein_off_table(slot, which);
+
+			if (t->relfilenode == relfilenode && t->dboid == dboid)
+			{
+				pg_atomic_fetch_add_u64(&slot->events, 1);
+				break;
+			}
+		}
+	}
+}
+
 /* Is rel an index of the forein access method? */
 bool
 forein_is_forein_index(Relation rel)

@@ -7,10 +7,15 @@
  * second, or when a backend takes a new slot, and looks for dirty slots:
  * never computed, page splits or deletions since the last refresh, enough
  * new access samples, or a table a reader found stale (REINDEX, TRUNCATE,
- * offload switched back on).  A refresh must read the index, and a backend
- * can only connect to one database, so, as contrib/pg_prewarm's autoprewarm
- * does, the leader stays unconnected and starts a dynamic worker per
- * database with dirty slots, one at a time, waiting for it to finish.
+ * offload switched back on, or a hint the tree has outgrown: on a hot
+ * standby, where splits are replayed by the startup process, that is how
+ * a slot learns of them; see forein_offload_hint_stale).  A refresh must
+ * read the index, and a backend can only connect to one database, so, as
+ * contrib/pg_prewarm's autoprewarm does, the leader stays unconnected and
+ * starts a dynamic worker per database with dirty slots, one at a time,
+ * waiting for it to finish.  Both start on a hot standby too, once it is
+ * consistent (BgWorkerStart_ConsistentState), and a refresh only reads
+ * the index (share locks, no WAL), so a standby keeps its own images.
  *
  * A refresh is rate limited per slot (at least a second apart, and about a
  * twentieth of the time spent refreshing: see forein_refresh_publish) and
