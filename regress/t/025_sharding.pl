@@ -37,6 +37,11 @@ my $sqldir = $ENV{FOREIN_SHARDS_SQL} // "$FindBin::RealBin/../../scripts/pg-shar
 BAIL_OUT("the sharding recipe's SQL is missing: $sqldir/shard.sql")
   unless -f "$sqldir/shard.sql";
 
+my $sharedir = `pg_config --sharedir`;
+chomp $sharedir;
+plan skip_all => 'postgres_fdw is not installed (postgresql-contrib)'
+  unless -f "$sharedir/extension/postgres_fdw.control";
+
 my $seed = test_seed();
 my $nshards = 3;
 my $rows = 100_000;    # pgbench scale 1
