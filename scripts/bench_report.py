@@ -272,7 +272,35 @@ def pgbench_block(out):
         return not_run("pgbench"), all_rows
     return ("Ratio: forein's speed relative to btree (>1 faster), median of the per-repetition ratios "
             "(min-max); for the index size, forein's pages over btree's.\n\n"
-            + table(["scale", "measure", "btree", "forein", "forein vs btree"], body)), all_rows
+            + table(["scale", "measure", "btree", "forein", "forein vs btree"], body)
+            + probe_paths_table(all_rows)), all_rows
+
+
+# the probe measure's paths besides btree and forein (run_pg_bench.sh)
+PROBE_PATHS = [("btree", "btree"), ("hash", "hash index"), ("tid", "TID scan"),
+               ("forein_nohint", "forein, hints off"), ("forein", "forein")]
+
+
+def probe_paths_table(all_rows):
+    """The nested-loop probes with the heap fetch against every path the
+    run measured (hash index, TID scan, forein with its hints off): median
+    ms per path, forein's speed relative to each, median of the
+    per-repetition ratios (min-max); wall time and the backend's CPU time."""
+    body = []
+    for scale, rows in all_rows.items():
+        for metric, label in (("probe_heap_ms", "wall"), ("probe_heap_cpu_ms", "backend CPU")):
+            if not per_rep(rows, metric, "hash") and not per_rep(rows, metric, "tid"):
+                continue
+            cells = [fmt(med(list(per_rep(rows, metric, p).values()))) for p, _ in PROBE_PATHS]
+            ratios = [ratio_cell(rep_ratios(rows, metric, "forein", p, False)) for p, _ in PROBE_PATHS[:-1]]
+            body.append([scale, label] + cells + ratios)
+    if not body:
+        return ""
+    return ("\nThe same probes with the heap fetch against the alternatives (each on its own identical copy "
+            "of the accounts; the TID scan fetches each probe's row by its ctid, with no index), ms, "
+            "and forein's speed relative to each (>1 faster):\n\n"
+            + table(["scale", "time"] + [n for _, n in PROBE_PATHS]
+                    + [f"forein vs {n}" for _, n in PROBE_PATHS[:-1]], body))
 
 
 # --- papers ---------------------------------------------------------------------

@@ -107,6 +107,21 @@ class BenchReportTest(unittest.TestCase):
             self.assertIn("speedup_vs_skew.png", copied)
             self.assertIn("sql_vs_btree.png", copied)
 
+    def test_pgbench_probe_paths(self):
+        # probe_heap_ms: forein 10/20 ms; hash 12/30 -> ratios 1.2, 1.5;
+        # tid 11/20 -> 1.1, 1.0; btree 20/40 -> 2, 2
+        rows = "metric,index,rep,value\n"
+        for rep, vals in ((1, dict(btree=20, hash=12, tid=11, forein_nohint=15, forein=10)),
+                          (2, dict(btree=40, hash=30, tid=20, forein_nohint=30, forein=20))):
+            for path, v in vals.items():
+                rows += f"probe_heap_ms,{path},{rep},{v}\n"
+        write(os.path.join(self.out, "pgbench-s20", "pg_bench.csv"), rows)
+        doc = self.run_report()
+        self.assertIn("| 20 | nested-loop probes with heap, ms | 30 | 15 | 2.000 (2.00-2.00) |", doc)
+        self.assertIn("| 20 | wall | 30 | 21 | 15.5 | 22.5 | 15 | 2.000 (2.00-2.00) | 1.350 (1.20-1.50) | "
+                      "1.050 (1.00-1.10) | 1.500 (1.50-1.50) |", doc)
+        self.assertNotIn("backend CPU", doc)
+
     def test_second_run_changes_nothing(self):
         first = self.run_report()
         self.assertEqual(self.run_report(), first)
