@@ -3,14 +3,15 @@
  * forein_insert.c
  *	  Insertion: unique checks, page splits and downlink insertion.
  *
- * A split is WAL-logged in one generic record over the left page, the new
- * right page, the old right sibling (its left link) and, when the split
- * happens while inserting a downlink, the child whose INCOMPLETE_SPLIT flag
- * that downlink clears.  The left page keeps INCOMPLETE_SPLIT until its new
- * sibling's downlink is in the parent (the next record), so a crash in
- * between leaves a tree that searches handle (move right) and that the next
- * inserter to touch the page completes.  Every record holds at most four
- * pages, the limit of generic WAL.
+ * A split is WAL-logged in one record over the left page, the new right
+ * page, the old right sibling (its left link) and, when the split happens
+ * while inserting a downlink, the child whose INCOMPLETE_SPLIT flag that
+ * downlink clears: forein's SPLIT record (forein_xlog_tree.c) when forein
+ * is preloaded, else a generic one.  The left page keeps INCOMPLETE_SPLIT
+ * until its new sibling's downlink is in the parent (the next record), so
+ * a crash in between leaves a tree that searches handle (move right) and
+ * that the next inserter to touch the page completes.  Every record holds
+ * at most four pages, the limit of generic WAL.
  *
  * pg_extension/forein_insert.c
  *

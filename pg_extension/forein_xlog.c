@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * forein_xlog.c
- *	  forein's own WAL resource manager: leaf inserts, deletions of dead
- *	  entries and VACUUM's changes to a leaf.
+ *	  forein's own WAL resource manager: its registration, and the records
+ *	  of leaf inserts, deletions of dead entries and VACUUM's changes to a
+ *	  leaf.
  *
  * Generic WAL logs a change as the bytes that differ, and an insert into
  * the middle of a leaf shifts every line pointer after it: the record held
@@ -21,9 +22,10 @@
  * pinning the leaf with TIDs it has not returned holds it off.  Bottom-up
  * deletion (forein_insert.c), which may also shrink posting tuples, logs
  * its changes as VACUUM's are logged, with the deletion's horizon and an
- * ordinary exclusive lock for replay, as nbtree's xl_btree_delete.  Everything
- * else (splits, page deletion, posting list merges and cuts) stays generic
- * WAL.
+ * ordinary exclusive lock for replay, as nbtree's xl_btree_delete.  The
+ * records of changes to the tree's shape (splits, new roots, downlinks,
+ * posting list merges and cuts, page deletion and reuse) are in
+ * forein_xlog_tree.c.
  *
  * A custom resource manager can only be registered while
  * shared_preload_libraries is processed, so these records are written only
@@ -35,8 +37,8 @@
  * module to shared_preload_libraries.
  *
  * Replay leaves the standby's page equal to the primary's except for the
- * LP_DEAD marks that scans set on the primary without WAL (the next generic
- * record over the leaf carries them: forein_xlog_finish), so the mask used
+ * LP_DEAD marks that scans set on the primary without WAL (forein's records
+ * never carry them; generic ones do: forein_xlog_finish), so the mask used
  * by wal_consistency_checking ignores line pointer flags on leaves, as
  * btree_mask does.
  *
