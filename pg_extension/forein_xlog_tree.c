@@ -48,6 +48,7 @@
 #include "access/xloginsert.h"
 #include "access/xlogutils.h"
 #include "forein.h"
+#include "forein_offload_int.h"
 #include "forein_xlog.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -148,6 +149,19 @@ forein_fill_page(Page page, IndexTuple hikey, IndexTuple lokey,
 						InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
 			return false;
 	return true;
+}
+
+/*
+ * Replay changed the tree's shape as a node event does on the primary
+ * (forein_offload_node_event): a hot standby's worker refreshes the image.
+ */
+static void
+note_replayed_change(XLogReaderState *record, uint8 block_id)
+{
+	RelFileNode node;
+
+	XLogRecGetBlockTag(record, block_id, &node, NULL, NULL);
+	forein_slots_note_replayed_change(node);
 }
 
 /* n tuples packed at MAXALIGN'd offsets: the data of several records */
@@ -400,6 +414,7 @@ redo_split(XLogReaderState *record)
 		UnlockReleaseBuffer(lbuf);
 	UnlockReleaseBuffer(rbuf);
 	redo_clear_incomplete(record, SPLIT_CHILD);
+	note_replayed_change(record, 0);
 }
 
 /*
@@ -519,6 +534,7 @@ redo_new_root(XLogReaderState *record)
 	if (BufferIsValid(buf))
 		UnlockReleaseBuffer(buf);
 	UnlockReleaseBuffer(rootbuf);
+	note_replayed_change(record, 0);
 }
 
 /*
@@ -803,6 +819,7 @@ redo_unlink(XLogReaderState *record)
 		UnlockReleaseBuffer(tbuf);
 	if (BufferIsValid(lbuf))
 		UnlockReleaseBuffer(lbuf);
+	note_replayed_change(record, UNLINK_TARGET);
 }
 
 /*
