@@ -444,6 +444,12 @@ redo_insert_upper(XLogReaderState *record)
 	xl_forein_insert_upper *xlrec = (xl_forein_insert_upper *) XLogRecGetData(record);
 	Buffer		buf;
 
+	/*
+	 * The child first, as nbtree's redo does: replay never holds a parent
+	 * while it locks a child.  Readers that see the child's flag gone
+	 * before the downlink is in move right, as during any split.
+	 */
+	redo_clear_incomplete(record, 1);
 	if (XLogReadBufferForRedo(record, 0, &buf) == BLK_NEEDS_REDO)
 	{
 		Page		page = BufferGetPage(buf);
@@ -457,8 +463,6 @@ redo_insert_upper(XLogReaderState *record)
 		PageSetLSN(page, record->EndRecPtr);
 		MarkBufferDirty(buf);
 	}
-	/* the parent stays locked until the child's split is complete */
-	redo_clear_incomplete(record, 1);
 	if (BufferIsValid(buf))
 		UnlockReleaseBuffer(buf);
 }
