@@ -294,14 +294,26 @@ forein_free_stack(ForeinStack stack)
  * refreshing would not help them.
  */
 static bool
-hint_outdated(ForeinState *state, Page page, const ForeinSearchKey *key)
+hint_outdated(ForeinState *state, Page page, const ForeinSearchKey *key,
+			  OffsetNumber bound)
 {
-	uint64		lo;
-	uint64		hi;
-	bool		hi_inf;
+	IndexTuple	b = (IndexTuple) PageGetItem(page, PageGetItemId(page, bound));
+	uint64		ceil;
+	bool		in_range;
 
-	forein_page_interval(state, page, &lo, &hi, &hi_inf);
-	return key->word < lo || (!hi_inf && key->word >= hi);
+	/*
+	 * Only the bound the key failed against: the low key's ceiling (as
+	 * forein_page_interval computes it) above the key's word, or the high
+	 * key's at or below it.  One word, not two: a key of a long shared
+	 * prefix may fail here at every lookup, and its word may cost a
+	 * strxfrm.
+	 */
+	in_range = forein_word_ceil(forein_tuple_word(state, b),
+								state->nkeys == 1 && ForeinTidIsMinimal(&b->t_tid),
+								&ceil);
+	if (bound == FOREIN_LOKEY)
+		return !in_range || key->word < ceil;
+	return in_range && key->word >= ceil;
 }
 
 /*
@@ -342,7 +354,7 @@ try_hint(Relation index, ForeinState *state, BlockNumber blkno, uint16 level,
 	}
 	if (!forein_page_lo_le(state, page, key))
 	{
-		bool		outdated = hint_outdated(state, page, key);
+		bool		outdated = hint_outdated(state, page, key, FOREIN_LOKEY);
 
 		forein_relbuf(buf);
 		if (outdated)
@@ -351,7 +363,7 @@ try_hint(Relation index, ForeinState *state, BlockNumber blkno, uint16 level,
 	}
 	if (!forein_page_hi_le(state, page, key))
 		return buf;
-	if (hint_outdated(state, page, key))
+	if (hint_outdated(state, page, key, FOREIN_HIKEY))
 		forein_offload_hint_stale(index);
 	/* move right within the hint's budget */
 	do
