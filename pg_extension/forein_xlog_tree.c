@@ -619,13 +619,13 @@ redo_replace(XLogReaderState *record)
 static bool
 rewrite_leaf(Page page, int n, IndexTuple *out, int m)
 {
-	OffsetNumber *offs = palloc(sizeof(OffsetNumber) * Max(n, 1));
+	OffsetNumber offs[MaxIndexTuplesPerPage];	/* no palloc: a critical section */
 	int			i;
 
+	Assert(n <= MaxIndexTuplesPerPage);
 	for (i = 0; i < n; i++)
 		offs[i] = FOREIN_FIRST_ITEM + i;
 	PageIndexMultiDelete(page, offs, n);
-	pfree(offs);
 	for (i = 0; i < m; i++)
 		if (PageAddItem(page, (Item) out[i], IndexTupleSize(out[i]),
 						InvalidOffsetNumber, false, false) == InvalidOffsetNumber)
