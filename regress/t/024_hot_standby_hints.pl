@@ -1,17 +1,27 @@
 # Hot standby hints: a streaming standby's forein index keeps its own
-# offload slot, refresh and sampling while WAL replay changes the tree.
+# offload slot, refresh and sampling while WAL replay changes the tree
+# (docs/postgresql.md, "Read replicas").
 #
 # The primary inserts rows that split many pages (random keys inside the
 # range and keys appended past its end) while a standby session runs point
-# lookups; after catch-up the standby's own offload worker, with no
-# forein_refresh on the standby, installs an image of the new tree: point
+# lookups; after catch-up, with no forein_refresh on the standby, the
+# standby's own offload worker installs an image of the new tree: point
 # lookups are hinted (>= 90 %), start exactly at their leaf and answer as
-# the primary does.  Sampling works on the standby (forein.sample_rate:
-# sampled leaves get pinned in a small image), as do forein_stats,
-# forein_refresh and EXPLAIN's hint counters, and the standby writes
-# nothing to the index (its pages stay byte for byte the primary's).  Then
-# the standby is promoted: it keeps serving hints and refreshes after its
-# own splits.
+# the primary does.  Two things tell a standby's worker that its image is
+# out of date, and each is checked on its own:
+#
+#   - replay of forein's SPLIT, NEWROOT and UNLINK records counts a node
+#     event for the slot (forein_slots_note_replayed_change): the standby
+#     refreshes with no lookup at all;
+#   - a lookup whose hint the tree has outgrown flags the slot, whatever
+#     record replayed the change: checked with a primary that writes
+#     generic WAL (forein loaded but not preloaded there).
+#
+# Sampling works on the standby (forein.sample_rate: sampled leaves get
+# pinned in a small image), as do forein_stats, forein_refresh and
+# EXPLAIN's hint counters, and the standby writes nothing to the index
+# (its pages stay byte for byte the primary's).  Then the standby is
+# promoted: it keeps serving hints and refreshes after its own splits.
 use strict;
 use warnings;
 
@@ -32,10 +42,10 @@ my $nrows = 200_000;         # k = 8 * g: 200,000 keys, a three-level tree
 my $span = 8 * $nrows;
 my $nlookups = 3000;         # point lookups per round
 
-my $primary = forein_node('primary', allows_streaming => 1,
-	conf => "max_connections = 20\nshared_buffers = 32MB\n"
-	  # nothing but the test changes the index (its pages are compared)
-	  . "autovacuum = off\n");
+# nothing but the test changes the indexes (their pages are compared)
+my $conf = "max_connections = 20\nshared_buffers = 32MB\nautovacuum = off\n";
+
+my $primary = forein_node('primary', allows_streaming => 1, conf => $conf);
 $primary->safe_psql(
 	'postgres', qq{
 	CREATE EXTENSION pageinspect;
@@ -48,13 +58,14 @@ $primary->safe_psql(
 	CREATE INDEX h_k ON h USING forein (k) WITH (offload_capacity = 12);
 	VACUUM ANALYZE t, h;
 });
-note sprintf('loaded (%.1f s)', time - $started);
 my $standby = forein_standby($primary, 'standby');
 $primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 note sprintf('standby up (%.1f s)', time - $started);
 
 my $nested = 'SET enable_seqscan = off; SET enable_bitmapscan = off; '
   . 'SET enable_hashjoin = off; SET enable_mergejoin = off;';
+my $heap = 'SET enable_indexscan = off; SET enable_indexonlyscan = off; '
+  . 'SET enable_bitmapscan = off;';
 
 # The answers to point lookups of @$keys, one nested-loop index probe each:
 # how many were found, and a digest of every (key, value) in order.
@@ -88,35 +99,43 @@ sub random_keys
 	return [ map { $step * (1 + int(rand($max / $step))) } 1 .. $n ];
 }
 
-# A round on the standby whose hit rate and answers are checked.
+# Random keys up to $max and the low key of every leaf of node's t_k, so
+# that every change since the node's last image is met by some lookup.
+sub keys_and_leaves
+{
+	my ($node, $n, $max) = @_;
+	my $keys = random_keys($n, $max, 1);
+	push @$keys, split(/\n/, $node->safe_psql('postgres',
+		"SELECT lo_key FROM forein_debug_page_intervals('t_k') WHERE level = 0 AND has_lo"));
+	return $keys;
+}
+
+# A round of lookups on node whose hit rate is checked, and its answers
+# against $want_node's (with index scans, or heap scans with heap => 1).
+# exact => 1: the image is current, so no lookup moves right or falls back.
 sub checked_round
 {
-	my ($node, $label, $keys, $want, %opt) = @_;
+	my ($node, $label, $keys, $want_node, %opt) = @_;
 	my ($answer, $lookups, $hits, $moves, $fallbacks) = lookup_round($node, $keys);
 	diag sprintf('%s: %d lookups, %d hinted (%.1f%%), %d move-rights, %d fallbacks (%.1f s)',
 		$label, $lookups, $hits, 100 * $hits / ($lookups || 1), $moves, $fallbacks,
 		time - $started);
-	$want //= $primary->safe_psql('postgres', "$nested\n" . lookup_query($keys));
-	is($answer, $want, "$label: answers equal the primary's");
+	my $want = $want_node->safe_psql('postgres',
+		($opt{heap} ? $heap : $nested) . "\n" . lookup_query($keys));
+	is($answer, $want, "$label: answers equal the " . ($opt{heap} ? 'heap\'s' : 'primary\'s'));
 	is($lookups, scalar(@$keys), "$label: one lookup per key");
 	cmp_ok($hits, '>=', 0.9 * $lookups, "$label: at least 90% of the lookups hinted");
-	if ($opt{exact})
-	{
-		is($moves + $fallbacks, 0,
-			"$label: the image is current (no move-right, no fallback)");
-	}
+	is($moves + $fallbacks, 0,
+		"$label: the image is current (no move-right, no fallback)")
+	  if $opt{exact};
 	return;
 }
 
-# The image names every live leaf of the tree as it is now (a refresh ran
-# after the last split), at level 0: on this node, without refreshing.
-sub image_current_query
-{
-	my ($index) = @_;
-	return "SELECT NOT EXISTS (SELECT 1 FROM forein_debug_page_intervals('$index') p"
-	  . " WHERE p.level = 0 AND p.blkno NOT IN"
-	  . " (SELECT node FROM forein_offload_entries('$index') WHERE level = 0))";
-}
+# The node's image names every live leaf of its tree as it is now (a
+# refresh ran after the last split), at level 0; reads, refreshes nothing.
+my $image_current = "SELECT NOT EXISTS (SELECT 1 FROM forein_debug_page_intervals('t_k') p"
+  . " WHERE p.level = 0 AND p.blkno NOT IN"
+  . " (SELECT node FROM forein_offload_entries('t_k') WHERE level = 0))";
 
 # 1. The standby's first image: its first lookup takes a slot there and the
 # standby's offload worker computes the image.
@@ -130,7 +149,7 @@ cmp_ok($standby->safe_psql('postgres',
 		"SELECT max(level) FROM forein_debug_page_intervals('t_k')"),
 	'>=', 2, 'the tree has inner levels');
 checked_round($standby, 'standby, first image', random_keys($nlookups, $span + 1000, 1),
-	undef, exact => 1);
+	$primary, exact => 1);
 
 # EXPLAIN (ANALYZE) on the standby shows the scan's hint counters, the same
 # events forein_stats counts.
@@ -204,25 +223,20 @@ compare_outputs('standby during the inserts: answers equal the primary\'s',
 	\@queries, $answers, \@want, 'standby', 'primary');
 
 $primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
-note sprintf('caught up (%.1f s)', time - $started);
 my $after_blocks = $primary->safe_psql('postgres',
 	"SELECT pg_relation_size('t_k') / 8192");
 note "t_k: $before_blocks blocks before the inserts, $after_blocks after";
 cmp_ok($after_blocks, '>=', 2 * $before_blocks, 'the inserts split many pages');
 
-# 3. Caught up: lookups over the whole grown key range, one in every leaf
-# among them (so that every change since the standby's last image is met
-# by some lookup), then (without a forein_refresh on the standby) the
-# standby's worker installs an image of the new tree, and lookups start at
-# their leaf again.
-my $all = random_keys($nlookups, $span + 100_000 * 8, 1);
-push @$all, split(/\n/, $standby->safe_psql('postgres',
-	"SELECT lo_key FROM forein_debug_page_intervals('t_k') WHERE level = 0 AND has_lo"));
-checked_round($standby, 'standby right after catch-up', $all);
-$standby->poll_query_until('postgres', image_current_query('t_k'))
-  or die 'the standby did not refresh its image of t_k';
+# 3. Caught up: with no lookup on the standby since and no forein_refresh
+# there, the replayed splits have the standby's worker install an image of
+# the new tree; lookups over the whole grown key range, one in every leaf
+# among them, start at their leaf.
+$standby->poll_query_until('postgres', $image_current)
+  or die 'the standby did not refresh its image of t_k after replaying splits';
 diag sprintf('standby refreshed by itself (%.1f s)', time - $started);
-checked_round($standby, 'standby after its own refresh', $all, undef, exact => 1);
+checked_round($standby, 'standby after its own refresh',
+	keys_and_leaves($standby, $nlookups, $span + 100_000 * 8), $primary, exact => 1);
 
 # 4. Sampling on the standby: the small image of h_k holds no leaf until
 # lookups sample one; then the standby's worker (enough new samples)
@@ -259,11 +273,8 @@ $primary->stop;
 $standby->promote;
 $standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
   or die 'the standby was not promoted';
-my $heap = 'SET enable_indexscan = off; SET enable_indexonlyscan = off; '
-  . 'SET enable_bitmapscan = off;';
-$all = random_keys($nlookups, $span + 100_000 * 8, 1);
-checked_round($standby, 'promoted', $all,
-	$standby->safe_psql('postgres', "$heap\n" . lookup_query($all)));
+checked_round($standby, 'promoted', random_keys($nlookups, $span + 100_000 * 8, 1),
+	$standby, heap => 1);
 $before_blocks = $standby->safe_psql('postgres', "SELECT pg_relation_size('t_k') / 8192");
 $standby->safe_psql(
 	'postgres', sprintf(
@@ -274,12 +285,55 @@ $standby->safe_psql(
 		-($seed % 1_000_000) / 1_000_000));
 cmp_ok($standby->safe_psql('postgres', "SELECT pg_relation_size('t_k') / 8192"),
 	'>', $before_blocks, 'promoted: inserts split pages');
-$standby->poll_query_until('postgres', image_current_query('t_k'))
+$standby->poll_query_until('postgres', $image_current)
   or die 'the promoted standby did not refresh its image of t_k';
-$all = random_keys($nlookups, 8 * 320_000 + 1000, 1);
-checked_round($standby, 'promoted, after its splits', $all,
-	$standby->safe_psql('postgres', "$heap\n" . lookup_query($all)), exact => 1);
-
+checked_round($standby, 'promoted, after its splits',
+	random_keys($nlookups, 8 * 320_000 + 1000, 1), $standby, heap => 1, exact => 1);
 $standby->stop;
+
+# 7. A primary that writes generic WAL (forein loaded, not preloaded: no
+# resource manager of its own, so replay notes no split): the standby
+# learns of the splits from its lookups alone.  Without them its image
+# stays as it was; one round of lookups meets the outgrown hints, and the
+# standby's worker refreshes.
+my $gprimary = forein_node('generic', allows_streaming => 1, preload => 0,
+	conf => $conf);
+$gprimary->safe_psql(
+	'postgres', q{
+	CREATE TABLE t (k int8, v int8);
+	INSERT INTO t SELECT 8 * g, g FROM generate_series(1, 100000) g;
+	CREATE INDEX t_k ON t USING forein (k);
+	VACUUM ANALYZE t;
+	SELECT pg_create_physical_replication_slot('gstandby_slot');
+});
+$gprimary->backup('gstandby_base');
+my $gstandby = PostgreSQL::Test::Cluster->new('gstandby');
+$gstandby->init_from_backup($gprimary, 'gstandby_base', has_streaming => 1);
+$gstandby->append_conf('postgresql.conf',
+	"shared_preload_libraries = 'forein'\nprimary_slot_name = 'gstandby_slot'\n");
+$gstandby->start;
+$gprimary->wait_for_catchup($gstandby, 'replay', $gprimary->lsn('insert'));
+$gstandby->safe_psql('postgres', "$nested SELECT v FROM t WHERE k = 8");
+$gstandby->poll_query_until('postgres', "SELECT status = 'active' FROM forein_stats('t_k')")
+  or die 'the generic-WAL standby computed no first image';
+$gprimary->safe_psql(
+	'postgres', sprintf(
+		"SELECT setseed(%.6f);\n"
+		  . 'INSERT INTO t SELECT x, -x FROM (SELECT 1 + (random() * 799998)::int8 AS x'
+		  . " FROM generate_series(1, 40000)) s WHERE x % 8 <> 0;\n"
+		  . 'INSERT INTO t SELECT 8 * g, g FROM generate_series(100001, 125000) g;',
+		($seed % 999_983) / 1_000_000));
+$gprimary->wait_for_catchup($gstandby, 'replay', $gprimary->lsn('insert'));
+is($gstandby->safe_psql('postgres', $image_current), 'f',
+	'generic WAL: replay alone leaves the standby\'s image as it was');
+checked_round($gstandby, 'generic WAL, right after catch-up',
+	keys_and_leaves($gstandby, $nlookups, 8 * 125_000 + 1000), $gprimary);
+$gstandby->poll_query_until('postgres', $image_current)
+  or die 'the generic-WAL standby did not refresh its image after outgrown hints';
+checked_round($gstandby, 'generic WAL, after its own refresh',
+	keys_and_leaves($gstandby, $nlookups, 8 * 125_000 + 1000), $gprimary, exact => 1);
+
+$gstandby->stop;
+$gprimary->stop;
 diag sprintf('024_hot_standby_hints: %.1f s', time - $started);
 done_testing();
