@@ -108,12 +108,21 @@ typedef struct xl_forein_delete_update
 
 bool		forein_wal_rmgr_ready = false;
 
+/*
+ * An entry added: to a leaf (INSERT), or a downlink to an inner page that
+ * completes its child's split (INSERT_UPPER: the child's INCOMPLETE_SPLIT
+ * is cleared first, as nbtree's redo does, so replay never holds a parent
+ * while it locks a child; readers that see the flag gone before the
+ * downlink is in move right, as during any split).
+ */
 static void
-forein_redo_insert(XLogReaderState *record)
+forein_redo_insert(XLogReaderState *record, bool upper)
 {
 	xl_forein_insert *xlrec = (xl_forein_insert *) XLogRecGetData(record);
 	Buffer		buf;
 
+	if (upper)
+		forein_redo_clear_incomplete(record, 1);
 	if (XLogReadBufferForRedo(record, 0, &buf) == BLK_NEEDS_REDO)
 	{
 		Page		page = BufferGetPage(buf);
@@ -281,7 +290,8 @@ forein_redo(XLogReaderState *record)
 	switch (info)
 	{
 		case XLOG_FOREIN_INSERT:
-			forein_redo_insert(record);
+		case XLOG_FOREIN_INSERT_UPPER:
+			forein_redo_insert(record, info == XLOG_FOREIN_INSERT_UPPER);
 			break;
 		case XLOG_FOREIN_DELETE:
 			forein_redo_delete(record);
@@ -307,7 +317,7 @@ forein_desc(StringInfo buf, XLogReaderState *record)
 {
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
 
-	if (info == XLOG_FOREIN_INSERT)
+	if (info == XLOG_FOREIN_INSERT || info == XLOG_FOREIN_INSERT_UPPER)
 		appendStringInfo(buf, "off %u",
 						 ((xl_forein_insert *) XLogRecGetData(record))->offnum);
 	else if (info == XLOG_FOREIN_DELETE)
@@ -399,11 +409,13 @@ forein_register_wal_rmgr(void)
 }
 
 /*
- * Logs the entry just added at off of leaf buf (inside the caller's
- * critical section, the buffer dirty and locked exclusively).
+ * Logs the entry just added at off of buf (inside the caller's critical
+ * section, the buffer dirty and locked exclusively): a leaf entry, or with
+ * childbuf a downlink whose child's INCOMPLETE_SPLIT the same critical
+ * section cleared.
  */
-XLogRecPtr
-forein_log_insert(Buffer buf, OffsetNumber off)
+static XLogRecPtr
+log_insert(Buffer buf, OffsetNumber off, Buffer childbuf)
 {
 	Page		page = BufferGetPage(buf);
 	ItemId		iid = PageGetItemId(page, off);
@@ -415,7 +427,22 @@ forein_log_insert(Buffer buf, OffsetNumber off)
 	XLogRegisterData((char *) &xlrec, SizeOfForeinInsert);
 	XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
 	XLogRegisterBufData(0, (char *) PageGetItem(page, iid), ItemIdGetLength(iid));
-	return XLogInsert(FOREIN_RMGR_ID, XLOG_FOREIN_INSERT);
+	if (BufferIsValid(childbuf))
+		XLogRegisterBuffer(1, childbuf, REGBUF_STANDARD);
+	return XLogInsert(FOREIN_RMGR_ID, BufferIsValid(childbuf) ?
+					  XLOG_FOREIN_INSERT_UPPER : XLOG_FOREIN_INSERT);
+}
+
+XLogRecPtr
+forein_log_insert(Buffer buf, OffsetNumber off)
+{
+	return log_insert(buf, off, InvalidBuffer);
+}
+
+XLogRecPtr
+forein_log_insert_upper(Buffer buf, OffsetNumber off, Buffer childbuf)
+{
+	return log_insert(buf, off, childbuf);
 }
 
 /*

@@ -31,7 +31,13 @@
 #define XLOG_FOREIN_UNLINK			0x90
 #define XLOG_FOREIN_REUSE_PAGE		0xA0
 
+/* forein_xlog.c (forein_log_insert: forein.h) */
+extern XLogRecPtr forein_log_insert_upper(Buffer buf, OffsetNumber off,
+										  Buffer childbuf);
+
 /* forein_xlog_tree.c */
+extern void forein_redo_clear_incomplete(XLogReaderState *record,
+										 uint8 block_id);
 extern bool forein_fill_page(Page page, IndexTuple hikey, IndexTuple lokey,
 							 IndexTuple *items, int n);
 extern char *forein_split_pack_new(IndexTuple *newitems, int nnew, Size *len);
@@ -39,8 +45,6 @@ extern XLogRecPtr forein_log_split(Buffer lbuf, Buffer rbuf, Buffer obuf,
 								   Buffer childbuf, OffsetNumber off,
 								   bool replace, int nnew, int nleft,
 								   char *packed_new, Size packed_len);
-extern XLogRecPtr forein_log_insert_upper(Buffer buf, OffsetNumber off,
-										  Buffer childbuf);
 extern XLogRecPtr forein_log_new_root(Buffer rootbuf, Buffer metabuf,
 									  Buffer lbuf);
 extern void forein_replace_logged(Relation index, Buffer buf, OffsetNumber off,

@@ -2,8 +2,8 @@
  *
  * forein_xlog_tree.c
  *	  forein's WAL records for changes to the tree's shape: page splits,
- *	  downlink insertions, new roots, posting list merges and cuts, page
- *	  deletion and the reuse of deleted pages.
+ *	  new roots, posting list merges and cuts, page deletion and the reuse
+ *	  of deleted pages (downlink insertions: forein_xlog.c's INSERT_UPPER).
  *
  * These were generic WAL records, which log a changed page as the bytes
  * that differ from its old image: a split logged both halves whole (a
@@ -16,8 +16,6 @@
  *				the standby's own copy of the old page.  Optional blocks:
  *				the old right sibling (its left link) and the child whose
  *				INCOMPLETE_SPLIT the split's insertion completes.
- *	INSERT_UPPER a downlink's offset and tuple, and the child whose
- *				INCOMPLETE_SPLIT it clears.
  *	NEWROOT		the new root's two tuples, the metapage's new root.
  *	REPLACE		a posting tuple that took a TID or was cut around one:
  *				the offset and the (at most three) new tuples.
@@ -71,14 +69,6 @@ typedef struct xl_forein_split
 } xl_forein_split;
 
 #define SizeOfForeinSplit	(offsetof(xl_forein_split, rfirst_child) + sizeof(BlockNumber))
-
-/* INSERT_UPPER: xl_forein_insert's layout (forein_xlog.c); block 1 the child */
-typedef struct xl_forein_insert_upper
-{
-	OffsetNumber offnum;
-} xl_forein_insert_upper;
-
-#define SizeOfForeinInsertUpper	sizeof(OffsetNumber)
 
 /* NEWROOT: block 0 the root (its bounds and downlink as data), 1 meta, 2 old root */
 typedef struct xl_forein_newroot
@@ -278,8 +268,8 @@ forein_split_pack_new(IndexTuple *newitems, int nnew, Size *len)
 }
 
 /* Clears INCOMPLETE_SPLIT on the child of a record's block_id, if logged */
-static void
-redo_clear_incomplete(XLogReaderState *record, uint8 block_id)
+void
+forein_redo_clear_incomplete(XLogReaderState *record, uint8 block_id)
 {
 	Buffer		buf;
 
@@ -413,58 +403,8 @@ redo_split(XLogReaderState *record)
 	if (BufferIsValid(lbuf))
 		UnlockReleaseBuffer(lbuf);
 	UnlockReleaseBuffer(rbuf);
-	redo_clear_incomplete(record, SPLIT_CHILD);
+	forein_redo_clear_incomplete(record, SPLIT_CHILD);
 	note_replayed_change(record, 0);
-}
-
-/*
- * Logs the downlink just added at off of inner page buf, which completes
- * the split of childbuf (its INCOMPLETE_SPLIT cleared in the same critical
- * section).
- */
-XLogRecPtr
-forein_log_insert_upper(Buffer buf, OffsetNumber off, Buffer childbuf)
-{
-	Page		page = BufferGetPage(buf);
-	ItemId		iid = PageGetItemId(page, off);
-	xl_forein_insert_upper xlrec;
-
-	xlrec.offnum = off;
-	XLogBeginInsert();
-	XLogRegisterData((char *) &xlrec, SizeOfForeinInsertUpper);
-	XLogRegisterBuffer(0, buf, REGBUF_STANDARD);
-	XLogRegisterBufData(0, (char *) PageGetItem(page, iid), ItemIdGetLength(iid));
-	XLogRegisterBuffer(1, childbuf, REGBUF_STANDARD);
-	return XLogInsert(FOREIN_RMGR_ID, XLOG_FOREIN_INSERT_UPPER);
-}
-
-static void
-redo_insert_upper(XLogReaderState *record)
-{
-	xl_forein_insert_upper *xlrec = (xl_forein_insert_upper *) XLogRecGetData(record);
-	Buffer		buf;
-
-	/*
-	 * The child first, as nbtree's redo does: replay never holds a parent
-	 * while it locks a child.  Readers that see the child's flag gone
-	 * before the downlink is in move right, as during any split.
-	 */
-	redo_clear_incomplete(record, 1);
-	if (XLogReadBufferForRedo(record, 0, &buf) == BLK_NEEDS_REDO)
-	{
-		Page		page = BufferGetPage(buf);
-		Size		len;
-		char	   *tuple = XLogRecGetBlockData(record, 0, &len);
-
-		if (PageAddItem(page, (Item) tuple, len, xlrec->offnum, false,
-						false) == InvalidOffsetNumber)
-			elog(PANIC, "forein_redo: failed to add a downlink at offset %u",
-				 xlrec->offnum);
-		PageSetLSN(page, record->EndRecPtr);
-		MarkBufferDirty(buf);
-	}
-	if (BufferIsValid(buf))
-		UnlockReleaseBuffer(buf);
 }
 
 /*
@@ -864,9 +804,6 @@ forein_redo_tree(XLogReaderState *record, uint8 info)
 		case XLOG_FOREIN_SPLIT:
 			redo_split(record);
 			break;
-		case XLOG_FOREIN_INSERT_UPPER:
-			redo_insert_upper(record);
-			break;
 		case XLOG_FOREIN_NEWROOT:
 			redo_new_root(record);
 			break;
@@ -903,10 +840,6 @@ forein_desc_tree(StringInfo buf, XLogReaderState *record, uint8 info)
 								 x->replace ? " (replacing)" : "", x->nleft);
 				break;
 			}
-		case XLOG_FOREIN_INSERT_UPPER:
-			appendStringInfo(buf, "off %u",
-							 ((xl_forein_insert_upper *) rec)->offnum);
-			break;
 		case XLOG_FOREIN_NEWROOT:
 			appendStringInfo(buf, "level %u",
 							 ((xl_forein_newroot *) rec)->level);
