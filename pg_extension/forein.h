@@ -654,6 +654,7 @@ extern IndexTuple forein_leaf_separator(ForeinState *state, IndexTuple left,
 extern OffsetNumber forein_binsearch_leaf(ForeinState *state, Page page,
 										  const ForeinSearchKey *key);
 extern OffsetNumber forein_inner_find_child(Page page, BlockNumber child);
+/* (forein_vacuum.c; also replayed by forein_xlog_tree.c) */
 extern void forein_set_downlink(Page page, OffsetNumber off, BlockNumber child);
 extern OffsetNumber forein_binsearch_inner(ForeinState *state, Page page,
 										   const ForeinSearchKey *key);
