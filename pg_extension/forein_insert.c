@@ -885,9 +885,9 @@ replace_onto(Relation index, ForeinState *state, Buffer buf, ForeinStack stack,
 	}
 	xs = forein_xlog_start(index);
 	wpage = forein_register_page(xs, buf, 0);
-	PageIndexTupleDelete(wpage, off);
-	for (i = 0; i < nnew; i++)
-		page_add(index, wpage, newitems[i], off + i);
+	if (!forein_replace_items(wpage, off, newitems, nnew))
+		elog(ERROR, "failed to add item to a page of index \"%s\"",
+			 RelationGetRelationName(index));
 	forein_xlog_finish(xs);
 	forein_relbuf(buf);
 	return true;
@@ -1033,10 +1033,10 @@ new_root(Relation index, ForeinState *state, Buffer lbuf, IndexTuple sep,
 		npage = forein_register_page(xs, nbuf, GENERIC_XLOG_FULL_IMAGE);
 		forein_init_page(npage, FOREIN_ROOT, level);
 		ForeinPageGetOpaque(npage)->version = 1;
-		page_add(index, npage, placeholder, FOREIN_HIKEY);
-		page_add(index, npage, placeholder, FOREIN_LOKEY);
+		if (!forein_fill_page(npage, placeholder, placeholder, &downlink, 1))
+			elog(ERROR, "failed to add item to a page of index \"%s\"",
+				 RelationGetRelationName(index));
 		ForeinPageGetOpaque(npage)->first_child = BufferGetBlockNumber(lbuf);
-		page_add(index, npage, downlink, FOREIN_FIRST_ITEM);
 		meta = ForeinPageGetMeta(forein_register_page(xs, metabuf, 0));
 		meta->root = BufferGetBlockNumber(nbuf);
 		meta->root_level = level;

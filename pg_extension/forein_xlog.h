@@ -40,6 +40,8 @@ extern void forein_redo_clear_incomplete(XLogReaderState *record,
 										 uint8 block_id);
 extern bool forein_fill_page(Page page, IndexTuple hikey, IndexTuple lokey,
 							 IndexTuple *items, int n);
+extern bool forein_replace_items(Page page, OffsetNumber off,
+								 IndexTuple *items, int n);
 extern char *forein_split_pack_new(IndexTuple *newitems, int nnew, Size *len);
 extern XLogRecPtr forein_log_split(Buffer lbuf, Buffer rbuf, Buffer obuf,
 								   Buffer childbuf, OffsetNumber off,

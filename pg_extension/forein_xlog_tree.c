@@ -482,6 +482,24 @@ redo_new_root(XLogReaderState *record)
 }
 
 /*
+ * Replaces the item at off of page by the n items (a posting tuple that took
+ * a TID or was cut around one): the primary's change, generic or not, and
+ * REPLACE's replay.  Returns false if an item does not fit.
+ */
+bool
+forein_replace_items(Page page, OffsetNumber off, IndexTuple *items, int n)
+{
+	int			i;
+
+	PageIndexTupleDelete(page, off);
+	for (i = 0; i < n; i++)
+		if (PageAddItem(page, (Item) items[i], IndexTupleSize(items[i]),
+						off + i, false, false) == InvalidOffsetNumber)
+			return false;
+	return true;
+}
+
+/*
  * Replaces the item at off of the exclusively locked leaf buf (room
  * checked) by the nnew items, in a critical section, and logs it.
  */
@@ -493,15 +511,11 @@ forein_replace_logged(Relation index, Buffer buf, OffsetNumber off,
 	bool		logged = RelationNeedsWAL(index);
 	Size		len = 0;
 	char	   *packed = logged ? pack_tuples(newitems, nnew, &len) : NULL;
-	int			i;
 
 	START_CRIT_SECTION();
-	PageIndexTupleDelete(page, off);
-	for (i = 0; i < nnew; i++)
-		if (PageAddItem(page, (Item) newitems[i], IndexTupleSize(newitems[i]),
-						off + i, false, false) == InvalidOffsetNumber)
-			elog(PANIC, "forein: failed to replace a posting tuple in index \"%s\"",
-				 RelationGetRelationName(index));
+	if (!forein_replace_items(page, off, newitems, nnew))
+		elog(PANIC, "forein: failed to replace a posting tuple in index \"%s\"",
+			 RelationGetRelationName(index));
 	MarkBufferDirty(buf);
 	if (logged)
 	{
@@ -535,16 +549,12 @@ redo_replace(XLogReaderState *record)
 		char	   *data = XLogRecGetBlockData(record, 0, &len);
 		int			n;
 		IndexTuple *items = unpack_tuples(data, len, &n, false);
-		int			i;
 
 		if (n != xlrec->nnew || xlrec->off > PageGetMaxOffsetNumber(page))
 			elog(PANIC, "forein_redo: malformed replacement at offset %u", xlrec->off);
-		PageIndexTupleDelete(page, xlrec->off);
-		for (i = 0; i < n; i++)
-			if (PageAddItem(page, (Item) items[i], IndexTupleSize(items[i]),
-							xlrec->off + i, false, false) == InvalidOffsetNumber)
-				elog(PANIC, "forein_redo: failed to replace the tuple at offset %u",
-					 xlrec->off);
+		if (!forein_replace_items(page, xlrec->off, items, n))
+			elog(PANIC, "forein_redo: failed to replace the tuple at offset %u",
+				 xlrec->off);
 		PageSetLSN(page, record->EndRecPtr);
 		MarkBufferDirty(buf);
 	}
