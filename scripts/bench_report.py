@@ -268,6 +268,12 @@ def pgbench_block(out):
             if metric == "size_pages":
                 ratios = [f / b]
             body.append([scale, label, fmt(b), fmt(f), ratio_cell(ratios)])
+            bound = per_rep(rows, metric, "tid")
+            if metric == "pgbench_S_mixed_us" and bound:
+                # the same run's heap fetch by ctid with no index: no index
+                # can make -S cheaper, so btree / it bounds forein / btree
+                body.append([scale, "-S interleaved, the bound: the heap fetch by ctid, no index", fmt(b),
+                             fmt(med(list(bound.values()))), ratio_cell(rep_ratios(rows, metric, "tid", "btree", False))])
     if not body:
         return not_run("pgbench"), all_rows
     return ("Ratio: forein's speed relative to btree (>1 faster), median of the per-repetition ratios "

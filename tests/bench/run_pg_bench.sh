@@ -290,21 +290,27 @@ if wants interleaved; then
 	# shared machine differ by up to 10% from load alone (TPC-B-like: 20-30%);
 	# this ratio does not.
 	MIXDIR=$OUT/mixed
-	# interleaved NAME METRIC: one pgbench run of $OUT/NAME_btree.sql and
-	# $OUT/NAME_forein.sql picked at random per transaction (after an untimed
-	# warm-up run); records each script's mean transaction time per repetition.
+	# interleaved NAME METRIC [KIND...]: one pgbench run of $OUT/NAME_KIND.sql
+	# for every KIND (default: btree forein) picked at random per transaction
+	# (after an untimed warm-up run); records each script's mean transaction
+	# time per repetition.
 	interleaved() {
 		local name=$1 metric=$2 rep
+		shift 2
+		local kinds=("$@")
+		[ ${#kinds[@]} -gt 0 ] || kinds=(btree forein)
+		local scripts=() kind
+		for kind in "${kinds[@]}"; do scripts+=(-f "$OUT/${name}_$kind.sql"); done
 		for rep in $(seq 0 "$REPS"); do
 			rm -rf "$MIXDIR" && mkdir -p "$MIXDIR"
 			(cd "$MIXDIR" && pgbench -n -M prepared -c 2 -j 2 -T "$([ "$rep" = 0 ] && echo 3 || echo "$PGBENCH_SECONDS")" \
-				-l --sampling-rate=0.2 -f "$OUT/${name}_btree.sql" -f "$OUT/${name}_forein.sql" postgres >/dev/null 2>&1)
+				-l --sampling-rate=0.2 "${scripts[@]}" postgres >/dev/null 2>&1)
 			[ "$rep" = 0 ] && continue
 			# log line: client transaction latency_us script_no epoch_s epoch_us
-			cat "$MIXDIR"/pgbench_log.* | awk '{s[$4] += $3; n[$4]++} END {printf "%.3f %.3f\n", s[0] / n[0], s[1] / n[1]}' |
-				while read -r b_us f_us; do
-					record "$metric" btree "$rep" "$b_us"
-					record "$metric" forein "$rep" "$f_us"
+			cat "$MIXDIR"/pgbench_log.* | awk -v n="${#kinds[@]}" \
+				'{s[$4] += $3; c[$4]++} END {for (i = 0; i < n; i++) printf "%d %.3f\n", i, (c[i] ? s[i] / c[i] : "")}' |
+				while read -r i us; do
+					record "$metric" "${kinds[$i]}" "$rep" "$us"
 				done
 		done
 		rm -rf "$MIXDIR"
@@ -315,7 +321,19 @@ if wants interleaved; then
 		printf '\\set aid random(1, %d)\nSELECT abalance FROM acc_%s WHERE aid = :aid;\n' \
 			"$((SCALE * 100000))" "${kind:0:1}" >"$OUT/select_$kind.sql"
 	done
-	interleaved select pgbench_S_mixed_us
+	# Two references in the same run, to say how far any index could take -S
+	# here: "tid" fetches a random row of acc_b's heap by its ctid (a random
+	# block, a random line pointer among the rows a page holds on average), so
+	# it does the statement's work but the index's; "noindex" selects the key
+	# itself and reads no table (the protocol, executor and client alone). No
+	# index can make a -S transaction cheaper than "tid": btree / tid bounds
+	# forein / btree. (A line pointer that an update made dead or a redirect
+	# returns no row, which only makes "tid" cheaper and the bound looser.)
+	acc_b_blocks=$(psqlq -c "SELECT pg_relation_size('acc_b') / current_setting('block_size')::int")
+	printf '\\set blk random(0, %d)\n\\set off random(1, %d)\nSELECT abalance FROM acc_b WHERE ctid = format('"'(%%s,%%s)'"', :blk::int4, :off::int4)::tid;\n' \
+		"$((acc_b_blocks - 1))" "$((SCALE * 100000 / acc_b_blocks))" >"$OUT/select_tid.sql"
+	printf '\\set aid random(1, %d)\nSELECT :aid::int4 AS abalance;\n' "$((SCALE * 100000))" >"$OUT/select_noindex.sql"
+	interleaved select pgbench_S_mixed_us btree forein tid noindex
 
 	# TPC-B-like the same way: pgbench's built-in script on either copy of
 	# the accounts; tellers, branches and history are shared, so both scripts
@@ -400,4 +418,20 @@ if "forein" in paths and len(paths) > 2:
             continue
         print(f"| {label} | " + " | ".join(cell(metric, p) for p in paths) + " | " +
               " | ".join(ratio(metric, p) for p in others) + " |")
+# -S interleaved with its references in the same run: each script's mean
+# transaction time and btree's time over it (median of the per-repetition
+# ratios, min-max); btree / tid is the most any index could give -S here
+refs = [p for p in ("btree", "forein", "tid", "noindex") if vals("pgbench_S_mixed_us", p)]
+if "tid" in refs:
+    b = vals("pgbench_S_mixed_us", "btree")
+    names = {"btree": "btree", "forein": "forein", "tid": "no index: heap fetch by ctid (the bound)",
+             "noindex": "no table: SELECT of the key"}
+    print()
+    print("| -S interleaved, mean us a transaction | median (min-max) | btree / it |")
+    print("| --- | ---: | ---: |")
+    for p in refs:
+        v = vals("pgbench_S_mixed_us", p)
+        r = [b[k] / v[k] for k in v if k in b]
+        print(f"| {names[p]} | {statistics.median(v.values()):.2f} ({min(v.values()):.2f}-{max(v.values()):.2f}) | "
+              f"{statistics.median(r):.3f} ({min(r):.3f}-{max(r):.3f}) |")
 EOF

@@ -122,6 +122,20 @@ class BenchReportTest(unittest.TestCase):
                       "1.050 (1.00-1.10) | 1.500 (1.50-1.50) |", doc)
         self.assertNotIn("backend CPU", doc)
 
+    def test_pgbench_select_bound(self):
+        # -S interleaved with its references: btree 50/60 us, forein 46/55,
+        # the TID fetch 45/50 -> the bound 1.111, 1.2 (median 1.156)
+        rows = "metric,index,rep,value\n"
+        for rep, vals in ((1, dict(btree=50, forein=46, tid=45, noindex=30)),
+                          (2, dict(btree=60, forein=55, tid=50, noindex=40))):
+            for kind, v in vals.items():
+                rows += f"pgbench_S_mixed_us,{kind},{rep},{v}\n"
+        write(os.path.join(self.out, "pgbench-s20", "pg_bench.csv"), rows)
+        doc = self.run_report()
+        self.assertIn("| 20 | pgbench -S interleaved in one run, mean transaction us | 55 | 50.5 | 1.089 (1.08-1.10) |", doc)
+        self.assertIn("| 20 | -S interleaved, the bound: the heap fetch by ctid, no index | 55 | 47.5 | "
+                      "1.156 (1.11-1.20) |", doc)
+
     def test_second_run_changes_nothing(self):
         first = self.run_report()
         self.assertEqual(self.run_report(), first)
