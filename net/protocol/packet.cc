@@ -34,7 +34,7 @@ void store_be(std::byte* p, T v) {
 constexpr std::size_t kEntryHeaderBytes = 6;  // u16 key length, u32 value length
 
 bool known_op(std::uint8_t op) {
-  return op >= static_cast<std::uint8_t>(Op::kGet) && op <= static_cast<std::uint8_t>(Op::kRead);
+  return op >= static_cast<std::uint8_t>(Op::kGet) && op <= static_cast<std::uint8_t>(kLastOp);
 }
 
 // Walks SCAN entries in [p, p + n); calls f(key, value) for each. Returns

@@ -76,7 +76,12 @@ enum class Op : std::uint8_t {
   // READ of a region's bytes; key = the key being looked up (for the
   // switch: routing, and the start READ's rewrite), value = ReadHeader.
   kRead = 15,
+  // Switch-delta's replication (section V-D) and switch-crash recovery
+  // (section III-E, V-F): docs/protocol.md, "Switch-delta".
+  kLogReplicate = 16,  // primary data node -> backup: install a log entry at its id and timestamp
+  kSync = 17,          // metadata node <-> switch: recovery after a switch restart
 };
+inline constexpr Op kLastOp = Op::kSync;
 
 enum class Status : std::uint8_t {
   kOk = 0,

@@ -229,7 +229,7 @@ TEST_CASE("every ParseError is reachable", "[net][protocol]") {
   expect(d, ParseError::kUnknownVersion);
   d[2] = std::byte{0};
   expect(d, ParseError::kUnknownVersion);
-  for (int op : {0, 16, 255}) {
+  for (int op : {0, 18, 255}) {
     d = good;
     d[3] = static_cast<std::byte>(op);
     expect(d, ParseError::kUnknownOp);
@@ -471,7 +471,7 @@ TEST_CASE("encode_packet rejects what the parser would", "[net][protocol]") {
   Packet bad;
   bad.op = static_cast<Op>(0);
   CHECK_THROWS_AS(encode_packet(bad), InvalidArgument);
-  bad.op = static_cast<Op>(16);
+  bad.op = static_cast<Op>(18);
   CHECK_THROWS_AS(encode_packet(bad), InvalidArgument);
   bad.op = Op::kClear;
   bad.visibility = forein::net::VisibilityHeader{};
