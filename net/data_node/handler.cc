@@ -128,7 +128,9 @@ Packet Handler::log_append(const Packet& request) {
   stats_.count(Counter::kAppends);
   Packet reply = reply_to(request, Op::kReply, Status::kOk);
   reply.value = encode_location({static_cast<std::uint16_t>(node_.index), a.log_id});
-  reply.visibility = VisibilityHeader{sk.slot, VisState::kNone, sk.fingerprint, a.ts, 0};
+  // aux echoed: the switch's epoch (switch-crash recovery; a reply of a
+  // request an earlier switch forwarded is never stored by a later one).
+  reply.visibility = VisibilityHeader{sk.slot, VisState::kNone, sk.fingerprint, a.ts, v.aux};
   return reply;
 }
 

@@ -145,7 +145,8 @@ TEST_CASE("data node: appends take log ids 1, 2, ... and per-slot timestamps", "
     for (std::uint64_t i = 0; i < 500; ++i) {
       const std::string key = dataset_key(i);
       const std::string record = dataset_record(i, static_cast<std::uint32_t>(round + 1));
-      const Packet req = append_request(key, record);
+      Packet req = append_request(key, record);
+      req.visibility->aux = static_cast<std::uint32_t>(i) * 7 + 1;  // the switch's epoch: echoed
       const Packet r = node.call(req);
       INFO(r.value);
       REQUIRE(r.op == Op::kReply);
@@ -161,7 +162,7 @@ TEST_CASE("data node: appends take log ids 1, 2, ... and per-slot timestamps", "
       CHECK(r.visibility->slot == sk.slot);
       CHECK(r.visibility->fingerprint == sk.fingerprint);
       CHECK(r.visibility->state == VisState::kNone);
-      CHECK(r.visibility->aux == 0);
+      CHECK(r.visibility->aux == req.visibility->aux);
       // The slot's counter: the first append gets 1, each next one + 1.
       CHECK(r.visibility->ts != 0);
       CHECK(r.visibility->ts == last_ts[sk.slot] + 1);
