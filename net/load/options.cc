@@ -115,8 +115,8 @@ void declare(CLI::App& app, LoadOptions* o, Given* g) {
       ->each([g](const std::string&) { g->dist = true; });
   cli::value(
       app, "--zipf", "THETA",
-      [o](const std::string& v) { return parse_double(v, &o->theta) && o->theta > 0 && o->theta < 1; },
-      "a number with 0 < THETA < 1", "Zipf exponent")
+      [o](const std::string& v) { return parse_double(v, &o->theta) && o->theta > 0 && o->theta <= 2; },
+      "a number with 0 < THETA <= 2", "Zipf exponent (below 1 Gray et al.'s generator, from 1 rejection-inversion)")
       ->default_str("0.99");
   cli::value(
       app, "--seconds", "S",

@@ -31,7 +31,7 @@ struct LoadOptions {
   std::uint64_t keys = 0;                  // the server's data set: dataset_key(0 .. keys-1)
   Workload workload = Workload::kC;
   Distribution dist = Distribution::kUniform;
-  double theta = 0.99;                     // Zipf exponent (--zipf), 0 < theta < 1
+  double theta = 0.99;                     // Zipf exponent (--zipf), 0 < theta <= 2
   double seconds = 10;
   unsigned outstanding = 16;               // requests in flight, 1..4096
   bool verify = false;

@@ -88,6 +88,11 @@ if [ -x "$B/agent/forein-agent" ]; then
 	kill -TERM $! 2>/dev/null
 	wait $! 2>/dev/null
 fi
+if [ -x "$B/load/forein-load" ]; then
+	L=$B/load/forein-load
+	expect_refused "forein-load --zipf 2.5" "--zipf.*0 < THETA <= 2" "$L" --target 127.0.0.1:1 --keys 10 --workload c --zipf 2.5
+	expect_refused "forein-load --zipf 0" "--zipf.*0 < THETA <= 2" "$L" --target 127.0.0.1:1 --keys 10 --workload c --zipf 0
+fi
 if [ -x "$B/switch/forein-switch" ]; then
 	S=$B/switch/forein-switch
 	expect_refused "forein-switch port past 65535" "--agent-listen" "$S" --agent-listen 127.0.0.1:115598

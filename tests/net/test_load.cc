@@ -5,7 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "protocol/packet.h"
 #include "protocol/visibility.h"
 #include "support/seed.h"
+#include "support/zipf.h"
 
 using namespace forein::net;
 using namespace forein::net::load;
@@ -130,6 +133,37 @@ TEST_CASE("zipf draws are skewed and scattered over the keys", "[load]") {
   std::vector<bool> seen(1000);
   for (std::uint64_t r = 0; r < 1000; ++r) seen[small.scatter(r)] = true;
   CHECK(std::all_of(seen.begin(), seen.end(), [](bool b) { return b; }));
+}
+
+TEST_CASE("zipf ranks follow the pmf for theta >= 1 (rejection-inversion)", "[load]") {
+  // P(rank r) = (r + 1)^-theta / H(n, theta). Each of the 20 hottest ranks'
+  // share of 400k draws is within 5 standard deviations of its pmf (at
+  // least 0.002 absolute), and so is the share of all ranks past 20.
+  const std::uint64_t seed = forein::testing::test_seed("load zipf theta >= 1");
+  const std::uint64_t n = 1000000;
+  for (double theta : {1.0, 1.1, 1.2, 2.0}) {
+    INFO("theta " << theta << " seed " << seed);
+    forein::testing::ZipfGenerator z(n, theta);
+    std::mt19937_64 rng(seed);
+    const int draws = 400000;
+    std::vector<int> counts(21);
+    for (int i = 0; i < draws; ++i) {
+      const std::uint64_t r = z(rng);
+      REQUIRE(r < n);
+      ++counts[std::min<std::uint64_t>(r, 20)];
+    }
+    double h = 0;
+    for (std::uint64_t i = 1; i <= n; ++i) h += std::pow(static_cast<double>(i), -theta);
+    double head = 0;
+    for (int r = 0; r <= 20; ++r) {
+      const double p = r < 20 ? std::pow(r + 1.0, -theta) / h : 1.0 - head;
+      if (r < 20) head += p;
+      const double got = static_cast<double>(counts[r]) / draws;
+      const double tol = std::max(0.002, 5 * std::sqrt(p * (1 - p) / draws));
+      INFO("rank " << r << (r == 20 ? " and beyond" : "") << ": pmf " << p << ", drawn " << got);
+      CHECK(std::abs(got - p) < tol);
+    }
+  }
 }
 
 TEST_CASE("latest reads favour the newest keys, inserts included", "[load]") {
@@ -344,7 +378,10 @@ TEST_CASE("command line: defaults, errors", "[load]") {
   CHECK_FALSE(parse({"--target", "h:1", "--keys", "5", "--workload", "g"}, &o, &err));
   CHECK_FALSE(parse({"--target", "h:0", "--keys", "5", "--workload", "a"}, &o, &err));
   CHECK_FALSE(parse({"--target", "h:1", "--keys", "0", "--workload", "a"}, &o, &err));
-  CHECK_FALSE(parse({"--target", "h:1", "--keys", "5", "--workload", "a", "--zipf", "1.5"}, &o, &err));
+  CHECK_FALSE(parse({"--target", "h:1", "--keys", "5", "--workload", "a", "--zipf", "2.5"}, &o, &err));
+  CHECK_FALSE(parse({"--target", "h:1", "--keys", "5", "--workload", "a", "--zipf", "0"}, &o, &err));
+  REQUIRE(parse({"--target", "h:1", "--keys", "5", "--workload", "a", "--zipf", "1.2"}, &o, &err));
+  CHECK(o.theta == 1.2);
   CHECK_FALSE(parse({"--target", "h:1", "--keys", "5", "--workload", "a", "--bogus", "1"}, &o, &err));
   CHECK_FALSE(parse({"--target", "h:1", "--keys", "5", "--workload", "a", "--seconds"}, &o, &err));
 }
