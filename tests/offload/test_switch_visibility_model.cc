@@ -9,9 +9,13 @@
 // committed write and no slot is valid; every state can reach quiescence
 // (held replies are released); a valid slot is never overwritten.
 //
+// Several metadata nodes (each key owned by one): a node applies and clears
+// only its own keys' entries, in catch-up and on a held reply.
+//
 // Negative controls: deliberately wrong variants (a table that overwrites a
 // valid slot, a CLEAR that ignores the timestamp, fallback replies never
-// held, no catch-up after a timeout) must each be caught.
+// held, no catch-up after a timeout, a metadata node clearing another
+// node's key in its catch-up or on a held reply) must each be caught.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -44,6 +48,16 @@ Config make(std::string name, std::vector<std::vector<Op>> clients, int drops, i
   c.drops = drops;
   c.duplicates = duplicates;
   c.variant = variant;
+  return c;
+}
+
+// Two metadata nodes: A (slot 0, node 0), B (slot 0, node 1: a slot shared
+// by keys of two owners), C (slot 1, node 1).
+Config make_multi(std::string name, std::vector<std::vector<Op>> clients, int drops, int duplicates,
+                  Variant variant = Variant::kCorrect) {
+  Config c = make(std::move(name), std::move(clients), drops, duplicates, variant);
+  c.keys = {KeyDef{0, 0xA0A0, 0}, KeyDef{0, 0xB0B0, 1}, KeyDef{1, 0xC0C0, 1}};
+  c.metadata_nodes = 2;
   return c;
 }
 
@@ -108,6 +122,35 @@ TEST_CASE("switch_visibility model: every interleaving of small configurations m
   }
 }
 
+TEST_CASE("switch_visibility model: two metadata nodes, each clearing only its own keys, exhaustive",
+          "[switch_visibility][model]") {
+  std::vector<Config> configs = {
+      // A and B share slot 0 but not their owner: B falls back behind A,
+      // its held reply bounces to node 1, which may not clear A's entry;
+      // node 0 does (its copy, or its catch-up after a drop).
+      make_multi("2 nodes: W(A) | W(B) | R(A); 1 drop", {{W(A)}, {W(B)}, {R(A)}}, 1, 0),
+      make_multi("2 nodes: W(A) | W(B) | R(B); 1 duplicate", {{W(A)}, {W(B)}, {R(B)}}, 0, 1),
+      // Node 1's key in a slot of its own, node 0 with nothing to do but
+      // catch up (and pass the entry over).
+      make_multi("2 nodes: W(C) R(C) | R(C); 1 drop", {{W(C), R(C)}, {R(C)}}, 1, 0),
+  };
+  if (!kSmall) configs.push_back(make_multi("2 nodes: W(A) | W(B) R(A) | R(B); 1 drop", {{W(A)}, {W(B), R(A)}, {R(B)}}, 1, 0));
+  for (const Config& c : configs) {
+    DYNAMIC_SECTION(c.name) {
+      const Result r = run_exhaustive(c);
+      {
+        INFO(report(r));
+        CHECK(r.clean(false));
+        CHECK(r.terminal > 0);
+        CHECK(r.states > 100);
+      }
+      const Result m = run_exhaustive(rechecked(c));
+      INFO(report(m));
+      CHECK(m.clean(true));
+    }
+  }
+}
+
 TEST_CASE("switch_visibility model: three concurrent writes and a read, exhaustive", "[switch_visibility][model]") {
   if (kSmall) {
     WARN("about 880,000 states: run in the plain build only");
@@ -148,6 +191,8 @@ TEST_CASE("switch_visibility model: random walks over larger configurations", "[
            {{W(A), W(B), W(A)}, {W(B), W(D)}, {W(C), W(A)}, {R(A), R(B), R(A)}, {R(D), R(C)}}, 3, 3),
       make("W(A) x3 | W(A) x3 | R(A) x4; 4 drops, 4 duplicates",
            {{W(A), W(A), W(A)}, {W(A), W(A), W(A)}, {R(A), R(A), R(A), R(A)}}, 4, 4),
+      make_multi("2 nodes: W(A) W(B) W(C) | W(B) W(A) | R(A) R(B) R(C) | R(C) R(A); 3 drops, 3 duplicates",
+                 {{W(A), W(B), W(C)}, {W(B), W(A)}, {R(A), R(B), R(C)}, {R(C), R(A)}}, 3, 3),
   };
   std::uint64_t index = 0;
   for (const Config& c : configs) {
@@ -199,6 +244,30 @@ TEST_CASE("switch_visibility model: the checker catches deliberately wrong varia
     CHECK(r.found(kLostWrite));
     CHECK(r.found(kSlotLeftValid));
     CHECK(r.found(kNoWayOut));  // B's phase-2 reply held forever behind A's slot
+    std::cout << report(r);
+  }
+  SECTION("a metadata node catching up another node's key: its slot is cleared before the owner applied it") {
+    // No fault needed: W(C) commits in the switch, node 0 (not C's owner)
+    // catches the entry up and clears the slot while node 1's META_ASYNC
+    // copy is still on its way; the read goes to node 1, which has nothing.
+    const Result r = run_exhaustive(
+        make_multi("foreign catch-up: W(C) R(C)", {{W(C), R(C)}}, 0, 0, Variant::kForeignCatchUp));
+    INFO(report(r));
+    CHECK(r.found(kStaleRead));
+    std::cout << report(r);
+    // The same script under the rule: clean.
+    const Result ok = run_exhaustive(make_multi("owner-only catch-up: W(C) R(C)", {{W(C), R(C)}}, 0, 0));
+    INFO(report(ok));
+    CHECK(ok.clean());
+  }
+  SECTION("a held reply clearing the slot's entry of another node's key") {
+    // B's phase-2 reply is held behind A's write (slot 0) and bounces to
+    // node 1 (B's owner), which clears A's entry although node 0 has not
+    // applied it: a read of A then misses the switch and node 0 answers old.
+    const Result r = run_exhaustive(make_multi("foreign bounce: W(A) | W(B) | R(A)", {{W(A)}, {W(B)}, {R(A)}}, 0, 0,
+                                               Variant::kForeignBounce));
+    INFO(report(r));
+    CHECK(r.found(kStaleRead));
     std::cout << report(r);
   }
   SECTION("without faults the same variants' bugs that need faults stay hidden") {

@@ -20,6 +20,15 @@
 //                  CurTs: it sends CLEAR for that entry if it has applied
 //                  it (and no CLEAR for it is outstanding) and resends the
 //                  reply;
+//   several metadata nodes (Config::metadata_nodes, KeyDef::owner): each
+//                  key has one owner, which alone receives its META_ASYNC,
+//                  META_PUT, META_GET and held replies and applies it; each
+//                  node catches up on its own (a step per node), and
+//                  applies and CLEARs only entries of keys it owns; a held
+//                  reply makes it CLEAR only an entry of its own keys (the
+//                  clearing rule, docs/network.md "Several metadata
+//                  nodes"). The metadata state (meta_loc/meta_ts per key)
+//                  is the owner's;
 //   clients        each runs a script of writes and reads, one at a time.
 //                  Write: LOG_APPEND -> the reply passes the switch: stored
 //                  => committed (and a META_ASYNC copy goes to the metadata
@@ -57,6 +66,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -78,6 +88,10 @@ enum class Variant : std::uint8_t {
   kReleaseAlways,    // table: fallback replies are never held
   kNoCatchUp,        // metadata node: no catch-up after a timeout
   kTooLargeKeepsMax,  // table: kTooLarge leaves MaxTs as it was
+  kForeignCatchUp,   // several metadata nodes: a node's catch-up also CLEARs entries of keys another node
+                     // owns (applied only in its own index, which never answers those keys)
+  kForeignBounce,    // several metadata nodes: a held reply makes its node CLEAR the slot's entry of another
+                     // node's key (its log cursor has passed it) whether or not the owner applied it
 };
 
 enum Kind : int {
@@ -100,6 +114,7 @@ inline const char* kind_name(int k) {
 struct KeyDef {
   std::uint16_t slot = 0;
   std::uint32_t fingerprint = 0;
+  std::uint8_t owner = 0;  // the metadata node owning the key (< Config::metadata_nodes)
 };
 
 struct Op {
@@ -121,6 +136,8 @@ struct Config {
   // and the switch answers from the slot if it is valid with the key's
   // fingerprint (not in the paper; see the monotonic-read test).
   bool recheck_read_reply = false;
+  // Metadata nodes; each key's owner is KeyDef::owner.
+  std::uint8_t metadata_nodes = 1;
 };
 
 inline Op W(std::uint8_t key, bool large = false) { return Op{true, key, large}; }
@@ -158,6 +175,7 @@ struct Entry {
   std::uint8_t seen = 0;     // its write reply has passed the switch
   std::uint8_t applied = 0;  // the metadata node applied it
   std::uint8_t clear = 0;    // metadata node's CLEAR: 0 none, 1 sent and not acknowledged, 2 acknowledged
+  std::uint8_t foreign = 0;  // kForeignCatchUp: a node not owning the key sent a CLEAR for it
 };
 
 struct Client {
@@ -212,7 +230,11 @@ struct Finding {
 // The protocol: successors of a state, with the checks on each transition.
 class Protocol {
  public:
-  explicit Protocol(Config config) : cfg_(std::move(config)), table_(cfg_.table_slots, cfg_.max_metadata) {}
+  explicit Protocol(Config config) : cfg_(std::move(config)), table_(cfg_.table_slots, cfg_.max_metadata) {
+    for (const KeyDef& k : cfg_.keys) {
+      if (k.owner >= cfg_.metadata_nodes) throw std::invalid_argument("visibility model: a key's owner is not a node");
+    }
+  }
 
   const Config& config() const { return cfg_; }
 
@@ -283,10 +305,13 @@ class Protocol {
         out.push_back(std::move(st));
       }
     }
-    // The metadata node's catch-up after a timeout.
-    if (cfg_.variant != Variant::kNoCatchUp && catch_up_due(s)) {
-      Step st{s, "metadata node catches up (timeout)", {}};
-      catch_up(st.next);
+    // Each metadata node's catch-up after a timeout.
+    for (std::uint8_t n = 0; n < cfg_.metadata_nodes; ++n) {
+      if (cfg_.variant == Variant::kNoCatchUp || !catch_up_due(s, n)) continue;
+      Step st{s, cfg_.metadata_nodes == 1 ? "metadata node catches up (timeout)"
+                                          : "metadata node " + std::to_string(n) + " catches up (timeout)",
+              {}};
+      catch_up(st.next, n);
       out.push_back(std::move(st));
     }
     return out;
@@ -489,15 +514,36 @@ class Protocol {
     return s.log[e].clear == 1 && !in_flight(s, kClear, u8(e)) && !in_flight(s, kClearAck, u8(e));
   }
 
-  static bool catch_up_due(const State& s) {
+  std::uint8_t owner(std::size_t key) const { return cfg_.keys[key].owner; }
+
+  // kForeignCatchUp: node n's catch-up would CLEAR entry e of a key it
+  // does not own (once: the wrong rule, not an endless loop).
+  bool foreign_due(const State& s, std::size_t e, std::uint8_t n) const {
+    const Entry& x = s.log[e];
+    return cfg_.variant == Variant::kForeignCatchUp && owner(x.key) != n && x.seen && !x.applied && !x.foreign;
+  }
+
+  // Node n: entries of its keys whose write reply passed the switch and
+  // that it has not applied, or whose CLEAR was lost.
+  bool catch_up_due(const State& s, std::uint8_t n) const {
     for (std::size_t e = 0; e < s.log.size(); ++e) {
+      if (foreign_due(s, e, n)) return true;
+      if (owner(s.log[e].key) != n) continue;
       if ((s.log[e].seen && !s.log[e].applied) || clear_lost(s, e)) return true;
     }
     return false;
   }
 
-  static void catch_up(State& s) {
+  void catch_up(State& s, std::uint8_t n) const {
     for (std::size_t e = 0; e < s.log.size(); ++e) {
+      if (foreign_due(s, e, n)) {
+        // The wrong rule: applied in node n's own index (which no read of
+        // the key consults) and cleared from the switch.
+        s.log[e].foreign = 1;
+        send(s, Msg{kClear, 0, u8(e), 0});
+        continue;
+      }
+      if (owner(s.log[e].key) != n) continue;  // another node's key: its cursor only
       if (s.log[e].seen && !s.log[e].applied) {
         apply(s, e);
         if (s.log[e].clear != 1) send_clear(s, e);
@@ -546,7 +592,7 @@ class Protocol {
         const std::uint16_t slot = slot_of_key(m.a);
         const std::size_t i = slot_index(slot);
         const std::uint8_t ts = ++s.ts_counter[i];
-        s.log.push_back(Entry{m.a, ts, 0, 0, 0});
+        s.log.push_back(Entry{m.a, ts, 0, 0, 0, 0});
         send(s, Msg{kWriteReply, m.c, u8(s.log.size() - 1), 0});
         break;
       }
@@ -605,11 +651,19 @@ class Protocol {
         }
         break;
       }
-      case kBounce: {  // metadata node: clear the slot's entry if applied, resend the reply
+      case kBounce: {  // the held write's key's owner: clear the slot's entry if it is one of its keys
+                       // and applied, resend the reply
         const std::uint16_t slot = slot_of_key(s.log[m.a].key);
+        const std::uint8_t node = owner(s.log[m.a].key);
         for (std::size_t f = 0; f < s.log.size(); ++f) {
           const Entry& y = s.log[f];
-          if (slot_index(slot_of_key(y.key)) == slot_index(slot) && y.ts == m.b && y.applied && y.clear != 1) {
+          if (slot_index(slot_of_key(y.key)) != slot_index(slot) || y.ts != m.b) continue;
+          if (cfg_.variant == Variant::kForeignBounce && owner(y.key) != node && y.seen && !y.foreign) {
+            s.log[f].foreign = 1;  // the wrong rule
+            send(s, Msg{kClear, 0, u8(f), 0});
+            continue;
+          }
+          if (owner(y.key) == node && y.applied && y.clear != 1) {
             send_clear(s, f);
           }
         }
