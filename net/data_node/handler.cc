@@ -59,8 +59,37 @@ std::uint64_t preload(DataLog& log, NodeId node, std::uint64_t keys, std::size_t
   return appended;
 }
 
-Handler::Handler(DataLog& log, NodeId node, DataNodeStats& stats, std::function<Json()> extra_json)
-    : log_(log), node_(node), stats_(stats), extra_json_(std::move(extra_json)) {}
+Packet log_replicate_request(std::uint64_t seq, std::uint32_t log_id, std::uint32_t ts, std::string key,
+                             std::string record) {
+  const SlotKey sk = slot_key(key);
+  Packet p;
+  p.op = Op::kLogReplicate;
+  p.seq = seq;
+  p.key = std::move(key);
+  p.value = std::move(record);
+  p.visibility = VisibilityHeader{sk.slot, VisState::kNone, sk.fingerprint, ts, log_id};
+  return p;
+}
+
+Handler::Handler(DataLog& log, NodeId node, DataNodeStats& stats, std::function<Json()> extra_json, Role role)
+    : log_(log), node_(node), stats_(stats), extra_json_(std::move(extra_json)), role_(role) {}
+
+std::optional<Packet> Handler::begin_append(const Packet& request, Packet* reply) {
+  stats_.count(Counter::kRequests);
+  std::optional<Packet> replicate;
+  try {
+    *reply = log_append(request, true, &replicate);
+  } catch (const std::exception& e) {
+    *reply = error(request, Status::kServerError, e.what());
+    replicate.reset();
+  }
+  return replicate;
+}
+
+void Handler::commit_append(std::uint32_t log_id) {
+  log_.commit(log_id);
+  stats_.count(Counter::kAppends);
+}
 
 Packet Handler::handle(const Packet& request) {
   stats_.count(Counter::kRequests);
@@ -68,7 +97,20 @@ Packet Handler::handle(const Packet& request) {
   try {
     switch (request.op) {
       case Op::kLogAppend:
-        reply = log_append(request);
+        if (role_ == Role::kBackup) {
+          stats_.count(Counter::kBackupRefused);
+          reply = error(request, Status::kBadRequest,
+                        "this data node is a backup (--backup): it takes LOG_REPLICATE from its primary, not "
+                        "LOG_APPEND; send writes to the primary");
+        } else if (role_ == Role::kPrimary) {
+          // The server's workers call begin_append(); handle() cannot wait for ACKs.
+          reply = error(request, Status::kServerError, "a primary's LOG_APPEND is served by its workers");
+        } else {
+          reply = log_append(request);
+        }
+        break;
+      case Op::kLogReplicate:
+        reply = log_replicate(request);
         break;
       case Op::kLogRead:
         reply = log_read(request);
@@ -94,7 +136,7 @@ Packet Handler::handle(const Packet& request) {
   return reply;
 }
 
-Packet Handler::log_append(const Packet& request) {
+Packet Handler::log_append(const Packet& request, bool reserve, std::optional<Packet>* replicate) {
   if (!request.visibility) {
     return error(request, Status::kBadRequest, "LOG_APPEND needs the visibility header (slot, fingerprint)");
   }
@@ -116,7 +158,9 @@ Packet Handler::log_append(const Packet& request) {
                      std::to_string(kMaxRecordBytes));
   }
   DataLog::Appended a;
-  switch (log_.append(sk.slot, request.key, request.value, &a)) {
+  const DataLog::AppendError appended = reserve ? log_.reserve(sk.slot, request.key, request.value, &a)
+                                                : log_.append(sk.slot, request.key, request.value, &a);
+  switch (appended) {
     case DataLog::AppendError::kNone:
       break;
     case DataLog::AppendError::kFull:
@@ -125,13 +169,65 @@ Packet Handler::log_append(const Packet& request) {
     case DataLog::AppendError::kTooLarge:
       return error(request, Status::kBadRequest, "key or record too large");
   }
-  stats_.count(Counter::kAppends);
+  if (reserve) {
+    // Counted as an append by commit_append().
+    *replicate = log_replicate_request(0, a.log_id, a.ts, request.key, request.value);
+  } else {
+    stats_.count(Counter::kAppends);
+  }
   Packet reply = reply_to(request, Op::kReply, Status::kOk);
   reply.value = encode_location({static_cast<std::uint16_t>(node_.index), a.log_id});
   // aux echoed: the switch's epoch (switch-crash recovery; a reply of a
   // request an earlier switch forwarded is never stored by a later one).
   reply.visibility = VisibilityHeader{sk.slot, VisState::kNone, sk.fingerprint, a.ts, v.aux};
   return reply;
+}
+
+Packet Handler::log_replicate(const Packet& request) {
+  const auto refuse = [&](std::string message) {
+    stats_.count(Counter::kReplicateRefused);
+    return error(request, Status::kBadRequest, "LOG_REPLICATE: " + std::move(message));
+  };
+  if (role_ != Role::kBackup) return refuse("this data node is not a backup (start it with --backup)");
+  if (!request.visibility) {
+    return refuse("needs the visibility header (slot, fingerprint, ts = the entry's timestamp, aux = its log id)");
+  }
+  const VisibilityHeader& v = *request.visibility;
+  const SlotKey sk = slot_key(request.key);
+  if (v.slot != sk.slot || v.fingerprint != sk.fingerprint) {
+    return refuse("visibility header slot " + std::to_string(v.slot) + " fingerprint " +
+                  std::to_string(v.fingerprint) + " is not the key's (slot " + std::to_string(sk.slot) +
+                  " fingerprint " + std::to_string(sk.fingerprint) + ")");
+  }
+  if (v.state != VisState::kNone) return refuse("visibility state must be 0");
+  if (v.ts == 0 || v.aux == 0) return refuse("timestamp (ts) and log id (aux) must be > 0");
+  if (!node_.owns(sk.slot)) {
+    return refuse("slot " + std::to_string(sk.slot) + " not owned by data node " + node_.name() +
+                  " (a backup takes its primary's --node I/D)");
+  }
+  if (request.value.size() > kMaxRecordBytes) {
+    return refuse("record of " + std::to_string(request.value.size()) + " bytes; at most " +
+                  std::to_string(kMaxRecordBytes));
+  }
+  switch (log_.install(v.aux, v.ts, sk.slot, request.key, request.value)) {
+    case DataLog::InstallResult::kInstalled:
+      stats_.count(Counter::kInstalled);
+      break;
+    case DataLog::InstallResult::kDuplicate:
+      stats_.count(Counter::kInstallDuplicates);  // a resend: ACK it again
+      break;
+    case DataLog::InstallResult::kConflict:
+      return refuse("log id " + std::to_string(v.aux) + " holds another entry");
+    case DataLog::InstallResult::kFull:
+      stats_.count(Counter::kLogFull);
+      return refuse("log id " + std::to_string(v.aux) + " past the log's last id");
+    case DataLog::InstallResult::kTooFarAhead:
+      return refuse("log id " + std::to_string(v.aux) + " more than " + std::to_string(DataLog::kMaxInstallAhead) +
+                    " past the last id " + std::to_string(log_.entries()));
+    case DataLog::InstallResult::kTooLarge:
+      return refuse("key or record too large");
+  }
+  return reply_to(request, Op::kReply, Status::kOk);
 }
 
 Packet Handler::log_read(const Packet& request) {
@@ -183,7 +279,7 @@ Packet Handler::log_fetch(const Packet& request) {
   return reply;
 }
 
-std::optional<std::vector<std::byte>> Handler::serve(std::span<const std::byte> datagram) {
+std::optional<Packet> Handler::parse_request(std::span<const std::byte> datagram) {
   stats_.count(Counter::kDatagrams);
   Packet request;
   const ParseError e = parse_packet(datagram, &request);
@@ -195,7 +291,10 @@ std::optional<std::vector<std::byte>> Handler::serve(std::span<const std::byte> 
     stats_.count_drop(DropReason::kNotRequest);
     return std::nullopt;
   }
-  const Packet reply = handle(request);
+  return request;
+}
+
+std::optional<std::vector<std::byte>> Handler::encode_reply(const Packet& reply) {
   try {
     return encode_packet(reply);
   } catch (const std::exception&) {
@@ -204,10 +303,18 @@ std::optional<std::vector<std::byte>> Handler::serve(std::span<const std::byte> 
   }
 }
 
+std::optional<std::vector<std::byte>> Handler::serve(std::span<const std::byte> datagram) {
+  const std::optional<Packet> request = parse_request(datagram);
+  if (!request) return std::nullopt;
+  return encode_reply(handle(*request));
+}
+
 std::string Handler::stats_json() const {
   Json out = stats_.json();
   out["log_entries"] = log_.entries();
   out["log_bytes"] = log_.bytes();
+  out["log_gaps"] = log_.gaps();
+  out["role"] = role_ == Role::kPrimary ? "primary" : role_ == Role::kBackup ? "backup" : "alone";
   out["node"] = node_.index;
   out["nodes"] = node_.count;
   if (extra_json_) {

@@ -1,5 +1,6 @@
 #include "data_node/log.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -9,12 +10,8 @@ namespace forein::net::data_node {
 
 DataLog::DataLog(std::uint32_t max_log_id) : max_log_id_(max_log_id), slot_ts_(kVisibilitySlots, 0) {}
 
-DataLog::AppendError DataLog::append(std::uint16_t slot, std::string_view key, std::string_view record,
-                                     Appended* out) {
-  if (key.size() > kMaxEntryField || record.size() > kMaxEntryField) return AppendError::kTooLarge;
+DataLog::Index DataLog::store(std::string_view key, std::string_view record) {
   const std::size_t need = key.size() + record.size();
-  std::unique_lock lock(mutex_);
-  if (index_.size() >= max_log_id_) return AppendError::kFull;
   if (blocks_.empty() || kBlockBytes - block_used_ < need) {
     blocks_.push_back(std::make_unique<char[]>(kBlockBytes));  // need <= 2 * 64 KiB < kBlockBytes
     block_used_ = 0;
@@ -24,23 +21,79 @@ DataLog::AppendError DataLog::append(std::uint16_t slot, std::string_view key, s
   e.offset = static_cast<std::uint32_t>(block_used_);
   e.key_bytes = static_cast<std::uint16_t>(key.size());
   e.record_bytes = static_cast<std::uint16_t>(record.size());
-  // A slot's counter cannot wrap: it takes at most one value per log id
-  // (max_log_id_ <= 2^32 - 1).
-  e.ts = ++slot_ts_[slot];
   char* at = blocks_.back().get() + block_used_;
   if (!key.empty()) std::memcpy(at, key.data(), key.size());
   if (!record.empty()) std::memcpy(at + key.size(), record.data(), record.size());
   block_used_ += need;
   bytes_ += need;
+  return e;
+}
+
+DataLog::AppendError DataLog::append_entry(std::uint16_t slot, std::string_view key, std::string_view record,
+                                           bool pending, Appended* out) {
+  if (key.size() > kMaxEntryField || record.size() > kMaxEntryField) return AppendError::kTooLarge;
+  std::unique_lock lock(mutex_);
+  if (index_.size() >= max_log_id_) return AppendError::kFull;
+  Index e = store(key, record);
+  // A slot's counter cannot wrap: it takes at most one value per log id
+  // (max_log_id_ <= 2^32 - 1).
+  e.ts = ++slot_ts_[slot];
+  e.pending = pending ? 1 : 0;
   index_.push_back(e);
   out->log_id = static_cast<std::uint32_t>(index_.size());
   out->ts = e.ts;
   return AppendError::kNone;
 }
 
+DataLog::AppendError DataLog::append(std::uint16_t slot, std::string_view key, std::string_view record,
+                                     Appended* out) {
+  return append_entry(slot, key, record, false, out);
+}
+
+DataLog::AppendError DataLog::reserve(std::uint16_t slot, std::string_view key, std::string_view record,
+                                      Appended* out) {
+  return append_entry(slot, key, record, true, out);
+}
+
+void DataLog::commit(std::uint32_t log_id) {
+  std::unique_lock lock(mutex_);
+  if (log_id == 0 || log_id > index_.size()) return;
+  index_[log_id - 1].pending = 0;
+}
+
+DataLog::InstallResult DataLog::install(std::uint32_t log_id, std::uint32_t ts, std::uint16_t slot,
+                                        std::string_view key, std::string_view record) {
+  if (key.size() > kMaxEntryField || record.size() > kMaxEntryField) return InstallResult::kTooLarge;
+  std::unique_lock lock(mutex_);
+  if (log_id == 0 || log_id > max_log_id_) return InstallResult::kFull;
+  if (log_id <= index_.size()) {
+    Index& at = index_[log_id - 1];
+    if (at.ts != 0) {
+      const bool same = at.ts == ts && key_of(at) == key && record_of(at) == record;
+      return same ? InstallResult::kDuplicate : InstallResult::kConflict;
+    }
+    Index e = store(key, record);
+    e.ts = ts;
+    at = e;
+    --gaps_;
+  } else {
+    if (log_id - index_.size() > kMaxInstallAhead) return InstallResult::kTooFarAhead;
+    const std::size_t skipped = log_id - 1 - index_.size();
+    index_.resize(log_id - 1);  // value-initialized: ts 0, gaps
+    gaps_ += skipped;
+    Index e = store(key, record);
+    e.ts = ts;
+    index_.push_back(e);
+  }
+  slot_ts_[slot] = std::max(slot_ts_[slot], ts);
+  return InstallResult::kInstalled;
+}
+
 const DataLog::Index* DataLog::find(std::uint32_t log_id) const {
   if (log_id == 0 || log_id > index_.size()) return nullptr;
-  return &index_[log_id - 1];
+  const Index& e = index_[log_id - 1];
+  if (e.ts == 0 || e.pending != 0) return nullptr;
+  return &e;
 }
 
 std::string_view DataLog::key_of(const Index& e) const {
@@ -68,6 +121,7 @@ std::vector<FetchedEntry> DataLog::fetch(std::uint32_t first, std::size_t max_en
   std::size_t used = 0;
   for (; id <= index_.size() && out.size() < max_entries; ++id) {
     const Index& e = index_[id - 1];
+    if (e.ts == 0 || e.pending != 0) continue;  // a gap (backup) or not yet committed (primary)
     const std::size_t cost = entry_overhead + e.key_bytes;
     if (used + cost > budget) break;
     used += cost;
@@ -92,6 +146,11 @@ std::uint32_t DataLog::slot_ts(std::uint16_t slot) const {
 std::uint64_t DataLog::entries() const {
   std::shared_lock lock(mutex_);
   return index_.size();
+}
+
+std::uint64_t DataLog::gaps() const {
+  std::shared_lock lock(mutex_);
+  return gaps_;
 }
 
 std::uint64_t DataLog::bytes() const {

@@ -3,6 +3,14 @@
 // entry holds the key, its record and the timestamp the append took from
 // the counter of the key's slot. Log ids are 1, 2, 3, ... (u32).
 //
+// Replication (paper section V-D; docs/network.md, "forein-data-node",
+// "Replication"): a primary reserve()s an entry (id and timestamp taken,
+// bytes stored, not yet readable) when it sends LOG_REPLICATE, and
+// commit()s it once the backups' ACKs are in; a backup install()s each
+// entry at the primary's id and timestamp, in any order, so its log holds
+// the same entries (ids it has not received yet are gaps: never read,
+// never fetched).
+//
 // Thread-safe: appends take the lock exclusively, reads and fetches share
 // it. Entries are stored compactly: 16 bytes of index per entry, key and
 // record bytes back to back in 1 MiB blocks (no reallocation of what is
@@ -49,20 +57,40 @@ class DataLog {
   // used (nothing changes then), kTooLarge for a key or record over
   // kMaxEntryField bytes.
   AppendError append(std::uint16_t slot, std::string_view key, std::string_view record, Appended* out);
+  // append() for a primary: the entry takes its id and timestamp now but
+  // stays pending (read: kNotFound, fetch: skipped) until commit(log_id).
+  AppendError reserve(std::uint16_t slot, std::string_view key, std::string_view record, Appended* out);
+  // Makes a reserved entry readable (no-op for any other id).
+  void commit(std::uint32_t log_id);
+
+  // A backup installs the primary's entry at log_id with timestamp ts
+  // (both > 0). Ids may arrive in any order: the ids between the last one
+  // and log_id become gaps until their entries arrive. The slot's counter
+  // becomes max(counter, ts), so a backup taking over goes on from there.
+  //   kInstalled: stored; kDuplicate: the same entry is there already
+  //   (a resend; nothing changes); kConflict: another entry holds log_id;
+  //   kFull: log_id > max_log_id; kTooFarAhead: log_id more than
+  //   kMaxInstallAhead past the last id (refused: a garbage id must not
+  //   grow the index by gigabytes); kTooLarge: key or record too large.
+  enum class InstallResult { kInstalled, kDuplicate, kConflict, kFull, kTooFarAhead, kTooLarge };
+  static constexpr std::uint32_t kMaxInstallAhead = 1u << 20;
+  InstallResult install(std::uint32_t log_id, std::uint32_t ts, std::uint16_t slot, std::string_view key,
+                        std::string_view record);
 
   enum class ReadResult { kOk, kNotFound, kMismatch };
   // The record at log_id if its key is `key` (kMismatch: another key is
   // there; kNotFound: no such id).
   ReadResult read(std::uint32_t log_id, std::string_view key, std::string* record) const;
 
-  // The entries from log id `first` (0 counts as 1) on, in id order: at
+  // The entries from log id `first` (0 counts as 1) on, in id order
+  // (gaps and pending entries skipped): at
   // most max_entries, and while the sum of (entry_overhead + key bytes)
   // stays within budget. *more: entries remain after the last one
   // returned.
   std::vector<FetchedEntry> fetch(std::uint32_t first, std::size_t max_entries, std::size_t entry_overhead,
                                   std::size_t budget, bool* more) const;
 
-  // The whole entry (tests).
+  // The whole entry (tests); nullopt for a gap or a pending entry.
   struct Entry {
     std::string key;
     std::string record;
@@ -72,14 +100,17 @@ class DataLog {
 
   // The last timestamp slot handed out (0: none yet).
   std::uint32_t slot_ts(std::uint16_t slot) const;
-  std::uint64_t entries() const;  // == the last log id
+  std::uint64_t entries() const;  // == the last log id (gaps and pending entries included)
+  std::uint64_t gaps() const;     // ids below the last one with no entry (a backup's)
   std::uint64_t bytes() const;    // key and record bytes stored
 
  private:
   static constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
 
+  // ts 0: a gap (no entry at this id yet).
   struct Index {
-    std::uint32_t block = 0;
+    std::uint32_t block : 31 = 0;
+    std::uint32_t pending : 1 = 0;  // reserved, not committed
     std::uint32_t offset = 0;
     std::uint16_t key_bytes = 0;
     std::uint16_t record_bytes = 0;
@@ -87,7 +118,10 @@ class DataLog {
   };
   static_assert(sizeof(Index) == 16);
 
-  const Index* find(std::uint32_t log_id) const;  // under the lock
+  const Index* find(std::uint32_t log_id) const;  // under the lock; nullptr: none, a gap or pending
+  Index store(std::string_view key, std::string_view record);  // under the lock: the bytes, in a block
+  AppendError append_entry(std::uint16_t slot, std::string_view key, std::string_view record, bool pending,
+                           Appended* out);
   std::string_view key_of(const Index& e) const;
   std::string_view record_of(const Index& e) const;
 
@@ -97,6 +131,7 @@ class DataLog {
   std::vector<std::unique_ptr<char[]>> blocks_;
   std::size_t block_used_ = 0;  // bytes used in blocks_.back()
   std::uint64_t bytes_ = 0;
+  std::uint64_t gaps_ = 0;
   std::vector<std::uint32_t> slot_ts_;  // 65,536 counters
 };
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace forein::net::data_node {
 
@@ -12,6 +13,12 @@ namespace forein::net::data_node {
 inline constexpr std::size_t kMaxRecordBytes = 4096;
 // Data nodes: LogLocation's node field is 16 bits.
 inline constexpr std::uint32_t kMaxDataNodes = 65536;
+// Replication (paper section V-D): at most this many --backups.
+inline constexpr std::size_t kMaxBackups = 8;
+// A primary sends each LOG_REPLICATE this many times at most (the wait
+// doubles after each: --replicate-timeout-us U, 2U, 4U ...), then gives
+// up and answers the client SERVER_ERROR (255 U after the first send).
+inline constexpr unsigned kReplicateSends = 8;
 
 struct Options {
   std::string listen_host = "127.0.0.1";
@@ -23,6 +30,14 @@ struct Options {
   std::uint64_t keys = 0;
   std::size_t record_bytes = 128;  // --record-bytes: the preloaded records' size
   unsigned threads = 1;            // UDP worker threads, 1..64
+  // Replication (section V-D): --backups H:P,...: this node is a primary
+  // and replicates every LOG_APPEND to these; --acks N: ACKs awaited
+  // before the client's reply (1 <= N <= backups); --backup: this node is
+  // a backup (installs LOG_REPLICATE, refuses LOG_APPEND).
+  std::vector<std::string> backups;  // HOST:PORT each, checked
+  unsigned acks = 1;
+  bool backup = false;
+  std::uint32_t replicate_timeout_us = 1000;  // the first resend's wait
 };
 
 // Parses argv. On a bad command line returns false with a message in

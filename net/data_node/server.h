@@ -3,7 +3,19 @@
 // SO_REUSEPORT and blocks in poll() on it and on a stop pipe (no busy
 // polling); it drains its socket, answers every request to its sender and
 // drops (and counts) everything else.
+//
+// A primary (--backups, paper section V-D) does not answer LOG_APPEND at
+// once: the worker reserves the entry, sends LOG_REPLICATE to every backup
+// from its own backup socket (an ACK sent to the SO_REUSEPORT address
+// could land on another worker), keeps the client's request in a pending
+// map and goes on serving; when --acks ACKs are in it commits the entry
+// and sends the client's reply. Not ACKed in time: resent (--replicate-
+// timeout-us, doubling), and after kReplicateSends sends the client gets
+// SERVER_ERROR. Many writes are in flight per worker (the paper's
+// coroutines).
 #pragma once
+
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cstdint>
@@ -41,6 +53,7 @@ class Server {
 
  private:
   void worker(int fd);
+  void primary_worker(int fd, int backup_fd);
 
   Options options_;
   DataLog log_;
@@ -48,6 +61,13 @@ class Server {
   std::unique_ptr<Handler> handler_;
   std::uint64_t preloaded_ = 0;
   std::vector<int> sockets_;
+  std::vector<int> backup_sockets_;  // a primary's: one per worker
+  struct Peer {
+    sockaddr_storage addr{};
+    socklen_t len = 0;
+    std::string name;  // HOST:PORT as given
+  };
+  std::vector<Peer> backups_;
   int stop_pipe_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> workers_;

@@ -31,8 +31,20 @@ enum class Counter : std::uint8_t {
   kBadRequest,
   kTooLarge,
   kServerError,
+  // Replication (section V-D; docs/network.md, "forein-data-node").
+  kBackupRefused,      // backup: LOG_APPENDs refused (a backup takes no client writes)
+  kInstalled,          // backup: LOG_REPLICATEs installed
+  kInstallDuplicates,  // backup: LOG_REPLICATEs of an entry already there (resends), ACKed again
+  kReplicateRefused,   // backup (or not a backup): LOG_REPLICATEs refused with BAD_REQUEST
+  kReplicateSent,      // primary: LOG_REPLICATE datagrams sent (every backup, every try)
+  kReplicateResent,    // primary: of those, resends after a timeout
+  kAcks,               // primary: first ACKs from a backup for an entry
+  kAcksLate,           // primary: ACKs for entries already answered or given up (or repeated)
+  kReplicateErrors,    // primary: ERROR answers or unparsable datagrams from backups
+  kReplicateGaveUp,    // primary: writes answered SERVER_ERROR after the last resend
+  kReplicateBacklog,   // primary: writes refused (SERVER_ERROR) with kMaxPendingWrites waiting
 };
-inline constexpr std::size_t kCounters = 15;
+inline constexpr std::size_t kCounters = 26;
 
 class DataNodeStats : public DropCounters {
  public:

@@ -8,18 +8,25 @@
 //     another key: kMismatch), its timestamp is its slot's counter and its
 //     log id the log's last;
 //   - a LOG_FETCH reply holds consecutive log ids from the first asked,
-//     at most 256, with the more flag exactly when entries remain.
+//     at most 256, with the more flag exactly when entries remain;
+//   - a backup (Role::kBackup, replication, section V-D) given LOG_REPLICATE
+//     packets (well-formed, ids out of order and repeated, fields mangled):
+//     an ACKed one is in its log at that id with that timestamp, key and
+//     record; a refused one changed nothing; its LOG_FETCH returns
+//     ascending ids of entries that are there; it refuses LOG_APPEND.
 //
 // The input is a sequence of chunks (u8 length, then that many bytes); a
 // chunk's first byte picks what to make of the rest: a raw datagram (also
 // tried with magic and version forced), a LOG_APPEND with a correct
-// visibility header, or a LOG_FETCH / LOG_READ with arbitrary fields.
+// visibility header, a LOG_FETCH / LOG_READ with arbitrary fields, or a
+// LOG_REPLICATE (or a raw datagram) for the backup.
 // The log is shared across inputs and replaced every 1,024 of them.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,7 +52,11 @@ struct State {
   DataLog log;
   DataNodeStats stats;
   Handler handler;
-  explicit State(NodeId node) : id(node), log(), stats(), handler(log, node, stats) {}
+  DataLog backup_log;
+  DataNodeStats backup_stats;
+  Handler backup;
+  explicit State(NodeId node)
+      : id(node), log(), stats(), handler(log, node, stats), backup(backup_log, node, backup_stats, {}, Role::kBackup) {}
 };
 
 std::unique_ptr<State> state;
@@ -182,10 +193,89 @@ void fetch_or_read(std::string_view bytes) {
   }
 }
 
+// A LOG_REPLICATE for the backup: u32 log id (mostly near the log's end),
+// u32 ts, u8 mangle, u8 key length, key, record.
+void replicate(std::string_view bytes) {
+  DataLog& log = state->backup_log;
+  const std::uint64_t entries = log.entries();
+  std::uint32_t id = u32(bytes, 0);
+  if ((id & 0x80000000u) == 0) id = 1 + id % static_cast<std::uint32_t>(entries + 8);
+  const std::uint32_t ts = u32(bytes, 4);
+  const unsigned mangle = bytes.size() > 8 ? static_cast<unsigned char>(bytes[8]) : 0;
+  const std::size_t k = bytes.size() > 9 ? static_cast<unsigned char>(bytes[9]) : 0;
+  const std::string_view rest = bytes.substr(std::min<std::size_t>(bytes.size(), 10));
+  const std::string key(rest.substr(0, std::min(k, rest.size())));
+  const std::string record(rest.substr(std::min(k, rest.size())));
+  Packet p = log_replicate_request(inputs, id, ts, key, record);
+  switch (mangle % 8) {
+    case 1: p.visibility->fingerprint ^= 1; break;
+    case 2: p.visibility->slot ^= static_cast<std::uint16_t>(mangle); break;
+    case 3: p.visibility.reset(); break;
+    case 4: p.visibility->state = VisState::kStored; break;
+    default: break;
+  }
+  const std::optional<DataLog::Entry> before = log.entry(id);
+  const Packet r = state->backup.handle(p);
+  require(r.seq == p.seq);
+  require(encoded_size(r) <= kMaxDatagram);
+  const std::optional<DataLog::Entry> after = log.entry(id);
+  if (r.op == Op::kReply) {
+    require(r.status == Status::kOk);
+    require(mangle % 8 == 0 || mangle % 8 >= 5);
+    require(after && after->key == key && after->record == record && after->ts == ts);
+    require(log.slot_ts(slot_key(key).slot) >= ts);
+  } else {
+    require(r.op == Op::kError && r.status == Status::kBadRequest);
+    require(before.has_value() == after.has_value());
+    if (before) require(before->key == after->key && before->record == after->record && before->ts == after->ts);
+  }
+  // The backup's fetch: ascending ids of entries that are there.
+  Packet f;
+  f.op = Op::kLogFetch;
+  f.seq = inputs;
+  f.value = std::string(4, '\0');
+  f.count = 256;
+  const Packet fr = state->backup.handle(f);
+  require(fr.op == Op::kReply && fr.status == Status::kOk);
+  const auto got = decode_scan_entries(fr.value);
+  require(got && got->size() == fr.count);
+  std::uint32_t last = 0;
+  for (const ScanEntry& e : *got) {
+    const auto s = decode_stamped(e.value);
+    require(s && s->location.log_id > last);
+    last = s->location.log_id;
+    const auto entry = log.entry(last);
+    require(entry && entry->key == e.key && entry->ts == s->ts);
+  }
+  // A backup takes no client writes.
+  Packet a = p;
+  a.op = Op::kLogAppend;
+  a.visibility = VisibilityHeader{slot_key(key).slot, VisState::kNone, slot_key(key).fingerprint, 0, 0};
+  require(state->backup.handle(a).status == Status::kBadRequest);
+}
+
+void backup_raw(std::string_view bytes) {
+  auto* b = reinterpret_cast<const std::byte*>(bytes.data());
+  std::vector<std::byte> d(b, b + bytes.size());
+  if (d.size() >= 4) {
+    d[0] = std::byte{0xF0};
+    d[1] = std::byte{0xE1};
+    d[2] = std::byte{kVersion};
+    d[3] = static_cast<std::byte>(Op::kLogReplicate);
+  }
+  const auto out = state->backup.serve(d);
+  if (out) {
+    Packet r;
+    require(parse_packet(*out, &r) == ParseError::kNone);
+    require(r.op == Op::kReply || r.op == Op::kError);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (state == nullptr || inputs % 1024 == 0 || state->log.bytes() > (std::size_t{64} << 20)) {
+  if (state == nullptr || inputs % 1024 == 0 || state->log.bytes() > (std::size_t{64} << 20) ||
+      state->backup_log.bytes() > (std::size_t{64} << 20)) {
     // Alternate between owning every slot and owning a third of them.
     const NodeId id = (inputs / 1024) % 2 == 0 ? NodeId{0, 1} : NodeId{1, 3};
     state.reset();
@@ -200,7 +290,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     at += 1 + n;
     if (chunk.empty()) continue;
     const std::string_view rest = chunk.substr(1);
-    switch (static_cast<unsigned char>(chunk[0]) % 3) {
+    switch (static_cast<unsigned char>(chunk[0]) % 5) {
       case 0: {
         auto* b = reinterpret_cast<const std::byte*>(rest.data());
         std::vector<std::byte> d(b, b + rest.size());
@@ -215,6 +305,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       case 1:
         append(rest);
+        break;
+      case 3:
+        replicate(rest);
+        break;
+      case 4:
+        backup_raw(rest);
         break;
       default:
         fetch_or_read(rest);

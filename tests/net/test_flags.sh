@@ -88,6 +88,22 @@ if [ -x "$B/agent/forein-agent" ]; then
 	kill -TERM $! 2>/dev/null
 	wait $! 2>/dev/null
 fi
+if [ -x "$B/data_node/forein-data-node" ]; then
+	D=$B/data_node/forein-data-node
+	expect_refused "forein-data-node --acks 2 with one backup" "--acks.*at most the number of --backups" \
+		"$D" --backups 127.0.0.1:9 --acks 2
+	expect_refused "forein-data-node --acks 0" "--acks" "$D" --backups 127.0.0.1:9 --acks 0
+	expect_refused "forein-data-node --acks without --backups" "--acks: needs --backups" "$D" --acks 1
+	expect_refused "forein-data-node --backups h" "--backups.*HOST:PORT" "$D" --backups h
+	expect_refused "forein-data-node --backups h:1," "--backups" "$D" --backups h:1,
+	expect_refused "forein-data-node nine --backups" "--backups.*at most 8" \
+		"$D" --backups h:1,h:2,h:3,h:4,h:5,h:6,h:7,h:8,h:9
+	expect_refused "forein-data-node --backup --backups" "--backup and --backups" "$D" --backup --backups h:1
+	expect_refused "forein-data-node --replicate-timeout-us without --backups" "--replicate-timeout-us" \
+		"$D" --replicate-timeout-us 1000
+	expect_refused "forein-data-node --replicate-timeout-us 99" "--replicate-timeout-us" \
+		"$D" --backups h:1 --replicate-timeout-us 99
+fi
 if [ -x "$B/load/forein-load" ]; then
 	L=$B/load/forein-load
 	expect_refused "forein-load --zipf 2.5" "--zipf.*0 < THETA <= 2" "$L" --target 127.0.0.1:1 --keys 10 --workload c --zipf 2.5
