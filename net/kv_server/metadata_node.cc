@@ -18,6 +18,7 @@ namespace {
 
 constexpr std::size_t kReceiveBuffer = 65536;
 constexpr std::size_t kSendBurst = 64;  // datagrams per sendmmsg
+constexpr std::size_t kReceiveBurst = 32;  // datagrams per recvmmsg
 
 std::vector<std::pair<std::string, std::uint16_t>> node_list(const ServerOptions& o) {
   std::vector<std::pair<std::string, std::uint16_t>> out;
@@ -119,6 +120,7 @@ void MetadataNode::send_queued() {
       msgs[i].msg_hdr.msg_iovlen = 1;
     }
     const int sent = ::sendmmsg(fd_, msgs, static_cast<unsigned>(n), 0);
+    ++counters_.send_calls;
     if (sent < 0) {
       if (errno == EINTR) continue;
       // This datagram cannot go (no route, wrong family ...): count it and
@@ -128,6 +130,7 @@ void MetadataNode::send_queued() {
       continue;
     }
     done += static_cast<std::size_t>(sent);
+    counters_.datagrams_sent += static_cast<std::uint64_t>(sent);
   }
   out_.clear();
 }
@@ -237,6 +240,7 @@ void MetadataNode::meta_async(const Packet& request, const UdpAddress& from) {
     apply_update(u.stamped.location.node, u.key, u.stamped);
     queue(clear_packet(u.slot, u.fingerprint, u.stamped.ts, u.seq), u.from);
     ++counters_.clears_sent;
+    ++counters_.clear_datagrams;
     return;
   }
   deferred_.push(std::move(u));
@@ -246,11 +250,31 @@ void MetadataNode::meta_async(const Packet& request, const UdpAddress& from) {
 void MetadataNode::flush_deferred() {
   if (deferred_.empty()) return;
   const std::size_t n = deferred_.size();
-  const BatchOutcome b = deferred_.apply(index_, [this](const MetaUpdate& u) {
+  // The batch's CLEARs share datagrams (protocol/visibility.h): the first
+  // (slot, ts) in the header, up to kMaxClearsPerDatagram - 1 more in the
+  // value; a new datagram when the sender (the switch) changes.
+  Packet clear;
+  UdpAddress clear_to;
+  std::size_t entries = 0;
+  const auto close = [&] {
+    if (entries == 0) return;
+    queue(clear, clear_to);
+    ++counters_.clear_datagrams;
+    entries = 0;
+  };
+  const BatchOutcome b = deferred_.apply(index_, [&](const MetaUpdate& u) {
     catchup_.mark_applied(u.stamped.location.node, u.stamped.location.log_id);
-    queue(clear_packet(u.slot, u.fingerprint, u.stamped.ts, u.seq), u.from);
+    if (entries == kMaxClearsPerDatagram || (entries > 0 && !(u.from == clear_to))) close();
+    if (entries == 0) {
+      clear = clear_packet(u.slot, u.fingerprint, u.stamped.ts, u.seq);
+      clear_to = u.from;
+    } else {
+      append_clear_entry(&clear.value, u.slot, u.stamped.ts);
+    }
+    ++entries;
     ++counters_.clears_sent;
   });
+  close();
   ++counters_.batches;
   counters_.batched_updates += n;
   counters_.applied += b.applied;
@@ -273,6 +297,7 @@ void MetadataNode::held_bounce(const Packet& held, const UdpAddress& from) {
     // slot's key is not in the reply, so the fingerprint is 0.
     queue(clear_packet(v.slot, 0, v.aux, held.seq), from);
     ++counters_.clears_sent;
+    ++counters_.clear_datagrams;
   }
   Packet again = held;
   again.visibility->state = VisState::kNone;
@@ -351,7 +376,11 @@ void MetadataNode::run_timers(Clock::time_point now) {
 
 void MetadataNode::run(int fd, int stop_fd) {
   fd_ = fd;
-  std::vector<std::byte> buf(kReceiveBuffer);
+  // recvmmsg: up to kReceiveBurst datagrams per call into their own buffers.
+  std::vector<std::byte> buf(kReceiveBuffer * kReceiveBurst);
+  mmsghdr msgs[kReceiveBurst];
+  iovec iovs[kReceiveBurst];
+  UdpAddress froms[kReceiveBurst];
   pollfd fds[3] = {{fd, POLLIN, 0}, {catchup_.fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
   Packet request;
   const auto catch_up = [this](std::uint16_t node, const FetchedLogEntry& e) {
@@ -363,6 +392,7 @@ void MetadataNode::run(int fd, int stop_fd) {
       const SlotKey sk = slot_key(e.key);
       queue(clear_packet(sk.slot, sk.fingerprint, e.stamped.ts, 0), switch_);
       ++counters_.clears_sent;
+      ++counters_.clear_datagrams;
     }
   };
   for (;;) {
@@ -384,27 +414,42 @@ void MetadataNode::run(int fd, int stop_fd) {
       // Critical-path requests are answered as they come; META_ASYNC
       // copies wait in the deferred batch until it is full or the socket
       // is drained.
-      for (int i = 0; i < kDrainLimit; ++i) {
-        UdpAddress from;
-        from.length = sizeof from.storage;
-        const ssize_t n = ::recvfrom(fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC,
-                                     reinterpret_cast<sockaddr*>(&from.storage), &from.length);
+      for (int got = 0; got < kDrainLimit;) {
+        for (std::size_t i = 0; i < kReceiveBurst; ++i) {
+          froms[i] = UdpAddress{};
+          iovs[i] = {buf.data() + i * kReceiveBuffer, kReceiveBuffer};
+          msgs[i] = {};
+          msgs[i].msg_hdr.msg_name = &froms[i].storage;
+          msgs[i].msg_hdr.msg_namelen = sizeof froms[i].storage;
+          msgs[i].msg_hdr.msg_iov = &iovs[i];
+          msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        const int n = ::recvmmsg(fd, msgs, kReceiveBurst, MSG_DONTWAIT, nullptr);
+        ++counters_.recv_calls;
         if (n < 0) {
           if (errno == EINTR) continue;
           break;  // EAGAIN: drained
         }
-        stats_.count_datagram();
-        if (static_cast<std::size_t>(n) > buf.size()) {
-          stats_.count_drop(DropReason::kOversized);
-          continue;
+        if (n == 0) break;
+        got += n;
+        for (int i = 0; i < n; ++i) {
+          stats_.count_datagram();
+          if ((msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0) {
+            stats_.count_drop(DropReason::kOversized);
+            continue;
+          }
+          froms[i].length = msgs[i].msg_hdr.msg_namelen;
+          const ParseError e =
+              parse_packet(std::span<const std::byte>(buf.data() + static_cast<std::size_t>(i) * kReceiveBuffer,
+                                                      msgs[i].msg_len),
+                           &request);
+          if (e != ParseError::kNone) {
+            stats_.count_parse_error(e);
+            continue;
+          }
+          handle(request, froms[i]);
         }
-        const ParseError e =
-            parse_packet(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)), &request);
-        if (e != ParseError::kNone) {
-          stats_.count_parse_error(e);
-          continue;
-        }
-        handle(request, from);
+        if (static_cast<std::size_t>(n) < kReceiveBurst) break;  // drained
       }
       flush_deferred();
     }
@@ -427,6 +472,10 @@ Json MetadataNode::json() const {
   out["meta_async"] = counters_.meta_async;
   out["bad_async"] = counters_.bad_async;
   out["clears_sent"] = counters_.clears_sent;
+  out["clear_datagrams"] = counters_.clear_datagrams;
+  out["recv_calls"] = counters_.recv_calls;
+  out["send_calls"] = counters_.send_calls;
+  out["datagrams_sent"] = counters_.datagrams_sent;
   out["batches"] = counters_.batches;
   out["batched_updates"] = counters_.batched_updates;
   out["combined"] = counters_.combined;

@@ -55,6 +55,10 @@ struct MetadataCounters {
   std::uint64_t resent = 0;           // ... sent again
   std::uint64_t replayed = 0;         // log entries applied at start-up
   std::uint64_t skipped = 0;          // log entries whose key the tree cannot hold
+  std::uint64_t clear_datagrams = 0;  // CLEAR datagrams (a deferred batch's CLEARs share them)
+  std::uint64_t recv_calls = 0;       // recvmmsg calls (the last of each drain finds none)
+  std::uint64_t send_calls = 0;       // sendmmsg calls
+  std::uint64_t datagrams_sent = 0;   // datagrams they sent
 };
 
 class MetadataNode {

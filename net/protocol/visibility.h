@@ -115,6 +115,21 @@ inline std::optional<StampedLocation> decode_stamped(std::string_view s) {
   return out;
 }
 
+// A batched CLEAR (docs/protocol.md): the visibility header holds the
+// first (slot, ts); the value holds further pairs, kClearEntryBytes each:
+// slot u16, ts u32, big-endian. A metadata node packs at most
+// kMaxClearsPerDatagram pairs (1 + 199 x 6 = 1,194 value bytes: the
+// datagram, 1,234 bytes, fits one 1,500-byte frame, so never IP
+// fragments, which the switch's data plane does not reassemble).
+inline constexpr std::size_t kClearEntryBytes = 6;
+inline constexpr std::size_t kMaxClearsPerDatagram = 200;
+
+inline void append_clear_entry(std::string* value, std::uint16_t slot, std::uint32_t ts) {
+  value->push_back(static_cast<char>(slot >> 8));
+  value->push_back(static_cast<char>(slot));
+  for (int b = 0; b < 4; ++b) value->push_back(static_cast<char>(ts >> (24 - 8 * b)));
+}
+
 // The load client's records (paper V-A: 128 bytes): "r", 16 hex digits of
 // the data set index, "-", 8 hex digits of the version, "-", then filler
 // derived from both, so a reader can tell which write it got and that the

@@ -137,8 +137,17 @@ int VisibilityPlane::from_node(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* ip
     if (at != 0) {
       const VisibilityHeader v = load_visibility(datagram.data() + at);
       table_.on_clear(v.slot, v.ts);
+      bump(counters_.clears);
+      // A batched CLEAR: further (slot u16, ts u32) pairs in the value
+      // (protocol/visibility.h); a value of another length is ignored.
+      const std::size_t key_len = be16(datagram.data() + kKeyLenAt);
+      const std::size_t value_len = be32(datagram.data() + kValueLenAt);
+      if (value_len % kClearEntryBytes == 0) {
+        const std::byte* p = datagram.data() + kHeaderBytes + key_len;
+        for (std::size_t i = 0; i < value_len; i += kClearEntryBytes) table_.on_clear(be16(p + i), be32(p + i + 2));
+        bump(counters_.clears, value_len / kClearEntryBytes);
+      }
     }
-    bump(counters_.clears);
     rte_pktmbuf_free(m);
     return -1;
   }

@@ -19,7 +19,13 @@
 #   bound     write-only at the highest level with the metadata node held to
 #             --metadata-cpu of one core (a CPU cgroup quota): metadata
 #             processing is the bottleneck, as in the paper's (6,3)-(7,3)
-#             configurations (section V-C); on vs off.
+#             configurations (section V-C); on vs off. Every run also
+#             records the metadata node's CPU time (utime + stime from
+#             /proc/PID/stat before and after) and datagrams received and
+#             sent (its STATS) per write acknowledged in the run;
+#   skew      write-heavy (50% writes), table on, Zipf 0.8, 0.9, 0.99, 1.1,
+#             1.2 at 48 and 768 requests in flight: the share of reads the
+#             switch answers and of writes it did not store (Fig. 10b/c).
 #
 #   bash tests/bench/run_switch_delta.sh [--keys N] [--data-nodes D]
 #        [--seconds S] [--rounds R] [--levels 1,4,16,64] [--metadata-cpu F]
@@ -81,8 +87,8 @@ done
 [[ $SECONDS_PER_RUN =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "--seconds: a number"
 [[ $ROUNDS =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] || bad "--rounds: a whole number >= 1"
 [[ $LEVELS =~ ^[0-9]+(,[0-9]+)*$ ]] || bad "--levels: comma-separated whole numbers"
-[[ $EXPERIMENTS =~ ^(latency|mixed|dmp|bound)(,(latency|mixed|dmp|bound))*$ ]] ||
-	bad "--experiments: a comma-separated list of latency, mixed, dmp, bound"
+[[ $EXPERIMENTS =~ ^(latency|mixed|dmp|bound|skew)(,(latency|mixed|dmp|bound|skew))*$ ]] ||
+	bad "--experiments: a comma-separated list of latency, mixed, dmp, bound, skew"
 wants() { [[ ,$EXPERIMENTS, == *,$1,* ]]; }
 [[ $METADATA_CPU =~ ^0?\.[0-9]+$|^1(\.0*)?$ ]] || bad "--metadata-cpu: a fraction of one core, 0 < F <= 1"
 [ "$(id -u)" -eq 0 ] || {
@@ -204,23 +210,78 @@ start_metadata() { # DEFERRED: on|off
 start_metadata on
 
 CSV=$RESULTS/runs.csv
-echo "experiment,level,side,round,ops_per_s,write_p50_us,write_p99_us,read_p50_us,read_p99_us,writes,writes_one_rtt,writes_two_phase,reads,reads_from_switch,wrong,errors,timeouts" >"$CSV"
+echo "experiment,level,side,round,ops_per_s,write_p50_us,write_p99_us,read_p50_us,read_p99_us,writes,writes_one_rtt,writes_two_phase,reads,reads_from_switch,wrong,errors,timeouts,theta,meta_cpu_us_per_write,meta_rx_per_write,meta_tx_per_write,meta_recv_calls_per_write,meta_send_calls_per_write" >"$CSV"
 WRONG=0
-# run EXPERIMENT LEVEL SIDE ROUND WORKLOAD
+# meta_cpu_ticks: utime + stime of every metadata node (/proc/PID/stat
+# fields 14 and 15, clock ticks).
+meta_cpu_ticks() {
+	local pid t=0 f
+	for pid in "${META_PIDS[@]}"; do
+		f=$(sed 's/^.*) //' "/proc/$pid/stat") # past "pid (comm) "
+		t=$((t + $(cut -d' ' -f12 <<<"$f") + $(cut -d' ' -f13 <<<"$f")))
+	done
+	echo "$t"
+}
+# meta_stats PORT: a metadata node's STATS JSON (empty if it does not answer).
+meta_stats() {
+	netns_exec python3 - "$1" <<'PY' 2>/dev/null || true
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(0.5)
+seq = 0x53544154
+for _ in range(5):
+    s.sendto(struct.pack(">HBBBBHQII", 0xF0E1, 1, 7, 0, 0, 0, seq, 0, 0), ("127.0.0.1", int(sys.argv[1])))
+    try:
+        while True:
+            d = s.recv(65535)
+            _, _, _, _, st, kl, sq, vl, _ = struct.unpack(">HBBBBHQII", d[:24])
+            if sq == seq and st == 0:
+                print(d[24 + kl:24 + kl + vl].decode())
+                sys.exit(0)
+    except socket.timeout:
+        pass
+PY
+}
+# meta_counts: datagrams received, sent, recv calls, send calls, summed over
+# the metadata nodes (the *_calls are 0 where the node does not count them).
+meta_counts() {
+	local i js rx=0 tx=0 rc=0 sc=0
+	for ((i = 0; i < METADATA_NODES; i++)); do
+		js=$(meta_stats "${META_PORTS[i]}")
+		rx=$((rx + $(json_get "$js" datagrams || echo 0)))
+		tx=$((tx + $(json_get "$js" datagrams_sent || echo 0)))
+		rc=$((rc + $(json_get "$js" recv_calls || echo 0)))
+		sc=$((sc + $(json_get "$js" send_calls || echo 0)))
+	done
+	echo "$rx $tx $rc $sc"
+}
+# run EXPERIMENT LEVEL SIDE ROUND WORKLOAD [THETA]
 run() {
-	local exp=$1 level=$2 side=$3 round=$4 workload=$5 net=$NET_A target js
+	local exp=$1 level=$2 side=$3 round=$4 workload=$5 theta=${6:-0.99} net=$NET_A target js
 	[ "$side" = off ] && net=$NET_B
 	target="$net.2:$SERVICE"
 	local name="load-$exp-$level-$side-$round"
-	netns_exec "$LOAD" --target "$target" --keys "$KEYS" --workload "$workload" --dist zipf --zipf 0.99 \
+	[ "$theta" = 0.99 ] || name="$name-z$theta"
+	local ticks0 counts0 ticks1 counts1
+	ticks0=$(meta_cpu_ticks)
+	counts0=$(meta_counts)
+	netns_exec "$LOAD" --target "$target" --keys "$KEYS" --workload "$workload" --dist zipf --zipf "$theta" \
 		--seconds "$SECONDS_PER_RUN" --outstanding "$level" --timeout-ms 500 --retries 20 --seed "$round" \
 		>"$LOGS/$name.out" 2>"$LOGS/$name.err" || true
+	ticks1=$(meta_cpu_ticks)
+	counts1=$(meta_counts)
 	js=$(tail -n 1 "$LOGS/$name.out")
 	[[ $js == '{'* ]] || fail "forein-load printed no JSON ($LOGS/$name.err)"
 	local w
 	w=$(json_get "$js" wrong)
 	WRONG=$((WRONG + ${w:-0}))
-	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$exp" "$level" "$side" "$round" \
+	# The metadata node per write acknowledged in the run.
+	local extra
+	extra=$(awk -v t0="$ticks0" -v t1="$ticks1" -v hz="$(getconf CLK_TCK)" -v w="$(json_get "$js" writes)" \
+		-v c0="$counts0" -v c1="$counts1" -v theta="$theta" 'BEGIN {split(c0, a, " "); split(c1, b, " ");
+		if (w + 0 == 0) w = 1; printf ",%s,%.2f,%.3f,%.3f,%.3f,%.3f", theta, (t1 - t0) * 1e6 / hz / w,
+		(b[1] - a[1]) / w, (b[2] - a[2]) / w, (b[3] - a[3]) / w, (b[4] - a[4]) / w}')
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s%s\n' "$exp" "$level" "$side" "$round" \
 		"$(json_get "$js" ops_per_s)" \
 		"$(awk -v n="$(json_obj_get "$js" write_latency_ns p50)" 'BEGIN{printf "%.1f", n/1000}')" \
 		"$(awk -v n="$(json_obj_get "$js" write_latency_ns p99)" 'BEGIN{printf "%.1f", n/1000}')" \
@@ -228,7 +289,7 @@ run() {
 		"$(awk -v n="$(json_obj_get "$js" read_latency_ns p99)" 'BEGIN{printf "%.1f", n/1000}')" \
 		"$(json_get "$js" writes)" "$(json_get "$js" writes_one_rtt)" "$(json_get "$js" writes_two_phase)" \
 		"$(json_get "$js" reads)" "$(json_get "$js" reads_from_switch)" "${w:-0}" \
-		"$(json_get "$js" errors)" "$(json_get "$js" timeouts)" >>"$CSV"
+		"$(json_get "$js" errors)" "$(json_get "$js" timeouts)" "$extra" >>"$CSV"
 }
 
 echo "== switch-delta: $(uname -srm), $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1)"
@@ -269,6 +330,16 @@ if wants bound; then
 	for ((r = 1; r <= ROUNDS; r++)); do
 		if ((r % 2)); then sides=(on off); else sides=(off on); fi
 		for side in "${sides[@]}"; do run bound "$top" "$side" "$r" write-only; done
+	done
+fi
+
+# The skew sweep: write-heavy through the table, Zipf 0.8..1.2 at 48 and
+# 768 in flight (paper Fig. 10b/c).
+if wants skew; then
+	for ((r = 1; r <= ROUNDS; r++)); do
+		for theta in 0.8 0.9 0.99 1.1 1.2; do
+			for level in 48 768; do run "skew-z$theta" "$level" on "$r" write-heavy "$theta"; done
+		done
 	done
 fi
 

@@ -107,6 +107,10 @@ int main(int argc, char** argv) {
     net::Packet clear = visibility_packet(net::Op::kClear, 3, 7, "");
     clear.key.clear();
     seeds.push_back(input(true, 1, off, frame(1, kMeta, kService, net::encode_packet(clear))));
+    // A batched CLEAR: two more (slot, ts) pairs in the value.
+    net::append_clear_entry(&clear.value, 3, 7);
+    net::append_clear_entry(&clear.value, 0xFFFF, 1);
+    seeds.push_back(input(true, 1, off, frame(1, kMeta, kService, net::encode_packet(clear))));
     net::Packet error;
     error.op = net::Op::kError;
     error.status = net::Status::kBadRequest;

@@ -364,7 +364,7 @@ TEST_CASE("metadata node: META_PUT applies at once; an older timestamp is ignore
   CHECK(json_number(json, "clears_sent") == 0);
 }
 
-TEST_CASE("metadata node: META_ASYNC copies applied in deferred batches, a CLEAR each to the sender",
+TEST_CASE("metadata node: META_ASYNC copies applied in deferred batches, their CLEARs batched to the sender",
           "[net][metadata]") {
   FakeDataNode d0(0, 1);
   std::uint16_t port = 0;
@@ -379,16 +379,30 @@ TEST_CASE("metadata node: META_ASYNC copies applied in deferred batches, a CLEAR
   std::uint64_t seq = 1000;
   for (auto it = keys.rbegin(); it != keys.rend(); ++it) sw.send_to(port, meta_update(Op::kMetaAsync, *it, written[*it], seq++));
 
+  // A batch's CLEARs share datagrams: the header's (slot, ts), then 6
+  // bytes (slot u16, ts u32) per further one in the value.
   std::map<std::uint16_t, std::uint32_t> clears;  // slot -> ts
-  for (int i = 0; i < 40; ++i) {
+  int datagrams = 0;
+  for (std::size_t pairs = 0; pairs < 40;) {
     std::uint16_t from = 0;
     const std::optional<Packet> c = sw.receive(std::chrono::seconds(10), &from);
     REQUIRE(c);
+    ++datagrams;
     CHECK(from == port);
     CHECK(c->op == Op::kClear);
     REQUIRE(c->visibility);
     clears[c->visibility->slot] = c->visibility->ts;
+    REQUIRE(c->value.size() % kClearEntryBytes == 0);
+    for (std::size_t i = 0; i < c->value.size(); i += kClearEntryBytes) {
+      const auto b = [&](std::size_t j) { return static_cast<std::uint32_t>(static_cast<unsigned char>(c->value[i + j])); };
+      clears[static_cast<std::uint16_t>(b(0) << 8 | b(1))] = b(2) << 24 | b(3) << 16 | b(4) << 8 | b(5);
+    }
+    pairs += 1 + c->value.size() / kClearEntryBytes;
+    REQUIRE(pairs <= 40);
   }
+  // At least one datagram per batch (3 or more of at most 16), fewer than one per write.
+  CHECK(datagrams >= 3);
+  CHECK(datagrams < 40);
   for (const std::string& k : keys) {
     REQUIRE(clears.count(slot_key(k).slot) == 1);
     CHECK(clears[slot_key(k).slot] == written[k].ts);
@@ -402,6 +416,7 @@ TEST_CASE("metadata node: META_ASYNC copies applied in deferred batches, a CLEAR
   CHECK(json_number(json, "batched_updates") == 40);
   CHECK(json_number(json, "batches") >= 3);  // at most 16 each
   CHECK(json_number(json, "clears_sent") == 40);
+  CHECK(json_number(json, "clear_datagrams") == datagrams);
   CHECK(json_number(json, "applied") == 40);
   CHECK(json_number(json, "caught_up") == 0);
   CHECK(json.find("\"switch\":\"127.0.0.1:" + std::to_string(sw.port()) + "\"") != std::string::npos);
