@@ -156,11 +156,13 @@ void LogCatchup::mark_applied(std::uint16_t node, std::uint32_t log_id) {
   if (!n.missing.empty()) n.missing.erase(log_id);
 }
 
-std::uint64_t LogCatchup::replay(const std::function<void(std::uint16_t node, const FetchedLogEntry&)>& apply) {
+std::uint64_t LogCatchup::replay(const std::function<void(std::uint16_t node, const FetchedLogEntry&)>& apply,
+                                 bool from_cursor) {
   std::uint64_t replayed = 0;
   for (std::uint16_t i = 0; i < nodes_.size(); ++i) {
     DataNode& node = nodes_[i];
-    std::uint32_t first = 1;
+    std::uint32_t first = from_cursor ? node.applied.through() + 1 : 1;
+    node.outstanding_seq = 0;  // a catch-up fetch's answer is read (and passed over) below
     for (;;) {
       const std::uint64_t seq = next_seq_++;
       const Packet request = log_fetch_request(seq, first, kFetchEntries);
@@ -192,6 +194,7 @@ std::uint64_t LogCatchup::replay(const std::function<void(std::uint16_t node, co
       const auto entries = decode_log_fetch(*reply, i, data_nodes(), first, &error);
       if (!entries) throw RecoveryError("data node " + std::to_string(i) + " (" + node.name + "): " + error);
       for (const FetchedLogEntry& e : *entries) {
+        if (from_cursor && node.applied.contains(e.stamped.location.log_id)) continue;
         apply(i, e);
         node.applied.mark(e.stamped.location.log_id);
         ++replayed;

@@ -96,7 +96,11 @@ class LogCatchup {
   // apply and marked applied. A request unanswered is sent again with a
   // doubled wait (5 tries, 3.1 s); then, or on a reply that is not the
   // node's log, RecoveryError. Returns the entries replayed.
-  std::uint64_t replay(const std::function<void(std::uint16_t node, const FetchedLogEntry&)>& apply);
+  // from_cursor: the switch-crash recovery's sync step (section III-E):
+  // each log from the first id not processed to its end, at once (no
+  // timeout wait); the entries already applied are passed over.
+  std::uint64_t replay(const std::function<void(std::uint16_t node, const FetchedLogEntry&)>& apply,
+                       bool from_cursor = false);
 
   bool applied(std::uint16_t node, std::uint32_t log_id) const {
     return node < nodes_.size() && nodes_[node].applied.contains(log_id);

@@ -310,8 +310,68 @@ void MetadataNode::held_bounce(const Packet& held, const UdpAddress& from) {
   }
 }
 
+void MetadataNode::send_sync_probe() {
+  if (configured_switch_.empty() || fd_ < 0) return;
+  Packet p;
+  p.op = Op::kSync;
+  p.seq = ++counters_.sync_probes;
+  p.visibility = vis(0, 0, 0);
+  p.visibility->aux = synced_epoch_;
+  try {
+    const std::vector<std::byte> bytes = encode_packet(p);
+    // Straight out, not counted as a drop when it cannot go: while the
+    // switch is down its network may be too.
+    (void)::sendto(fd_, bytes.data(), bytes.size(), MSG_DONTWAIT,
+                   reinterpret_cast<const sockaddr*>(&configured_switch_.storage), configured_switch_.length);
+  } catch (const std::exception&) {
+  }
+}
+
+void MetadataNode::sync_step(const Packet& answer, const UdpAddress& from) {
+  const std::uint32_t epoch = answer.visibility->aux;
+  if (epoch == 0 || epoch == synced_epoch_) return;
+  // Section III-E: "all metadata nodes pause and drain their existing
+  // request queues. Then ... perform a synchronization step with all data
+  // nodes to retrieve the state of the most recently committed
+  // operations." A write the old switch committed (kStored) is in its data
+  // node's log; its META_ASYNC copy may have died with the switch.
+  const Clock::time_point start = Clock::now();
+  flush_deferred();
+  std::uint64_t applied = 0;
+  try {
+    applied = catchup_.replay(
+        [this, &from](std::uint16_t node, const FetchedLogEntry& e) {
+          apply_update(node, e.key, e.stamped);
+          // As in catch-up: a slot it may have left valid is cleared by
+          // its timestamp (a newer write in the slot stays).
+          const SlotKey sk = slot_key(e.key);
+          queue(clear_packet(sk.slot, sk.fingerprint, e.stamped.ts, 0), from);
+          ++counters_.clears_sent;
+        },
+        true);
+  } catch (const RecoveryError&) {
+    ++counters_.sync_failed;  // a data node did not answer: tried again at the next probe's answer
+    return;
+  }
+  counters_.sync_applied += applied;
+  ++counters_.syncs;
+  counters_.last_sync_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  synced_epoch_ = epoch;
+  send_queued();
+  send_sync_probe();  // names the epoch: the switch counts this node synced
+  next_probe_ = Clock::now() + kSyncProbeInterval;
+}
+
 void MetadataNode::handle(const Packet& request, const UdpAddress& from) {
   switch (request.op) {
+    case Op::kSync:
+      // The switch's answer to a probe (ts 1); anything else is not ours.
+      if (request.visibility && request.visibility->ts == 1) {
+        sync_step(request, from);
+      } else {
+        stats_.count_drop(DropReason::kNotRequest);
+      }
+      break;
     case Op::kMetaGet:
       stats_.count_request(request.op);
       meta_get(request, from);
@@ -371,6 +431,10 @@ void MetadataNode::run_timers(Clock::time_point now) {
     ++counters_.resent;
   }
   if (now >= catchup_.next_due()) catchup_.tick(now);
+  if (!configured_switch_.empty() && now >= next_probe_) {
+    send_sync_probe();
+    next_probe_ = now + kSyncProbeInterval;
+  }
   send_queued();
 }
 
@@ -400,6 +464,7 @@ void MetadataNode::run(int fd, int stop_fd) {
     run_timers(now);
     Clock::time_point due = catchup_.next_due();
     if (!resends_.empty()) due = std::min(due, resends_.front().due);
+    if (!configured_switch_.empty()) due = std::min(due, next_probe_);
     const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(std::max(due - now, Clock::duration(0)));
     timespec ts{};
     ts.tv_sec = static_cast<std::time_t>(wait.count() / 1'000'000'000);
@@ -485,6 +550,12 @@ Json MetadataNode::json() const {
   out["resent"] = counters_.resent;
   out["caught_up"] = c.caught_up;
   out["replayed"] = counters_.replayed;
+  out["switch_epoch"] = synced_epoch_;
+  out["sync_probes"] = counters_.sync_probes;
+  out["syncs"] = counters_.syncs;
+  out["sync_failed"] = counters_.sync_failed;
+  out["sync_applied"] = counters_.sync_applied;
+  out["last_sync_ms"] = counters_.last_sync_ms;
   out["skipped"] = counters_.skipped;
   out["fetches"] = c.fetches;
   out["fetch_replies"] = c.fetch_replies;

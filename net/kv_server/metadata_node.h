@@ -55,6 +55,14 @@ struct MetadataCounters {
   std::uint64_t resent = 0;           // ... sent again
   std::uint64_t replayed = 0;         // log entries applied at start-up
   std::uint64_t skipped = 0;          // log entries whose key the tree cannot hold
+  // Switch-crash recovery (sync_step()): probes sent, sync steps done
+  // (one per new switch epoch) and failed (a data node did not answer),
+  // entries they applied, and the last one's duration.
+  std::uint64_t sync_probes = 0;
+  std::uint64_t syncs = 0;
+  std::uint64_t sync_failed = 0;
+  std::uint64_t sync_applied = 0;
+  double last_sync_ms = 0;
   std::uint64_t clear_datagrams = 0;  // CLEAR datagrams (a deferred batch's CLEARs share them)
   std::uint64_t recv_calls = 0;       // recvmmsg calls (the last of each drain finds none)
   std::uint64_t send_calls = 0;       // sendmmsg calls
@@ -69,6 +77,10 @@ class MetadataNode {
   // Datagrams read per wake-up before the deferred batch and the timers
   // get their turn.
   static constexpr int kDrainLimit = 1024;
+  // SYNC probes to --switch this often (switch-crash recovery: a restarted
+  // switch answers with a new epoch; docs/network.md, "Switch-crash
+  // recovery").
+  static constexpr std::chrono::milliseconds kSyncProbeInterval{10};
 
   // Resolves --data-nodes and --switch (std::runtime_error if one does
   // not resolve). stats_json renders the STATS reply.
@@ -104,6 +116,13 @@ class MetadataNode {
   void meta_put(const Packet& request, const UdpAddress& from);
   void meta_async(const Packet& request, const UdpAddress& from);
   void held_bounce(const Packet& reply, const UdpAddress& from);
+  // The switch's SYNC answer: a new epoch (a restarted switch) -> the
+  // sync step (section III-E): the deferred batch applied, then every
+  // data node's log from its cursor to its end applied at once (slots
+  // cleared as in catch-up), then a probe naming the epoch (the switch
+  // takes it as done).
+  void sync_step(const Packet& answer, const UdpAddress& from);
+  void send_sync_probe();
   // A META_PUT/META_ASYNC checked into *out; else the reason.
   bool check_update(const Packet& request, MetaUpdate* out, std::string* error) const;
   // Applies the deferred batch and sends its CLEARs.
@@ -130,6 +149,8 @@ class MetadataNode {
   std::vector<Outgoing> out_;     // queued, sent by send_queued()
   MetadataCounters counters_;
   int fd_ = -1;
+  std::uint32_t synced_epoch_ = 0;  // the switch epoch last synced for (0: none)
+  Clock::time_point next_probe_{};
 };
 
 }  // namespace forein::net::kv

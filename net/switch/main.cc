@@ -49,6 +49,9 @@
 namespace sw = forein::net::sw;
 
 int main(int argc, char** argv) {
+  // Switch-delta's recovery time runs from here (EAL, ports, then the
+  // metadata nodes' sync: visibility_plane.h).
+  const auto started = std::chrono::steady_clock::now();
   sw::Options o;
   if (const auto exit_code = sw::parse_options(argc, argv, &o)) return *exit_code;
   sw::Side sides[2];
@@ -76,7 +79,8 @@ int main(int argc, char** argv) {
             ? std::make_unique<sw::Forwarder>(sides, &image,
                                               sw::Routing{o.servers, o.keys, o.service_port, o.hints, o.stage})
             : std::make_unique<sw::Forwarder>(sides, sw::VisibilityRouting{o.data_nodes, o.metadata_nodes, o.keys,
-                                                                           o.service_port, o.visibility, o.slots});
+                                                                           o.service_port, o.visibility, o.slots,
+                                                                           started});
     sw::Forwarder& forward = *forwarder;
     forein::net::AgentOptions agent_options;
     agent_options.token = o.token;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string_view>
 
 #include "frames.h"
@@ -57,7 +58,61 @@ void swap_ports(rte_udp_hdr* udp) {
 }  // namespace
 
 VisibilityPlane::VisibilityPlane(Side* sides, VisibilityRouting routing)
-    : sides_(sides), routing_(std::move(routing)), table_(routing_.slots) {}
+    : sides_(sides),
+      routing_(std::move(routing)),
+      table_(routing_.slots),
+      synced_(routing_.metadata_nodes.size(), 0),
+      plane_start_(std::chrono::steady_clock::now()) {
+  if (routing_.started == std::chrono::steady_clock::time_point{}) routing_.started = plane_start_;
+  if (routing_.epoch == 0) {
+    std::random_device rd;
+    std::mt19937 mix(rd() ^ static_cast<std::uint32_t>(plane_start_.time_since_epoch().count()));
+    while (routing_.epoch == 0) routing_.epoch = static_cast<std::uint32_t>(mix());
+  }
+  // With the table off nothing is ever stored, so a restart loses nothing:
+  // no recovery to wait for.
+  if (!routing_.visibility || routing_.metadata_nodes.empty()) {
+    recovering_.store(false);
+    ready_us_.store(std::chrono::duration_cast<std::chrono::microseconds>(plane_start_ - routing_.started).count());
+    sync_us_.store(0);
+  }
+}
+
+int VisibilityPlane::sync(int in, rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* ip, rte_udp_hdr* udp,
+                          std::span<std::byte> datagram, std::size_t at) {
+  VisibilityHeader v = load_visibility(datagram.data() + at);
+  if (v.ts != 0) return drop(sides_[in].counters, sides_[in].counters.malformed, m);  // an answer: not ours
+  const std::uint16_t from = rte_be_to_cpu_16(udp->src_port);
+  if (in == 1) {
+    bump(counters_.syncs);
+    const auto it = std::find(routing_.metadata_nodes.begin(), routing_.metadata_nodes.end(), from);
+    if (it != routing_.metadata_nodes.end() && v.aux == routing_.epoch && recovering()) {
+      synced_[static_cast<std::size_t>(it - routing_.metadata_nodes.begin())] = 1;
+      if (std::all_of(synced_.begin(), synced_.end(), [](std::uint8_t s) { return s != 0; })) {
+        const auto now = std::chrono::steady_clock::now();
+        ready_us_.store(std::chrono::duration_cast<std::chrono::microseconds>(now - routing_.started).count());
+        sync_us_.store(std::chrono::duration_cast<std::chrono::microseconds>(now - plane_start_).count());
+        recovering_.store(false, std::memory_order_release);
+        std::fprintf(stderr,
+                     "forein-switch: recovered: %zu metadata node(s) synced for epoch %u, %.1f ms after start "
+                     "(%.1f ms after forwarding began)\n",
+                     synced_.size(), routing_.epoch, static_cast<double>(ready_us_.load()) / 1000.0,
+                     static_cast<double>(sync_us_.load()) / 1000.0);
+      }
+    }
+  } else {
+    bump(counters_.client_syncs);
+  }
+  v.ts = 1;
+  v.aux = routing_.epoch;
+  v.fingerprint = recovering()
+                      ? static_cast<std::uint32_t>(std::count(synced_.begin(), synced_.end(), std::uint8_t{0}))
+                      : 0;
+  store_visibility(datagram.data() + at, v);
+  swap_ports(udp);
+  translate(eth, ip, udp, false, sides_[in]);
+  return in;
+}
 
 bool VisibilityPlane::is_port_of(const std::vector<std::uint16_t>& ports, std::uint16_t port) const {
   return std::find(ports.begin(), ports.end(), port) != ports.end();
@@ -99,11 +154,30 @@ int VisibilityPlane::from_client(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* 
   } else {
     sk = slot_key(key);
   }
+  if (op == Op::kSync) {
+    if (at == 0) return drop(c, c.malformed, m);
+    return sync(0, m, eth, ip, udp, datagram, at);
+  }
   std::uint16_t to = 0;
   if (op == Op::kLogAppend || op == Op::kLogRead) {
     to = routing_.data_nodes[data_node_of(sk.slot, static_cast<std::uint32_t>(routing_.data_nodes.size()))];
+    if (op == Op::kLogAppend && at != 0) {
+      // The epoch, echoed in the reply (data_node/handler.cc).
+      VisibilityHeader v = load_visibility(datagram.data() + at);
+      v.aux = routing_.epoch;
+      store_visibility(datagram.data() + at, v);
+    }
     bump(counters_.to_data_nodes);
   } else {
+    if (op == Op::kMetaGet && recovering()) {
+      // Recovering: a metadata node may not yet hold a write an earlier
+      // switch committed (its copy lost with that switch). The client
+      // times out and retries (section V-F: operations fail and are
+      // retried until the switch is back).
+      bump(counters_.recovering_reads_dropped);
+      rte_pktmbuf_free(m);
+      return -1;
+    }
     if (op == Op::kMetaGet && routing_.visibility && at != 0) {
       if (const auto meta = table_.on_read(sk.slot, sk.fingerprint)) {
         // Answered here (section III-A, read operations): the reply leaves
@@ -133,6 +207,12 @@ int VisibilityPlane::from_node(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* ip
                                rte_udp_hdr* udp, std::span<std::byte> datagram, rte_mbuf** copy) {
   const auto op = static_cast<Op>(std::to_integer<std::uint8_t>(datagram[kOpAt]));
   const std::size_t at = visibility_offset(datagram);
+  if (op == Op::kSync) {
+    if (at == 0 || rte_be_to_cpu_16(udp->dst_port) != routing_.service_port) {
+      return drop(sides_[1].counters, sides_[1].counters.malformed, m);
+    }
+    return sync(1, m, eth, ip, udp, datagram, at);
+  }
   if (op == Op::kClear) {
     if (at != 0) {
       const VisibilityHeader v = load_visibility(datagram.data() + at);
@@ -163,7 +243,14 @@ int VisibilityPlane::from_node(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* ip
       // A data-write reply (LOG_APPEND's: the only data-node reply with a
       // timestamp and a location).
       bump(counters_.write_replies);
-      if (routing_.visibility) {
+      if (routing_.visibility && (recovering() || v.aux != routing_.epoch)) {
+        // Not stored: recovering, or the request went through an earlier
+        // switch (whose MaxTs this table does not have). Phase 2.
+        table_.note_unstored_reply(v.slot, v.ts);
+        bump(recovering() ? counters_.recovering_fallbacks : counters_.other_epoch);
+        v.state = VisState::kFallback;
+        store_visibility(datagram.data() + at, v);
+      } else if (routing_.visibility) {
         const WriteOutcome outcome = table_.on_write_reply(v.slot, v.fingerprint, v.ts, value);
         v.state = outcome == WriteOutcome::kStored ? VisState::kStored : VisState::kFallback;
         store_visibility(datagram.data() + at, v);
@@ -283,6 +370,16 @@ Json VisibilityPlane::json() const {
   j["copy_failed"] = l(counters_.copy_failed);
   j["clears"] = l(counters_.clears);
   j["reply_rechecks"] = l(counters_.reply_rechecks);
+  j["epoch"] = routing_.epoch;
+  j["recovering"] = recovering();
+  const std::int64_t ready = ready_us_.load(), synced = sync_us_.load();
+  j["recovered_ms"] = ready < 0 ? -1.0 : static_cast<double>(ready) / 1000.0;
+  j["sync_ms"] = synced < 0 ? -1.0 : static_cast<double>(synced) / 1000.0;
+  j["syncs"] = l(counters_.syncs);
+  j["client_syncs"] = l(counters_.client_syncs);
+  j["recovering_fallbacks"] = l(counters_.recovering_fallbacks);
+  j["other_epoch"] = l(counters_.other_epoch);
+  j["recovering_reads_dropped"] = l(counters_.recovering_reads_dropped);
   return j;
 }
 

@@ -81,6 +81,21 @@ class Testbed {
                                  "--switch", nets_.server_net + ".2:" + std::to_string(service_port_), "--threads",
                                  "1", "--backend", "none"});
     REQUIRE(ready_port(*metadata_) == metadata_port_);
+    wait_switch_ready();
+  }
+
+  // A switch starts recovering (no write stored, reads dropped) until every
+  // metadata node has synced with it (switch-crash recovery, SYNC op 17):
+  // asked with a client-side SYNC, whose answer's fingerprint is the
+  // number of metadata nodes still to sync.
+  void wait_switch_ready() const {
+    auto c = via_switch();
+    REQUIRE(eventually([&] {
+      Packet p = forein::testing::request(Op::kSync, "");
+      p.visibility = VisibilityHeader{0, VisState::kNone, 0, 0, 0};
+      const Packet r = c->call(p);
+      return r.op == Op::kSync && r.visibility && r.visibility->ts == 1 && r.visibility->fingerprint == 0;
+    }));
   }
 
   std::string server_addr(std::uint16_t port) const { return nets_.server_net + ".1:" + std::to_string(port); }

@@ -108,6 +108,12 @@ WriteOutcome VisibilityTable::on_write_reply(std::uint16_t slot, std::uint32_t f
   return WriteOutcome::kStale;
 }
 
+void VisibilityTable::note_unstored_reply(std::uint16_t slot, std::uint32_t ts) {
+  Impl& t = *impl_;
+  const std::uint32_t i = t.index(slot);
+  if (ts > t.max_ts[i]) t.max_ts[i] = ts;
+}
+
 bool VisibilityTable::on_clear(std::uint16_t slot, std::uint32_t ts) {
   Impl& t = *impl_;
   const std::uint32_t i = t.index(slot);

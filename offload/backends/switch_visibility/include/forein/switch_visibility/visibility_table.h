@@ -79,6 +79,12 @@ class VisibilityTable {
   // The data-write reply's rule. slot is taken modulo slots().
   WriteOutcome on_write_reply(std::uint16_t slot, std::uint32_t fingerprint, std::uint32_t ts,
                               std::span<const std::byte> metadata);
+  // A data-write reply the switch may not store (switch-crash recovery:
+  // the switch still recovering, or a reply to a request an earlier switch
+  // forwarded): not stored, but MaxTs raised as for kSlotBusy, so an older
+  // reply of the slot arriving later is never stored either. Not counted
+  // here (the plane counts why).
+  void note_unstored_reply(std::uint16_t slot, std::uint32_t ts);
   // CLEAR: true when it cleared the slot.
   bool on_clear(std::uint16_t slot, std::uint32_t ts);
   // META_GET: the stored metadata when the slot is valid and the
