@@ -18,6 +18,7 @@
 
 #include "forein/dpa/store.h"
 #include "forein/dpa/types.h"
+#include "load/history.h"
 #include "load/ordered.h"
 #include "load/verify.h"
 #include "load/workload.h"
@@ -87,6 +88,7 @@ struct Slot {
   Clock::time_point started;   // the operation's start (latency)
   Clock::time_point deadline;  // the current attempt's
   std::uint32_t attempts = 0;
+  std::uint32_t resends = 0;  // over all the operation's requests (--history)
   unsigned port_offset = 0;  // --route-by-key: the key's port
   bool is_read = false;
   Verifier::Ticket read_ticket = 0;
@@ -109,6 +111,12 @@ class Engine {
         slots_(o.outstanding),
         timeout_(std::chrono::milliseconds(o.timeout_ms)) {
     report_.options = o;
+    if (!o.history.empty()) {
+      history_.emplace(o.history, "forein-load history 1 keys=" + std::to_string(o.keys) + " workload=" +
+                                      to_string(o.workload) + " dist=" + to_string(o.dist) +
+                                      " seed=" + std::to_string(o.seed) + " outstanding=" +
+                                      std::to_string(o.outstanding));
+    }
   }
 
   RunReport run() {
@@ -157,6 +165,7 @@ class Engine {
         if (!s.active || s.deadline > now) continue;
         if (s.attempts <= o_.retries) {
           ++report_.retries;
+          ++s.resends;
           if (s.is_write) verifier_.write_resent(s.write_id);
           send_attempt(s, now);
         } else {
@@ -165,11 +174,13 @@ class Engine {
           report_.timeout_key_max = std::max(report_.timeout_key_max, s.op.key);
           if (s.is_read) verifier_.end_read(s.read_ticket);
           if (s.is_write) verifier_.write_failed(s.write_id);
+          record_history(i, now, HistoryOp::Outcome::kFailed);
           finish(i, now, /*completed=*/false);
         }
       }
     }
     report_.elapsed_s = std::chrono::duration<double>(last_answer - start).count();
+    if (history_) history_->close();
     if (hints_ != nullptr) {
       report_.agent_fetches = hints_->fetches();
       report_.agent_errors = hints_->errors();
@@ -398,6 +409,7 @@ class Engine {
         }
         if (s.is_write) verifier_.write_failed(s.write_id);  // it may still land
         if (s.is_read) verifier_.end_read(s.read_ticket);
+        record_history(i, now, HistoryOp::Outcome::kFailed);
         break;
       case Step::Kind::kDone: {
         const auto ns = static_cast<std::uint64_t>(
@@ -419,10 +431,36 @@ class Engine {
             verifier_.end_read(s.read_ticket);
           }
         }
+        record_history(i, now, HistoryOp::Outcome::kOk);
         break;
       }
     }
     finish(i, now, /*completed=*/true);
+  }
+
+  // --history: the ordered operation in slot i ends (its record is read
+  // from the slot's state machine, so this comes before finish()).
+  void record_history(std::size_t i, Clock::time_point now, HistoryOp::Outcome outcome) {
+    const Slot& s = slots_[i];
+    if (!history_ || !(s.ordered_write || s.ordered_read)) return;
+    HistoryOp h;
+    h.slot = static_cast<std::uint32_t>(i);
+    h.write = s.ordered_write.has_value();
+    h.key = s.op.key;
+    if (h.write) {
+      h.version = s.ordered_write->version();
+    } else if (outcome == HistoryOp::Outcome::kOk) {
+      const auto v = record_version(s.ordered_read->record(), s.op.key);
+      h.version = v ? static_cast<std::int64_t>(*v) : HistoryOp::kBadRecord;
+    }
+    // steady_clock is CLOCK_MONOTONIC (libstdc++ on Linux).
+    h.invoke_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(s.started.time_since_epoch()).count());
+    h.response_ns = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count());
+    h.outcome = outcome;
+    h.resends = s.resends;
+    history_->add(h);
   }
 
   const LoadOptions& o_;
@@ -440,6 +478,7 @@ class Engine {
   std::uint32_t next_version_ = 1;
   std::uint64_t printed_errors_ = 0;
   RunReport report_;
+  std::optional<HistoryWriter> history_;
 };
 
 }  // namespace

@@ -1,7 +1,9 @@
 #include "load/options.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 
@@ -136,6 +138,11 @@ void declare(CLI::App& app, LoadOptions* o, Given* g) {
   cli::number<std::size_t>(app, "--record-bytes", &o->record_bytes, kMinRecordBytes, kMaxRecordBytes,
                            "write-only/write-heavy: bytes per record")
       ->each([g](const std::string&) { g->record = true; });
+  cli::text(app, "--history", &o->history,
+            "write-only/write-heavy: write one line per operation to FILE (client slot, W/R, key, version "
+            "written or read, invoke and response CLOCK_MONOTONIC ns, ok/failed/pending) for a linearizability "
+            "check")
+      ->type_name("FILE");
   cli::address(app, "--agent", &o->agent, 1,
                "forein-agent to fetch the index's offload image from (a few times a second); requests carry its hints "
                "(not with write-only/write-heavy)");
@@ -211,6 +218,19 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
   if (!is_ordered(o.workload) && record_given) {
     *error = "--record-bytes needs --workload write-only or write-heavy";
     return false;
+  }
+  if (!o.history.empty()) {
+    if (!is_ordered(o.workload)) {
+      *error = "--history needs --workload write-only or write-heavy";
+      return false;
+    }
+    // Refused now, not after the run: the file is created (empty) here.
+    std::FILE* f = std::fopen(o.history.c_str(), "w");
+    if (f == nullptr) {
+      *error = "--history " + o.history + ": cannot write: " + std::strerror(errno);
+      return false;
+    }
+    std::fclose(f);
   }
   if (g.shards && !o.remote_read) {
     *error = "--shards needs --remote-read";

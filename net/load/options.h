@@ -47,6 +47,9 @@ struct LoadOptions {
   // write-only / write-heavy: the records written (dataset_record(i, v,
   // record_bytes), protocol/visibility.h), 27..4096 bytes.
   std::size_t record_bytes = kRecordBytes;
+  // --history FILE (write-only / write-heavy): one line per ordered
+  // operation (load/history.h) for an offline linearizability check.
+  std::string history;
   // --route-by-key N (forein-kv-server --engine dpa, DPA-Store's routing):
   // each request goes to target_port + traverser_of(key, 176) % N, the port
   // of the key's traverser thread; 0: every request to target_port.

@@ -190,5 +190,14 @@ if [ -x "$B/kv_server/forein-kv-server" ]; then
 	wait "$kv" 2>/dev/null
 fi
 
+# forein-load --history: only with the ordered workloads, and a path that
+# cannot be written is refused before the run.
+if [ -x "$B/load/forein-load" ]; then
+	expect_refused "forein-load --history with workload c" "--history needs --workload write-only or write-heavy" \
+		"$B/load/forein-load" --target 127.0.0.1:1 --keys 10 --workload c --history "$work/h"
+	expect_refused "forein-load --history unwritable" "--history $work/no/such/h: cannot write" \
+		"$B/load/forein-load" --target 127.0.0.1:1 --keys 10 --workload write-heavy --history "$work/no/such/h"
+fi
+
 echo "$checks passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -6,7 +6,9 @@
 // from its slot while the metadata node has not applied them; the table
 // off, every write takes phase 2; the metadata node killed mid-run and
 // restarted rebuilds its index from the data nodes' logs and nothing
-// committed is lost. Needs root and /dev/net/tun; conditions are polled
+// committed is lost. Each load records its history (forein-load
+// --history), checked for linearizability, with corrupted copies of it
+// as negative controls (history_e2e.h). Needs root and /dev/net/tun; conditions are polled
 // with deadlines (no sleeps as synchronization); children are killed if a
 // check fails.
 #include <csignal>
@@ -20,6 +22,7 @@
 #include <catch2/catch.hpp>
 
 #include "child_process.h"
+#include "history_e2e.h"
 #include "protocol/dataset.h"
 #include "protocol/packet.h"
 #include "protocol/visibility.h"
@@ -129,13 +132,17 @@ class Testbed {
   std::unique_ptr<ChildProcess> metadata_;
 };
 
+// history: forein-load --history's file (none if empty).
 std::unique_ptr<ChildProcess> start_load(const Testbed& bed, const std::string& workload, double seconds,
-                                         const std::string& dist = "zipf") {
-  return std::make_unique<ChildProcess>(
-      FOREIN_LOAD_BIN,
-      std::vector<std::string>{"--target", bed.target(), "--keys", std::to_string(kKeys), "--workload", workload,
-                               "--dist", dist, "--seconds", std::to_string(seconds), "--outstanding", "16",
-                               "--timeout-ms", "300", "--retries", "30", "--verify", "--seed", "5"});
+                                         const std::string& dist = "zipf", const std::string& history = {}) {
+  std::vector<std::string> args{"--target", bed.target(), "--keys", std::to_string(kKeys), "--workload", workload,
+                                "--dist", dist, "--seconds", std::to_string(seconds), "--outstanding", "16",
+                                "--timeout-ms", "300", "--retries", "30", "--verify", "--seed", "5"};
+  if (!history.empty()) {
+    args.push_back("--history");
+    args.push_back(history);
+  }
+  return std::make_unique<ChildProcess>(FOREIN_LOAD_BIN, args);
 }
 
 Packet visibility_request(Op op, const std::string& key, std::string value = {}) {
@@ -237,14 +244,17 @@ TEST_CASE("Switch-delta through forein-switch: one-round-trip writes, reads from
            r.visibility->state != VisState::kSwitchRead;
   }));
 
-  // 3. A verified write-heavy load at Zipf 0.99.
-  auto load = start_load(bed, "write-heavy", 3);
+  // 3. A verified write-heavy load at Zipf 0.99; its history is
+  // linearizable, and corrupted copies of it are not.
+  forein::testing::HistoryDir dir;
+  auto load = start_load(bed, "write-heavy", 3, "zipf", dir.file("zipf.history"));
   const std::string json = forein::testing::exit_json(*load);
   CHECK(json_number(json, "wrong") == 0);
   CHECK(json_number(json, "errors") == 0);
   CHECK(json_number(json, "writes") > 500);
   CHECK(json_number(json, "reads") > 500);
   CHECK(json_number(json, "writes_one_rtt") > json_number(json, "writes_two_phase"));
+  forein::testing::check_load_history(dir.file("zipf.history"), 500);
 
   // 4. The switch's exit line: slots stored, cleared by the exact
   // timestamp, copies sent.
@@ -264,8 +274,10 @@ TEST_CASE("Switch-delta with the visibility table off: every write takes phase 2
     return;
   }
   Testbed bed(false, 1);
-  auto load = start_load(bed, "write-heavy", 2);
+  forein::testing::HistoryDir dir;
+  auto load = start_load(bed, "write-heavy", 2, "zipf", dir.file("off.history"));
   const std::string json = forein::testing::exit_json(*load);
+  forein::testing::check_load_history(dir.file("off.history"), 500);
   CHECK(json_number(json, "wrong") == 0);
   CHECK(json_number(json, "errors") == 0);
   CHECK(json_number(json, "writes_one_rtt") == 0);
@@ -285,7 +297,8 @@ TEST_CASE("Switch-delta: the metadata node killed mid-run loses nothing committe
   Testbed bed(true, 2);
   // A verified write-heavy load runs across the kill and the restart:
   // reads after the restart must see every write committed before it.
-  auto load = start_load(bed, "write-heavy", 6);
+  forein::testing::HistoryDir dir;
+  auto load = start_load(bed, "write-heavy", 6, "zipf", dir.file("kill.history"));
   auto via = bed.via_switch();
   // Wait until the load has written (a key's slot filled or cleared)...
   REQUIRE(eventually([&] {
@@ -299,6 +312,9 @@ TEST_CASE("Switch-delta: the metadata node killed mid-run loses nothing committe
   const std::string json = forein::testing::exit_json(*load);
   CHECK(json_number(json, "wrong") == 0);
   CHECK(json_number(json, "writes") > 200);
+  // Across the kill: the history too (operations the dead node stalled
+  // were resent or failed; both are allowed for).
+  forein::testing::check_load_history(dir.file("kill.history"), 200);
 
   // Every write in the data nodes' logs, committed or not, is in the
   // restarted metadata node once it has caught up: its location for
