@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -41,9 +42,13 @@ class HistoryDir {
 
 // The checks above, as Catch assertions; prints one summary line each.
 // min_reads: the history must hold at least that many ok reads (a check
-// of an empty history proves nothing).
-inline void check_load_history(const std::string& path, std::uint64_t min_reads = 100) {
-  const LoadHistory h = read_history(path);
+// of an empty history proves nothing). extra: operations on the load's
+// keys made outside forein-load during its run (a test's own writes, with
+// steady_clock/CLOCK_MONOTONIC ns times), part of the history checked.
+inline void check_load_history(const std::string& path, std::uint64_t min_reads = 100,
+                               const std::vector<HistoryOp>& extra = {}) {
+  LoadHistory h = read_history(path);
+  h.ops.insert(h.ops.end(), extra.begin(), extra.end());
   const HistoryCheck real = check_history(h.ops);
   std::printf("history %s (%s): %s\n", path.c_str(), h.header.c_str(), real.summary().c_str());
   INFO(real.summary() << "\n" << real.explanation);
