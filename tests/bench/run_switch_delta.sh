@@ -26,6 +26,14 @@
 #   skew      write-heavy (50% writes), table on, Zipf 0.8, 0.9, 0.99, 1.1,
 #             1.2 at 48 and 768 requests in flight: the share of reads the
 #             switch answers and of writes it did not store (Fig. 10b/c).
+#   replication  write-only, table on vs off at each --outstanding level,
+#             without and then with replication (paper V-D, Fig. 9): every
+#             data node restarted as a primary with 2 backups (forein-data-node
+#             --backups, --acks 1; the backups are 2 more processes per data
+#             node), the metadata node(s) and both switches restarted too
+#             (fresh logs: the switches' MaxTs must start over); write p50/p99
+#             and the median-latency gain, without and with replication
+#             (replication.csv).
 #
 #   bash tests/bench/run_switch_delta.sh [--keys N] [--data-nodes D]
 #        [--seconds S] [--rounds R] [--levels 1,4,16,64] [--metadata-cpu F]
@@ -53,7 +61,7 @@ METADATA_CPU=0.25
 EXPERIMENTS=latency,mixed,dmp,bound
 BUILD=$ROOT/build
 RESULTS=""
-usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'; } # the comment above
 bad() {
 	echo "run_switch_delta: $*" >&2
 	exit 2
@@ -87,8 +95,8 @@ done
 [[ $SECONDS_PER_RUN =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "--seconds: a number"
 [[ $ROUNDS =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] || bad "--rounds: a whole number >= 1"
 [[ $LEVELS =~ ^[0-9]+(,[0-9]+)*$ ]] || bad "--levels: comma-separated whole numbers"
-[[ $EXPERIMENTS =~ ^(latency|mixed|dmp|bound|skew)(,(latency|mixed|dmp|bound|skew))*$ ]] ||
-	bad "--experiments: a comma-separated list of latency, mixed, dmp, bound, skew"
+[[ $EXPERIMENTS =~ ^(latency|mixed|dmp|bound|skew|replication)(,(latency|mixed|dmp|bound|skew|replication))*$ ]] ||
+	bad "--experiments: a comma-separated list of latency, mixed, dmp, bound, skew, replication"
 wants() { [[ ,$EXPERIMENTS, == *,$1,* ]]; }
 [[ $METADATA_CPU =~ ^0?\.[0-9]+$|^1(\.0*)?$ ]] || bad "--metadata-cpu: a fraction of one core, 0 < F <= 1"
 [ "$(id -u)" -eq 0 ] || {
@@ -164,6 +172,7 @@ NET_B=10.77.2
 SERVICE=$(free_port)
 META_PORT=$(free_port)
 DATA_PORTS=()
+DATA_PIDS=() # the data nodes' (and, in the replication experiment, the backups')
 for ((i = 0; i < DATA_NODES; i++)); do DATA_PORTS+=("$(free_port)"); done
 data_list=$(
 	IFS=,
@@ -179,12 +188,14 @@ start() { # NAME PROGRAM ARGS...: runs it in the background, logs in $LOGS
 	PIDS+=("$STARTED")
 }
 
+declare -A SWITCH_PIDS=() # by name, for the replication experiment's restart
 # Two switches: "on" (client side NET_A.0/24, server side NET_A+1) and "off".
 start_switch() { # NAME NET VISIBILITY
 	local base=${2%.*} third=${2##*.}
 	start "$1" "$SWITCH" --agent-listen 127.0.0.1:0 --client-iface "fsd${1}c" --server-iface "fsd${1}s" \
 		--client-net "$2" --server-net "$base.$((third + 1))" --backend switch_visibility \
 		--data-nodes "$data_list" --metadata-nodes "$META_PORT" --service-port "$SERVICE" --visibility "$3"
+	SWITCH_PIDS[$1]=$STARTED
 	wait_ready "$LOGS/$1.out" "$STARTED"
 }
 start_switch on "$NET_A" on
@@ -192,6 +203,7 @@ start_switch off "$NET_B" off
 
 for ((i = 0; i < DATA_NODES; i++)); do
 	start "data$i" "$DATA" --listen "0.0.0.0:${DATA_PORTS[i]}" --node "$i/$DATA_NODES" --keys "$KEYS"
+	DATA_PIDS+=("$STARTED")
 	wait_ready "$LOGS/data$i.out" "$STARTED"
 done
 META_PID=""
@@ -343,6 +355,50 @@ if wants skew; then
 	done
 fi
 
+# Replication (paper V-D, Fig. 9): the same write-only runs without and
+# then with 3-way primary-backup replication. Everything restarts per mode:
+# fresh data-node logs restart the timestamps, so the switches (MaxTs) and
+# the metadata node(s) (rebuilt from the logs) restart with them.
+if wants replication; then
+	BACKUP_PORTS=()
+	for ((i = 0; i < 2 * DATA_NODES; i++)); do BACKUP_PORTS+=("$(free_port)"); done
+	for mode in off on; do
+		for pid in "${SWITCH_PIDS[@]}" "${DATA_PIDS[@]}"; do stop "$pid"; done
+		DATA_PIDS=()
+		for ((i = 0; i < DATA_NODES; i++)); do
+			repl=()
+			if [ "$mode" = on ]; then
+				for b in 0 1; do
+					start "backup$i-$b" "$DATA" --listen "127.0.0.1:${BACKUP_PORTS[2 * i + b]}" --backup \
+						--node "$i/$DATA_NODES" --keys "$KEYS"
+					DATA_PIDS+=("$STARTED")
+					wait_ready "$LOGS/backup$i-$b.out" "$STARTED"
+				done
+				repl=(--backups "127.0.0.1:${BACKUP_PORTS[2 * i]},127.0.0.1:${BACKUP_PORTS[2 * i + 1]}" --acks 1)
+			fi
+			start "data$i-repl-$mode" "$DATA" --listen "0.0.0.0:${DATA_PORTS[i]}" --node "$i/$DATA_NODES" \
+				--keys "$KEYS" "${repl[@]}"
+			DATA_PIDS+=("$STARTED")
+			wait_ready "$LOGS/data$i-repl-$mode.out" "$STARTED"
+		done
+		start_metadata on
+		for name in on off; do
+			mv "$LOGS/$name.out" "$LOGS/$name-before-repl-$mode.out"
+			mv "$LOGS/$name.err" "$LOGS/$name-before-repl-$mode.err"
+		done
+		start_switch on "$NET_A" on
+		start_switch off "$NET_B" off
+		run warmup "${levels[-1]}" on 0 write-only
+		for ((r = 1; r <= ROUNDS; r++)); do
+			for level in "${levels[@]}"; do
+				if ((r % 2)); then sides=(on off); else sides=(off on); fi
+				for side in "${sides[@]}"; do run "replication-$mode" "$level" "$side" "$r" write-only; done
+			done
+		done
+	done
+	for pid in "${DATA_PIDS[@]}"; do stop "$pid"; done # their exit lines: the replication counters
+fi
+
 # Medians per experiment, level and side.
 SUMMARY=$RESULTS/summary.csv
 echo "experiment,level,side,runs,ops_per_s,write_p50_us,write_p99_us,read_p50_us,read_p99_us,one_rtt_fraction,reads_from_switch_fraction" >"$SUMMARY"
@@ -354,6 +410,20 @@ awk -F, 'NR > 1 && $1 != "warmup" {k = $1 "," $2 "," $3; n[k]++; for (c = 5; c <
 	END {for (k in n) printf "%s,%d,%.0f,%.1f,%.1f,%.1f,%.1f,%.3f,%.3f\n", k, n[k], med(k, 5), med(k, 6), med(k, 7), med(k, 8), med(k, 9),
 		w[k] ? w1[k] / w[k] : 0, r[k] ? rs[k] / r[k] : 0}' "$CSV" | sort -t, -k1,1 -k2,2n -k3,3 >>"$SUMMARY"
 column -s, -t "$SUMMARY"
+if wants replication; then
+	# Write p50/p99 with the table on and off, and the median-latency gain
+	# 1 - p50(on) / p50(off), without and with replication (paper: 44.7%
+	# without, 30.0% with; throughput: no gain with replication).
+	REPL=$RESULTS/replication.csv
+	echo "level,replication,ops_on,ops_off,p50_on_us,p50_off_us,p99_on_us,p99_off_us,p50_gain" >"$REPL"
+	awk -F, 'NR > 1 && $1 ~ /^replication-/ {m = substr($1, 13); k = $2 "," m; lv[k] = 1
+		ops[k, $3] = $5; p50[k, $3] = $6; p99[k, $3] = $7}
+		END {for (k in lv) printf "%s,%s,%s,%s,%s,%s,%s,%.3f\n", k, ops[k, "on"], ops[k, "off"], p50[k, "on"],
+			p50[k, "off"], p99[k, "on"], p99[k, "off"], p50[k, "off"] ? 1 - p50[k, "on"] / p50[k, "off"] : 0}' \
+		"$SUMMARY" | sort -t, -k1,1n -k2,2r >>"$REPL"
+	echo "== replication (paper V-D: write p50 gain 44.7% -> 30.0% with replication, no throughput gain)"
+	column -s, -t "$REPL"
+fi
 if command -v gnuplot >/dev/null; then
 	awk -F, 'NR > 1 && $1 == "latency" && $3 == "on"' "$SUMMARY" >"$TMP/on.dat"
 	awk -F, 'NR > 1 && $1 == "latency" && $3 == "off"' "$SUMMARY" >"$TMP/off.dat"
