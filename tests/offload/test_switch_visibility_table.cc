@@ -165,6 +165,44 @@ TEST_CASE("switch_visibility table: metadata over max_metadata is kTooLarge, not
   CHECK(paper.slot(0).metadata.size() == 96);
 }
 
+// Switch-crash recovery, hazard 2 (docs/network.md, "Switch-crash
+// recovery"): a restarted switch's table has MaxTs 0, so a data-write reply
+// delayed across the restart (old ts) would be stored and served although
+// the metadata node holds a newer write of the key. The plane never stores
+// a reply whose echoed epoch is not its own, nor any while recovering: it
+// calls note_unstored_reply, which stores nothing and raises MaxTs, so a
+// still older reply arriving after it is stale too.
+TEST_CASE("switch_visibility table: a reply the switch may not store (other epoch, recovering) only raises MaxTs",
+          "[switch_visibility]") {
+  VisibilityTable t(8);
+  t.reset();  // the restarted switch: MaxTs 0
+  // Without the epoch check the delayed pre-crash reply (ts 5) would be
+  // stored: the hazard.
+  {
+    VisibilityTable naive(8);
+    CHECK(naive.on_write_reply(3, 7, 5, meta(6, 1)) == WriteOutcome::kStored);
+  }
+  // With it: a reply of another epoch (ts 8: the write the metadata node
+  // applied in phase 2) and then the delayed older one (ts 5, also of the
+  // old epoch) are not stored; a reply of this epoch stores only above them.
+  t.note_unstored_reply(3, 8);
+  t.note_unstored_reply(3, 5);
+  SlotState s = t.slot(3);
+  CHECK_FALSE(s.valid);
+  CHECK(s.max_ts == 8);
+  CHECK(t.valid_slots() == 0);
+  CHECK(t.on_write_reply(3, 7, 6, meta(6, 2)) == WriteOutcome::kStale);  // older than what committed
+  CHECK(t.on_write_reply(3, 7, 9, meta(6, 3)) == WriteOutcome::kStored);
+  // Uncounted by the table (the plane counts why): only the two calls above.
+  CHECK(t.counters().stale == 1);
+  CHECK(t.counters().stored == 1);
+  CHECK(t.counters().slot_busy == 0);
+  // The slot index is taken modulo slots() as everywhere.
+  t.note_unstored_reply(3 + 8, 20);
+  CHECK(t.slot(3).max_ts == 20);
+  CHECK(t.slot(3).cur_ts == 9);
+}
+
 TEST_CASE("switch_visibility table: CLEAR clears iff valid and CurTs == ts", "[switch_visibility]") {
   VisibilityTable t(4, 0);
   CHECK_FALSE(t.on_clear(0, 0));  // empty slot
