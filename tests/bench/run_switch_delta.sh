@@ -37,7 +37,7 @@
 #
 #   bash tests/bench/run_switch_delta.sh [--keys N] [--data-nodes D]
 #        [--seconds S] [--rounds R] [--levels 1,4,16,64] [--metadata-cpu F]
-#        [--experiments latency,mixed,dmp,bound]
+#        [--experiments latency,mixed,dmp,bound,skew]
 #        [--build DIR] [--results DIR]
 #
 # Needs root, /dev/net/tun and iproute2: every program runs inside one
