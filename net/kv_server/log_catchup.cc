@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "kv_server/stats.h"
 
@@ -99,8 +100,8 @@ std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply
 }
 
 LogCatchup::LogCatchup(const std::vector<std::pair<std::string, std::uint16_t>>& data_nodes,
-                       std::chrono::microseconds timeout)
-    : timeout_(timeout), buffer_(kReceiveBuffer) {
+                       std::chrono::microseconds timeout, Owns owns)
+    : owns_(std::move(owns)), timeout_(timeout), buffer_(kReceiveBuffer) {
   int family = AF_UNSPEC;
   for (const auto& [host, port] : data_nodes) {
     DataNode n;
@@ -152,6 +153,7 @@ void LogCatchup::mark_applied(std::uint16_t node, std::uint32_t log_id) {
   if (node >= nodes_.size()) return;
   DataNode& n = nodes_[node];
   n.applied.mark(log_id);
+  n.owned_applied.mark(log_id);
   active_ = true;
   if (!n.missing.empty()) n.missing.erase(log_id);
 }
@@ -194,10 +196,16 @@ std::uint64_t LogCatchup::replay(const std::function<void(std::uint16_t node, co
       const auto entries = decode_log_fetch(*reply, i, data_nodes(), first, &error);
       if (!entries) throw RecoveryError("data node " + std::to_string(i) + " (" + node.name + "): " + error);
       for (const FetchedLogEntry& e : *entries) {
-        if (from_cursor && node.applied.contains(e.stamped.location.log_id)) continue;
-        apply(i, e);
-        node.applied.mark(e.stamped.location.log_id);
-        ++replayed;
+        const std::uint32_t id = e.stamped.location.log_id;
+        if (from_cursor && node.applied.contains(id)) continue;
+        if (owns(e.key)) {
+          apply(i, e);
+          mark_applied(i, id);
+          ++replayed;
+        } else {
+          node.applied.mark(id);  // another metadata node's key: passed over
+          ++counters_.foreign;
+        }
       }
       if (!reply->more) break;
       if (entries->empty()) {
@@ -252,6 +260,13 @@ void LogCatchup::receive(Clock::time_point now,
       const std::uint32_t id = e.stamped.location.log_id;
       if (node.applied.contains(id)) continue;
       active_ = true;
+      if (!owns(e.key)) {
+        // Another metadata node's key: its owner applies it and clears
+        // its slot; here it only moves the cursor on.
+        node.applied.mark(id);
+        ++counters_.foreign;
+        continue;
+      }
       const auto [at, inserted] = node.missing.try_emplace(id, now);
       if (inserted || now - at->second < timeout_) continue;
       // Missing for a whole timeout: its META_ASYNC copy was lost.

@@ -8,9 +8,15 @@
 //     index has not applied; an entry still missing one timeout later is
 //     a META_ASYNC copy the network lost, and is applied, with a CLEAR of
 //     the slot it left valid in the switch.
-// Which ids of each log the index has applied is tracked here (AppliedLog).
+// With several metadata nodes (--shard I/K) each one owns a key range and
+// follows every log, but applies (and may clear the slot of) only the
+// entries of keys it owns; an entry of another node's key only advances
+// the log's cursor, at once. Per log, two records: the cursor (AppliedLog:
+// every id processed, owned or not) and the ids owned and applied (a
+// bitset: the test a held bounce's CLEAR needs).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -19,6 +25,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/json.h"
@@ -49,6 +56,24 @@ class AppliedLog {
   std::set<std::uint32_t> above_;
 };
 
+// The ids of one log whose entries this node owns and has applied, one
+// bit per id (a held reply names a log location, not a key).
+class OwnedApplied {
+ public:
+  bool contains(std::uint32_t id) const {
+    const std::size_t w = id / 64;
+    return w < words_.size() && (words_[w] >> (id % 64) & 1) != 0;
+  }
+  void mark(std::uint32_t id) {
+    const std::size_t w = id / 64;
+    if (w >= words_.size()) words_.resize(std::max<std::size_t>(w + 1, words_.size() * 2), 0);
+    words_[w] |= std::uint64_t{1} << (id % 64);
+  }
+
+ private:
+  std::vector<std::uint64_t> words_;
+};
+
 // One entry of a LOG_FETCH reply.
 struct FetchedLogEntry {
   std::string key;
@@ -73,6 +98,7 @@ struct CatchupCounters {
   std::uint64_t fetch_timeouts = 0;  // ... given up unanswered
   std::uint64_t fetch_errors = 0;    // ... answered with an error or a reply that is not the log
   std::uint64_t caught_up = 0;       // entries applied because they stayed missing a timeout
+  std::uint64_t foreign = 0;         // entries of keys another metadata node owns: cursor only
 };
 
 class LogCatchup {
@@ -80,10 +106,14 @@ class LogCatchup {
   using Clock = std::chrono::steady_clock;
   static constexpr std::uint32_t kFetchEntries = 256;  // per LOG_FETCH (the data node's most)
 
+  // Whether this metadata node owns a key (--shard I/K); every key when
+  // not given.
+  using Owns = std::function<bool(std::string_view key)>;
+
   // Resolves the data nodes (node i at position i; all in the first one's
   // address family) and opens the fetch socket. Throws std::runtime_error.
   LogCatchup(const std::vector<std::pair<std::string, std::uint16_t>>& data_nodes,
-             std::chrono::microseconds timeout);
+             std::chrono::microseconds timeout, Owns owns = {});
   ~LogCatchup();
   LogCatchup(const LogCatchup&) = delete;
   LogCatchup& operator=(const LogCatchup&) = delete;
@@ -92,19 +122,25 @@ class LogCatchup {
   std::uint32_t data_nodes() const { return static_cast<std::uint32_t>(nodes_.size()); }
   const std::string& name(std::uint16_t node) const { return nodes_[node].name; }
 
-  // Start-up: every entry of every log from id 1, in id order, passed to
-  // apply and marked applied. A request unanswered is sent again with a
-  // doubled wait (5 tries, 3.1 s); then, or on a reply that is not the
-  // node's log, RecoveryError. Returns the entries replayed.
+  bool owns(std::string_view key) const { return !owns_ || owns_(key); }
+
+  // Start-up: every entry of every log from id 1, in id order; the owned
+  // ones passed to apply and marked applied, the others passed over
+  // (cursor only). A request unanswered is sent again with a doubled wait
+  // (5 tries, 3.1 s); then, or on a reply that is not the node's log,
+  // RecoveryError. Returns the entries replayed (applied).
   // from_cursor: the switch-crash recovery's sync step (section III-E):
   // each log from the first id not processed to its end, at once (no
   // timeout wait); the entries already applied are passed over.
   std::uint64_t replay(const std::function<void(std::uint16_t node, const FetchedLogEntry&)>& apply,
                        bool from_cursor = false);
 
+  // Whether the entry at (node, log_id) is one of this node's keys and
+  // applied: the only entries whose slot it may clear.
   bool applied(std::uint16_t node, std::uint32_t log_id) const {
-    return node < nodes_.size() && nodes_[node].applied.contains(log_id);
+    return node < nodes_.size() && nodes_[node].owned_applied.contains(log_id);
   }
+  // An owned entry applied (the caller checked the key).
   void mark_applied(std::uint16_t node, std::uint32_t log_id);
 
   // When tick() is next due: one timeout after the last one while writes
@@ -116,9 +152,11 @@ class LogCatchup {
   // is given up).
   void tick(Clock::time_point now);
   // Reads the fetch socket until it is empty. Of each reply's entries not
-  // applied, those already missing a timeout ago go to catch_up (which
-  // applies them, marks them applied and clears their slot); the others
-  // are recorded missing from now.
+  // processed, those of keys another node owns advance the cursor at once
+  // (never applied, never cleared from here); of the owned ones, those
+  // already missing a timeout ago go to catch_up (which applies them and
+  // clears their slot; they are marked applied), the others are recorded
+  // missing from now.
   void receive(Clock::time_point now,
                const std::function<void(std::uint16_t node, const FetchedLogEntry&)>& catch_up);
 
@@ -131,7 +169,8 @@ class LogCatchup {
   struct DataNode {
     std::string name;  // HOST:PORT as given
     UdpAddress address;
-    AppliedLog applied;
+    AppliedLog applied;           // the cursor: every id processed, owned or not
+    OwnedApplied owned_applied;   // the owned ids applied
     std::map<std::uint32_t, Clock::time_point> missing;  // log id -> when first seen unapplied
     std::uint64_t outstanding_seq = 0;                   // 0: none
     std::uint32_t outstanding_first = 0;
@@ -143,6 +182,7 @@ class LogCatchup {
   bool receive_one(Packet* out);
 
   std::vector<DataNode> nodes_;
+  Owns owns_;
   std::chrono::microseconds timeout_;
   Clock::duration interval_{timeout_};  // the current tick interval (idle back-off)
   bool active_ = false;                 // since the last tick: something applied or found missing

@@ -12,6 +12,8 @@
 #include <exception>
 #include <utility>
 
+#include "protocol/dataset.h"
+
 namespace forein::net::kv {
 
 namespace {
@@ -44,7 +46,10 @@ MetadataNode::MetadataNode(const ServerOptions& options, Tree& tree, ServerStats
       stats_(stats),
       stats_json_(std::move(stats_json)),
       index_(tree),
-      catchup_(node_list(options), std::chrono::microseconds(options.visibility_timeout_us)),
+      catchup_(node_list(options), std::chrono::microseconds(options.visibility_timeout_us),
+               [shard = options.shard, shards = options.shards, keys = options.keys](std::string_view key) {
+                 return shards <= 1 || shard_of(key, shards, keys) == shard;
+               }),
       deferred_(options.batch) {
   if (options_.switch_given) {
     try {
@@ -58,7 +63,16 @@ MetadataNode::MetadataNode(const ServerOptions& options, Tree& tree, ServerStats
 
 MetadataNode::~MetadataNode() = default;
 
+bool MetadataNode::owns(std::string_view key) const { return catchup_.owns(key); }
+
+std::string MetadataNode::not_owned_text() const {
+  return "the key is not this metadata node's (--shard " + std::to_string(options_.shard) + "/" +
+         std::to_string(options_.shards) + " of --keys " + std::to_string(options_.keys) +
+         "): the switch routes each key to its owner";
+}
+
 void MetadataNode::recover() {
+  // Only this node's keys reach the callback (the others move the cursor).
   counters_.replayed = catchup_.replay([this](std::uint16_t node, const FetchedLogEntry& e) {
     apply_update(node, e.key, e.stamped);
   });
@@ -171,6 +185,10 @@ bool MetadataNode::check_update(const Packet& request, MetaUpdate* out, std::str
     *error = "timestamp 0 (data nodes stamp writes from 1)";
     return false;
   }
+  if (!owns(request.key)) {
+    *error = not_owned_text();
+    return false;
+  }
   out->key = request.key;
   out->stamped = {*location, v.ts};
   out->slot = v.slot;
@@ -185,10 +203,15 @@ void MetadataNode::meta_get(const Packet& request, const UdpAddress& from) {
   r.op = Op::kReply;
   r.seq = request.seq;
   r.key = request.key;
-  if (request.key.size() > index_.max_key_size()) {
+  if (request.key.size() > index_.max_key_size() || !owns(request.key)) {
     r.op = Op::kError;
     r.status = Status::kBadRequest;
-    r.value = "key longer than " + std::to_string(index_.max_key_size()) + " bytes";
+    if (!owns(request.key)) {
+      ++counters_.not_owned;
+      r.value = not_owned_text();
+    } else {
+      r.value = "key longer than " + std::to_string(index_.max_key_size()) + " bytes";
+    }
     reply(r, from);
     return;
   }
@@ -212,6 +235,7 @@ void MetadataNode::meta_put(const Packet& request, const UdpAddress& from) {
   r.seq = request.seq;
   r.key = request.key;
   if (!check_update(request, &u, &error)) {
+    if (!owns(request.key)) ++counters_.not_owned;
     r.op = Op::kError;
     r.status = Status::kBadRequest;
     r.value = "META_PUT: " + error;
@@ -231,6 +255,7 @@ void MetadataNode::meta_async(const Packet& request, const UdpAddress& from) {
   MetaUpdate u;
   std::string error;
   if (!check_update(request, &u, &error)) {
+    if (!owns(request.key)) ++counters_.not_owned;
     ++counters_.bad_async;  // the switch's copy: no reply goes back
     return;
   }
@@ -292,9 +317,12 @@ void MetadataNode::held_bounce(const Packet& held, const UdpAddress& from) {
   const VisibilityHeader& v = *held.visibility;
   if (const std::optional<LogLocation> slot_write = decode_location(held.value);
       slot_write && catchup_.applied(slot_write->node, slot_write->log_id)) {
-    // Applied, yet the slot still holds it: its CLEAR was lost (or is
-    // behind this reply). CLEAR with the slot's CurTs, carried in aux; the
-    // slot's key is not in the reply, so the fingerprint is 0.
+    // One of this node's keys, applied, yet the slot still holds it: its
+    // CLEAR was lost (or is behind this reply). CLEAR with the slot's
+    // CurTs, carried in aux; the slot's key is not in the reply, so the
+    // fingerprint is 0. A slot write of another node's key (a slot shared
+    // by keys of two owners) is never cleared from here, applied by its
+    // owner or not: the held reply just goes round again.
     queue(clear_packet(v.slot, 0, v.aux, held.seq), from);
     ++counters_.clears_sent;
     ++counters_.clear_datagrams;
@@ -447,6 +475,8 @@ void MetadataNode::run(int fd, int stop_fd) {
   UdpAddress froms[kReceiveBurst];
   pollfd fds[3] = {{fd, POLLIN, 0}, {catchup_.fd(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
   Packet request;
+  // Only entries of this node's keys come here (LogCatchup passes the
+  // others over): apply, then CLEAR.
   const auto catch_up = [this](std::uint16_t node, const FetchedLogEntry& e) {
     apply_update(node, e.key, e.stamped);
     // Its META_ASYNC copy was lost, so the switch's slot may still hold
@@ -549,6 +579,8 @@ Json MetadataNode::json() const {
   out["held_bounces"] = counters_.held_bounces;
   out["resent"] = counters_.resent;
   out["caught_up"] = c.caught_up;
+  out["foreign_entries"] = c.foreign;
+  out["not_owned"] = counters_.not_owned;
   out["replayed"] = counters_.replayed;
   out["switch_epoch"] = synced_epoch_;
   out["sync_probes"] = counters_.sync_probes;

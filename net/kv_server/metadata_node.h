@@ -15,6 +15,15 @@
 //               is applied, and the reply sent again after a short delay;
 //   STATS       the counters.
 //
+// Several metadata nodes (--shard I/K --keys N) split the keys as the
+// switch's --metadata-nodes ports do (shard_of over N): each serves and
+// applies only its own keys (META_* for another node's key: BAD_REQUEST,
+// counted in not_owned). The clearing rule: (slot, ts) names exactly one
+// log entry, so a node CLEARs (slot, ts) only for an entry whose key it
+// owns and that it has applied; entries of other nodes' keys only move
+// its log cursors on. A slot is therefore never cleared before the one
+// node that answers its key's reads holds the write.
+//
 // It starts by replaying every data node's log (log_catchup.h) and, while
 // it runs, fetches each log every visibility timeout to apply META_ASYNC
 // copies the network lost (and clear the slots they left valid).
@@ -55,6 +64,11 @@ struct MetadataCounters {
   std::uint64_t resent = 0;           // ... sent again
   std::uint64_t replayed = 0;         // log entries applied at start-up
   std::uint64_t skipped = 0;          // log entries whose key the tree cannot hold
+  std::uint64_t clear_datagrams = 0;  // CLEAR datagrams (a deferred batch's CLEARs share them)
+  std::uint64_t recv_calls = 0;       // recvmmsg calls (the last of each drain finds none)
+  std::uint64_t send_calls = 0;       // sendmmsg calls
+  std::uint64_t datagrams_sent = 0;   // datagrams they sent
+  std::uint64_t not_owned = 0;        // META_* requests for a key another metadata node owns (refused)
   // Switch-crash recovery (sync_step()): probes sent, sync steps done
   // (one per new switch epoch) and failed (a data node did not answer),
   // entries they applied, and the last one's duration.
@@ -63,10 +77,6 @@ struct MetadataCounters {
   std::uint64_t sync_failed = 0;
   std::uint64_t sync_applied = 0;
   double last_sync_ms = 0;
-  std::uint64_t clear_datagrams = 0;  // CLEAR datagrams (a deferred batch's CLEARs share them)
-  std::uint64_t recv_calls = 0;       // recvmmsg calls (the last of each drain finds none)
-  std::uint64_t send_calls = 0;       // sendmmsg calls
-  std::uint64_t datagrams_sent = 0;   // datagrams they sent
 };
 
 class MetadataNode {
@@ -123,6 +133,9 @@ class MetadataNode {
   // takes it as done).
   void sync_step(const Packet& answer, const UdpAddress& from);
   void send_sync_probe();
+  // --shard I/K: whether this node owns the key (every key when K is 1).
+  bool owns(std::string_view key) const;
+  std::string not_owned_text() const;
   // A META_PUT/META_ASYNC checked into *out; else the reason.
   bool check_update(const Packet& request, MetaUpdate* out, std::string* error) const;
   // Applies the deferred batch and sends its CLEARs.

@@ -50,12 +50,21 @@ bool check_metadata_options(ServerOptions* out, std::string* error) {
     return false;
   }
   out->threads = 1;
-  if (out->keys_given || !out->data_file.empty()) {
-    *error = "--keys and --data are not used in metadata mode (the index is rebuilt from the data nodes' logs)";
+  if (!out->data_file.empty()) {
+    *error = "--data is not used in metadata mode (the index is rebuilt from the data nodes' logs)";
     return false;
   }
-  if (out->shards > 1) {
-    *error = "--shard is not supported in metadata mode (one metadata node follows every data node's log)";
+  // Several metadata nodes: --shard I/K --keys N owns the keys shard_of
+  // gives I (the split forein-switch's --metadata-nodes ports use, over
+  // its --keys N); no rows are loaded.
+  if (out->keys_given && out->shards <= 1) {
+    *error =
+        "--keys in metadata mode is the key space --shard I/K splits (K > 1 metadata nodes); with one "
+        "metadata node give neither (the index is rebuilt from the data nodes' logs)";
+    return false;
+  }
+  if (out->shards > 1 && out->keys == 0) {
+    *error = "--shard I/K in metadata mode needs --keys N > 0 (the key space split, as forein-switch's --keys)";
     return false;
   }
   if (!out->memif_socket.empty()) {
@@ -106,7 +115,8 @@ void declare(CLI::App& app, ServerOptions* o, Given* g) {
                  "the UDP address to serve (PORT 0 picks a free port; --engine dpa: PORT..PORT+T-1) (required)")
       ->each([g](const std::string&) { g->listen = true; });
   cli::number<std::uint64_t>(app, "--keys", &o->keys, 0, std::uint64_t{1} << 40,
-                             "serve the generated data set dataset_key(0..N-1) (or --data)")
+                             "serve the generated data set dataset_key(0..N-1) (or --data); metadata mode: "
+                             "the key space --shard splits")
       ->default_str("")
       ->each([o](const std::string&) { o->keys_given = true; });
   cli::text(app, "--data", &o->data_file, "serve FILE's rows, one hexkey<TAB>value a line (or --keys)")
@@ -134,7 +144,8 @@ void declare(CLI::App& app, ServerOptions* o, Given* g) {
   cli::number<std::uint32_t>(app, "--sample-rate", &o->sample_rate, 0, 1'000'000,
                              "1 in N accesses sampled for the offload planner (0: none)");
   cli::part_of(app, "--shard", &o->shard, &o->shards, 64, "I/K",
-               "with --keys, own dataset shard I of K and publish the offload image under agent index I");
+               "with --keys, own dataset shard I of K and publish the offload image under agent index I; "
+               "metadata mode: own the keys of shard I of K (several metadata nodes)");
   cli::number<std::uint32_t>(app, "--fat-root-ranges", &o->fat_root_ranges, 1, 1024,
                              "fattree: the fat root's TCAM ranges (default the paper's 600)")
       ->default_str("");

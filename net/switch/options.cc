@@ -72,7 +72,8 @@ void declare(CLI::App& app, Options* o, bool* visibility_given) {
       "several servers on the server side's .1, server i on port Pi owning dataset shard i of K (needs --keys "
       "when K > 1)");
   cli::number<std::uint64_t>(app, "--keys", &o->keys, 1, std::uint64_t{1} << 40,
-                             "the data set the servers split (forein-kv-server --shard I/K)")
+                             "the data set the servers split (forein-kv-server --shard I/K), or the key space "
+                             "several --metadata-nodes split")
       ->default_str("");
   cli::number<std::uint16_t>(app, "--service-port", &o->service_port, 1, 65535,
                              "with --servers or --backend switch_visibility: the port clients send to")
@@ -97,9 +98,10 @@ void declare(CLI::App& app, Options* o, bool* visibility_given) {
       "1 to 64 UDP ports from 1 to 65535, comma-separated",
       "with --backend switch_visibility: forein-data-node i on the server side's .1:Pi (owns slots s % D == i)");
   cli::value(
-      app, "--metadata-nodes", "P", [o](const std::string& v) { return parse_ports(v, &o->metadata_nodes); },
-      "a UDP port from 1 to 65535",
-      "with --backend switch_visibility: forein-kv-server --mode metadata on .1:P (one metadata node)");
+      app, "--metadata-nodes", "P0,P1,...", [o](const std::string& v) { return parse_ports(v, &o->metadata_nodes); },
+      "1 to 64 UDP ports from 1 to 65535, comma-separated",
+      "with --backend switch_visibility: forein-kv-server --mode metadata on .1:Pi; several need --keys N (node i "
+      "owns shard i of the key space, --shard i/K --keys N)");
   cli::on_off(app, "--visibility", &o->visibility,
               "with --backend switch_visibility; off: the same routing, the table bypassed, every write takes "
               "phase 2 (the baseline)")
@@ -165,10 +167,12 @@ std::string check(const Options& o, bool visibility_given) {
     if (!o.servers.empty() || o.stage != -1 || !o.image_from.empty()) {
       return "--backend switch_visibility routes by op; it does not take --servers, --stage or --image-from";
     }
-    // Each metadata node rebuilds from every data node's log and clears
-    // the slots of what it applied; split across several, one could clear
-    // a slot whose write its owner has not applied yet.
-    if (o.metadata_nodes.size() > 1) return "--metadata-nodes takes one port (one metadata node)";
+    // Several metadata nodes split the keys by shard_of over --keys N
+    // (each started with --shard I/K --keys N, the same N).
+    if (o.metadata_nodes.size() > 1 && o.keys == 0) {
+      return "--metadata-nodes with more than one port needs --keys N (the key space the metadata nodes split; "
+             "the same N as their --keys)";
+    }
   }
   if (o.servers.size() > 1 && o.keys == 0) {
     return "--servers with more than one port needs --keys N (the data set they split)";

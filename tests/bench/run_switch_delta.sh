@@ -2,9 +2,11 @@
 # run_switch_delta.sh: Switch-delta's experiments on this machine
 # (docs/switch-delta-experiments.md; paper 002, sections V-B, V-C, V-E2).
 #
-# D forein-data-node processes and one forein-kv-server --mode metadata on
-# the wildcard address, and two forein-switch --backend switch_visibility
-# processes on TAP ports in front of the same nodes: one with the
+# D forein-data-node processes and M forein-kv-server --mode metadata
+# (--metadata-nodes M, default 1; M > 1: node i runs --shard i/M --keys N
+# and the switches get M ports and --keys N) on the wildcard address, and
+# two forein-switch --backend switch_visibility processes on TAP ports in
+# front of the same nodes: one with the
 # visibility table on, one with it off (the paper's baseline: the same
 # switch as a plain forwarder, every write takes phase 2). forein-load runs
 # through one switch at a time, alternating which goes first per round,
@@ -36,7 +38,8 @@
 #             (replication.csv).
 #
 #   bash tests/bench/run_switch_delta.sh [--keys N] [--data-nodes D]
-#        [--seconds S] [--rounds R] [--levels 1,4,16,64] [--metadata-cpu F]
+#        [--metadata-nodes M] [--seconds S] [--rounds R] [--levels 1,4,16,64]
+#        [--metadata-cpu F]
 #        [--experiments latency,mixed,dmp,bound,skew]
 #        [--build DIR] [--results DIR]
 #
@@ -54,6 +57,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 KEYS=1000000
 DATA_NODES=2
+METADATA_NODES=1
 SECONDS_PER_RUN=5
 ROUNDS=3
 LEVELS=1,4,16,64
@@ -72,11 +76,12 @@ while [ $# -gt 0 ]; do
 		usage
 		exit 0
 		;;
-	--keys | --data-nodes | --seconds | --rounds | --levels | --metadata-cpu | --experiments | --build | --results)
+	--keys | --data-nodes | --metadata-nodes | --seconds | --rounds | --levels | --metadata-cpu | --experiments | --build | --results)
 		[ $# -ge 2 ] && [ -n "$2" ] || bad "$1 needs a value"
 		case "$1" in
 		--keys) KEYS=$2 ;;
 		--data-nodes) DATA_NODES=$2 ;;
+		--metadata-nodes) METADATA_NODES=$2 ;;
 		--seconds) SECONDS_PER_RUN=$2 ;;
 		--rounds) ROUNDS=$2 ;;
 		--levels) LEVELS=$2 ;;
@@ -92,12 +97,18 @@ while [ $# -gt 0 ]; do
 done
 [[ $KEYS =~ ^[0-9]+$ ]] && [ "$KEYS" -ge 100 ] || bad "--keys: a whole number >= 100"
 [[ $DATA_NODES =~ ^[0-9]+$ ]] && [ "$DATA_NODES" -ge 1 ] && [ "$DATA_NODES" -le 16 ] || bad "--data-nodes: 1..16"
+[[ $METADATA_NODES =~ ^[0-9]+$ ]] && [ "$METADATA_NODES" -ge 1 ] && [ "$METADATA_NODES" -le 16 ] ||
+	bad "--metadata-nodes: 1..16"
 [[ $SECONDS_PER_RUN =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "--seconds: a number"
 [[ $ROUNDS =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] || bad "--rounds: a whole number >= 1"
 [[ $LEVELS =~ ^[0-9]+(,[0-9]+)*$ ]] || bad "--levels: comma-separated whole numbers"
 [[ $EXPERIMENTS =~ ^(latency|mixed|dmp|bound|skew|replication)(,(latency|mixed|dmp|bound|skew|replication))*$ ]] ||
 	bad "--experiments: a comma-separated list of latency, mixed, dmp, bound, skew, replication"
 wants() { [[ ,$EXPERIMENTS, == *,$1,* ]]; }
+# dmp and bound hold the one metadata node to a share of a core.
+if [ "$METADATA_NODES" -gt 1 ] && { wants dmp || wants bound; }; then
+	bad "--experiments dmp and bound run one metadata node (--metadata-nodes 1)"
+fi
 [[ $METADATA_CPU =~ ^0?\.[0-9]+$|^1(\.0*)?$ ]] || bad "--metadata-cpu: a fraction of one core, 0 < F <= 1"
 [ "$(id -u)" -eq 0 ] || {
 	echo "run_switch_delta: needs root (forein-switch's TAP ports, a network namespace)" >&2
@@ -170,7 +181,15 @@ free_port() {
 NET_A=10.77.0
 NET_B=10.77.2
 SERVICE=$(free_port)
-META_PORT=$(free_port)
+META_PORTS=()
+for ((i = 0; i < METADATA_NODES; i++)); do META_PORTS+=("$(free_port)"); done
+meta_list=$(
+	IFS=,
+	echo "${META_PORTS[*]}"
+)
+# Several metadata nodes split the key space dataset_key(0..KEYS-1).
+SPLIT=()
+[ "$METADATA_NODES" -gt 1 ] && SPLIT=(--keys "$KEYS")
 DATA_PORTS=()
 DATA_PIDS=() # the data nodes' (and, in the replication experiment, the backups')
 for ((i = 0; i < DATA_NODES; i++)); do DATA_PORTS+=("$(free_port)"); done
@@ -194,7 +213,8 @@ start_switch() { # NAME NET VISIBILITY
 	local base=${2%.*} third=${2##*.}
 	start "$1" "$SWITCH" --agent-listen 127.0.0.1:0 --client-iface "fsd${1}c" --server-iface "fsd${1}s" \
 		--client-net "$2" --server-net "$base.$((third + 1))" --backend switch_visibility \
-		--data-nodes "$data_list" --metadata-nodes "$META_PORT" --service-port "$SERVICE" --visibility "$3"
+		--data-nodes "$data_list" --metadata-nodes "$meta_list" "${SPLIT[@]}" --service-port "$SERVICE" \
+		--visibility "$3"
 	SWITCH_PIDS[$1]=$STARTED
 	wait_ready "$LOGS/$1.out" "$STARTED"
 }
@@ -207,17 +227,30 @@ for ((i = 0; i < DATA_NODES; i++)); do
 	wait_ready "$LOGS/data$i.out" "$STARTED"
 done
 META_PID=""
-start_metadata() { # DEFERRED: on|off
-	if [ -n "$META_PID" ]; then
-		kill -TERM "$META_PID" 2>/dev/null || true
-		wait "$META_PID" 2>/dev/null || true
-	fi
-	local nodes="" p
+META_PIDS=()
+start_metadata() { # DEFERRED: on|off; META_PID is node 0's
+	local pid
+	for pid in "${META_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	META_PIDS=()
+	local nodes="" p i shard name
 	for p in "${DATA_PORTS[@]}"; do nodes="$nodes${nodes:+,}127.0.0.1:$p"; done
-	start "metadata-$1" "$META" --mode metadata --listen "0.0.0.0:$META_PORT" --data-nodes "$nodes" \
-		--switch "${NET_A%.*}.$((${NET_A##*.} + 1)).2:$SERVICE" --threads 1 --backend none --deferred "$1"
-	META_PID=$STARTED
-	wait_ready "$LOGS/metadata-$1.out" "$STARTED"
+	for ((i = 0; i < METADATA_NODES; i++)); do
+		shard=()
+		name="metadata-$1"
+		if [ "$METADATA_NODES" -gt 1 ]; then
+			shard=(--shard "$i/$METADATA_NODES" --keys "$KEYS")
+			name="metadata$i-$1"
+		fi
+		start "$name" "$META" --mode metadata --listen "0.0.0.0:${META_PORTS[i]}" --data-nodes "$nodes" \
+			--switch "${NET_A%.*}.$((${NET_A##*.} + 1)).2:$SERVICE" --threads 1 --backend none --deferred "$1" \
+			"${shard[@]}"
+		META_PIDS+=("$STARTED")
+		wait_ready "$LOGS/$name.out" "$STARTED"
+	done
+	META_PID=${META_PIDS[0]}
 }
 start_metadata on
 
@@ -306,7 +339,8 @@ run() {
 
 echo "== switch-delta: $(uname -srm), $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1)"
 echo "== date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-echo "== keys $KEYS, data nodes $DATA_NODES, $SECONDS_PER_RUN s per run, $ROUNDS rounds, levels $LEVELS, bound: metadata node at $METADATA_CPU of a core"
+echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== keys $KEYS, data nodes $DATA_NODES, metadata nodes $METADATA_NODES, $SECONDS_PER_RUN s per run, $ROUNDS rounds, levels $LEVELS, bound: metadata node at $METADATA_CPU of a core"
 IFS=, read -r -a levels <<<"$LEVELS"
 # Warm-up: every record once through the metadata node's tree.
 run warmup "${levels[-1]}" on 0 write-only

@@ -120,6 +120,8 @@ if [ -x "$B/switch/forein-switch" ]; then
 	expect_refused "forein-switch --hints maybe" "--hints" "$S" --hints maybe
 	expect_refused "forein-switch --data-nodes 9101,abc" "--data-nodes" "$S" --data-nodes 9101,abc
 	expect_refused "forein-switch --backend fattree" "--backend" "$S" --backend fattree
+	expect_refused "forein-switch two --metadata-nodes without --keys" "--metadata-nodes with more than one port needs --keys" \
+		"$S" --backend switch_visibility --data-nodes 9101 --metadata-nodes 9200,9201
 
 	# The EAL's runtime directory goes with the program: a switch on two
 	# memif sockets (no root, no TAP), stopped by SIGTERM.
@@ -154,6 +156,20 @@ if [ -x "$B/switch/forein-switch" ]; then
 	else
 		fail "forein-switch on memif did not start: $(tail -n 5 "$work/sw.err")"
 	fi
+fi
+
+# Several metadata nodes (forein-kv-server --mode metadata --shard I/K --keys N).
+if [ -x "$B/kv_server/forein-kv-server" ]; then
+	K=$B/kv_server/forein-kv-server
+	M=(--mode metadata --listen 127.0.0.1:0 --data-nodes 127.0.0.1:9)
+	expect_refused "metadata mode --keys without --shard" "--keys in metadata mode is the key space --shard I/K splits" \
+		"$K" "${M[@]}" --keys 1000
+	expect_refused "metadata mode --shard without --keys" "--shard I/K in metadata mode needs --keys N > 0" \
+		"$K" "${M[@]}" --shard 1/5
+	expect_refused "metadata mode --shard --keys 0" "--shard I/K in metadata mode needs --keys N > 0" \
+		"$K" "${M[@]}" --shard 1/5 --keys 0
+	expect_refused "metadata mode --shard 5/5" "--shard" "$K" "${M[@]}" --shard 5/5 --keys 1000
+	expect_refused "metadata mode --data" "--data is not used in metadata mode" "$K" "${M[@]}" --data /dev/null
 fi
 
 # Two servers on one UDP port: the second is refused, the first serves on.

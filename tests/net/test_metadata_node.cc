@@ -7,7 +7,8 @@
 // with --deferred off (a CLEAR for each, to the sender), a held reply
 // bounced back (CLEAR when applied, the reply resent with state kNone), a
 // lost META_ASYNC caught up by the timeout fetch (CLEAR to --switch), a
-// data node that never answers (exit 1) and bad flags (exit 2). Plus the
+// data node that never answers (exit 1), bad flags (exit 2), and two
+// metadata nodes splitting the keys (--shard): who may clear a slot. Plus the
 // pieces directly: DeferredBatch's combining and order, AppliedLog,
 // decode_log_fetch, and Tree::prefetch. Synchronization is by lines and
 // datagrams with deadlines; requests are retried by seq.
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -544,6 +546,153 @@ TEST_CASE("metadata node: a lost META_ASYNC is caught up by the timeout fetch an
   CHECK(json.find("\"applied_through\":11") != std::string::npos);
 }
 
+// Several metadata nodes (--shard I/K --keys N) following one log: the
+// clearing rule. (slot, ts) names one log entry; only the node owning its
+// key, once it applied it, may CLEAR it. The interleaving is forced: node 1
+// (owner of k1) is stopped while k1's write lands in the log with its
+// META_ASYNC copy lost, and node 0 sees the entry in every catch-up fetch.
+// Under the old rule (every node catches up every entry it finds missing a
+// timeout) node 0 would apply k1 and CLEAR its slot one timeout later,
+// right before the CLEAR of k0 (its own key, the log's next entry, missing
+// as long): a switch would then send k1's reads to node 1, which does not
+// hold the write. So the check below is that k0's CLEAR comes from node 0
+// with none for k1 before it or in the several timeouts after.
+TEST_CASE("metadata node: several nodes (--shard I/K): a slot is cleared only by its key's owner, once applied",
+          "[net][metadata]") {
+  constexpr std::uint64_t kKeys = 1000;  // shard 0/2: dataset keys 0..499, shard 1/2: 500..999
+  REQUIRE(shard_of(dataset_key(499), 2, kKeys) == 0);
+  REQUIRE(shard_of(dataset_key(500), 2, kKeys) == 1);
+  FakeDataNode d0(0, 1);
+  for (std::uint64_t i = 0; i < 10; ++i) {
+    d0.append(dataset_key(10 + i));
+    d0.append(dataset_key(510 + i));
+  }
+  Socket sw;
+  const std::string to_switch = "127.0.0.1:" + std::to_string(sw.port());
+  std::uint16_t p0 = 0, p1 = 0;
+  auto n0 = start_node({&d0}, {"--shard", "0/2", "--keys", "1000", "--switch", to_switch, "--visibility-timeout-us", "2000"},
+                       &p0);
+  auto n1 = start_node({&d0}, {"--shard", "1/2", "--keys", "1000", "--switch", to_switch, "--visibility-timeout-us", "2000"},
+                       &p1);
+  Udp u0(p0), u1(p1);
+  // Start-up: each applied its 10 keys and passed over the other 10.
+  for (Udp* u : {&u0, &u1}) {
+    const std::string stats = forein::testing::server_stats(*u);
+    INFO(stats);
+    CHECK(json_number(stats, "replayed") == 10);
+    CHECK(json_number(stats, "foreign_entries") == 10);
+    CHECK(json_number(stats, "keys") == 10);
+  }
+  // Each answers its own keys only.
+  Packet own = request(Op::kMetaGet, dataset_key(10));
+  CHECK(u0.call(own).status == Status::kOk);
+  const Packet foreign_get = u0.call(request(Op::kMetaGet, dataset_key(510)));
+  CHECK(foreign_get.op == Op::kError);
+  CHECK(foreign_get.status == Status::kBadRequest);
+  CHECK(foreign_get.value.find("not this metadata node's") != std::string::npos);
+  CHECK(u1.call(request(Op::kMetaGet, dataset_key(510))).status == Status::kOk);
+
+  n1->stop_all_threads();
+  // Two writes the switch took, their copies lost: k1 (node 1's), then k0
+  // (node 0's) right after it in the same log.
+  const std::string k1 = dataset_key(700), k0 = dataset_key(300);
+  REQUIRE(slot_key(k1).slot != slot_key(k0).slot);
+  const StampedLocation s1 = d0.append(k1);
+  const StampedLocation s0 = d0.append(k0);
+  struct Clear {
+    std::uint16_t from;
+    std::uint16_t slot;
+    std::uint32_t ts;
+  };
+  std::vector<Clear> clears;
+  // The switch's socket also gets the nodes' SYNC probes (switch-crash
+  // recovery): passed over here.
+  const auto receive = [&](std::chrono::milliseconds wait, std::uint16_t* from) {
+    const auto until = Clock::now() + wait;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+      std::optional<Packet> p = sw.receive(std::max(left, std::chrono::milliseconds(1)), from);
+      if (!p || p->op != Op::kSync) return p;
+    }
+  };
+  const auto receive_clear = [&](std::chrono::milliseconds wait) {
+    std::uint16_t from = 0;
+    const std::optional<Packet> c = receive(wait, &from);
+    if (!c) return false;
+    REQUIRE(c->op == Op::kClear);
+    REQUIRE(c->visibility);
+    clears.push_back({from, c->visibility->slot, c->visibility->ts});
+    return true;
+  };
+  const auto cleared = [&](std::uint16_t from, const std::string& key, std::uint32_t ts) {
+    return std::any_of(clears.begin(), clears.end(), [&](const Clear& c) {
+      return (from == 0 || c.from == from) && c.slot == slot_key(key).slot && c.ts == ts;
+    });
+  };
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (!cleared(p0, k0, s0.ts) && Clock::now() < deadline) receive_clear(std::chrono::milliseconds(100));
+  REQUIRE(cleared(p0, k0, s0.ts));
+  CHECK_FALSE(cleared(0, k1, s1.ts));
+  // Several timeouts more: node 0's cursor is past k1's entry and it keeps
+  // fetching; still no CLEAR of k1's slot.
+  std::string stats0 = forein::testing::server_stats(u0);
+  CHECK(json_number(stats0, "applied_through") == static_cast<long long>(s0.location.log_id));
+  const long long fetches = json_number(stats0, "fetches");
+  CHECK(forein::testing::eventually([&] {
+    while (receive_clear(std::chrono::milliseconds(1))) {
+    }
+    return json_number(forein::testing::server_stats(u0), "fetches") >= fetches + 5;
+  }));
+  while (receive_clear(std::chrono::milliseconds(50))) {
+  }
+  CHECK_FALSE(cleared(0, k1, s1.ts));
+  stats0 = forein::testing::server_stats(u0);
+  INFO(stats0);
+  CHECK(json_number(stats0, "caught_up") == 1);         // k0 only
+  CHECK(json_number(stats0, "foreign_entries") == 11);  // and k1 passed over
+  CHECK(json_number(stats0, "clears_sent") == 1);
+
+  // Node 0 given k1's copy (a misrouted META_ASYNC) refuses it, and a held
+  // reply naming k1's entry (which its cursor has passed) is only resent:
+  // the first datagram back is the resent reply, no CLEAR before it.
+  sw.send_to(p0, meta_update(Op::kMetaAsync, k1, s1, 31));
+  Packet held;
+  held.op = Op::kReply;
+  held.seq = 4545;
+  held.key = dataset_key(301);
+  held.value = encode_location(s1.location);
+  held.visibility = header_of(dataset_key(301), s1.ts + 5, VisState::kHeld, s1.ts);
+  held.visibility->slot = slot_key(k1).slot;
+  sw.send_to(p0, held);
+  std::uint16_t from = 0;
+  const std::optional<Packet> back = receive(std::chrono::seconds(10), &from);
+  REQUIRE(back);
+  CHECK(from == p0);
+  CHECK(back->op == Op::kReply);
+  CHECK(back->seq == 4545);
+
+  // Node 1 resumes: its catch-up applies k1 and then clears the slot; by
+  // the time the CLEAR is here, node 1 answers k1's new location.
+  n1->signal(SIGCONT);
+  const auto deadline1 = Clock::now() + std::chrono::seconds(20);
+  while (!cleared(p1, k1, s1.ts) && Clock::now() < deadline1) receive_clear(std::chrono::milliseconds(100));
+  REQUIRE(cleared(p1, k1, s1.ts));
+  check_location(u1, k1, s1);
+  CHECK_FALSE(cleared(p0, k1, s1.ts));
+
+  const std::string json0 = exit_line(*n0);
+  const std::string json1 = exit_line(*n1);
+  INFO(json0 << "\n" << json1);
+  CHECK(json_number(json0, "not_owned") == 2);  // the META_GET and the META_ASYNC
+  CHECK(json_number(json0, "bad_async") == 1);
+  CHECK(json_number(json0, "held_bounces") == 1);
+  CHECK(json_number(json0, "clears_sent") == 1);
+  CHECK(json_number(json1, "caught_up") == 1);
+  CHECK(json_number(json1, "foreign_entries") == 11);  // k0 passed over
+  CHECK(json_number(json1, "clears_sent") == 1);
+  CHECK(json_number(json1, "not_owned") == 0);
+}
+
 TEST_CASE("metadata node: a data node that never answers: exit 1 with a message", "[net][metadata]") {
   FakeDataNode silent(0, 1, /*answer=*/false);
   ChildProcess child(FOREIN_KV_SERVER_BIN,
@@ -579,7 +728,10 @@ TEST_CASE("metadata node: bad flags exit 2", "[net][metadata]") {
   rejected(with({"--data-nodes", "127.0.0.1:9", "--deferred", "maybe"}), "--deferred");
   rejected(with({"--data-nodes", "127.0.0.1:9", "--visibility-timeout-us", "5"}), "--visibility-timeout-us");
   rejected(with({"--data-nodes", "127.0.0.1"}), "--data-nodes");
-  rejected(with({"--data-nodes", "127.0.0.1:9", "--keys", "10"}), "not used in metadata mode");
+  rejected(with({"--data-nodes", "127.0.0.1:9", "--keys", "10"}), "the key space --shard I/K splits");
+  rejected(with({"--data-nodes", "127.0.0.1:9", "--shard", "0/2"}), "needs --keys N > 0");
+  rejected(with({"--data-nodes", "127.0.0.1:9", "--shard", "0/2", "--keys", "0"}), "needs --keys N > 0");
+  rejected(with({"--data-nodes", "127.0.0.1:9", "--data", "/dev/null"}), "--data is not used in metadata mode");
   rejected({"--mode", "meta", "--listen", "127.0.0.1:0"}, "--mode");
   rejected({"--listen", "127.0.0.1:0", "--keys", "10", "--batch", "4"}, "metadata-mode flag");
 }
