@@ -162,9 +162,12 @@ int VisibilityPlane::from_client(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* 
   if (op == Op::kLogAppend || op == Op::kLogRead) {
     to = routing_.data_nodes[data_node_of(sk.slot, static_cast<std::uint32_t>(routing_.data_nodes.size()))];
     if (op == Op::kLogAppend && at != 0) {
-      // The epoch, echoed in the reply (data_node/handler.cc).
+      // The epoch, echoed in the reply (data_node/handler.cc). While
+      // recovering, 0 (never an epoch): such a write may be in the log
+      // before a metadata node's sync step, which applies it, and its copy
+      // would never come, so its reply is never stored, even after.
       VisibilityHeader v = load_visibility(datagram.data() + at);
-      v.aux = routing_.epoch;
+      v.aux = recovering() ? 0 : routing_.epoch;
       store_visibility(datagram.data() + at, v);
     }
     bump(counters_.to_data_nodes);

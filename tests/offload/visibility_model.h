@@ -92,6 +92,8 @@ enum class Variant : std::uint8_t {
                      // owns (applied only in its own index, which never answers those keys)
   kForeignBounce,    // several metadata nodes: a held reply makes its node CLEAR the slot's entry of another
                      // node's key (its log cursor has passed it) whether or not the owner applied it
+  kRestartNoSync,    // switch restart: the new switch serves at once, no metadata node syncs first
+  kRestartNoEpoch,   // switch restart: a write reply of a request the old switch forwarded may be stored
 };
 
 enum Kind : int {
@@ -138,6 +140,12 @@ struct Config {
   bool recheck_read_reply = false;
   // Metadata nodes; each key's owner is KeyDef::owner.
   std::uint8_t metadata_nodes = 1;
+  // Switch restarts, at most (switch-crash recovery, docs/network.md): the
+  // table reset (MaxTs 0), the META_ASYNC copies and CLEARs in flight lost,
+  // other messages delayed across it (they pass the new switch); a new
+  // epoch; the switch recovering (no reply stored, reads wait) until every
+  // metadata node's sync step (every log entry of its keys applied).
+  int restarts = 0;
 };
 
 inline Op W(std::uint8_t key, bool large = false) { return Op{true, key, large}; }
@@ -157,6 +165,8 @@ enum MsgType : std::uint8_t {
   kLogRead,     // -> data node -> client: c, a = key, b = location
   kMnReply,     // metadata node -> switch (recheck_read_reply only): c, a = key, b = location
 };
+
+inline constexpr std::uint8_t kNoEpoch = 0xFF;  // a LOG_APPEND forwarded while the switch recovers
 
 struct Msg {
   std::uint8_t type = 0, c = 0, a = 0, b = 0;
@@ -194,6 +204,9 @@ struct State {
   std::vector<Client> clients;
   std::vector<Msg> msgs;  // sorted: a multiset
   std::uint8_t drops = 0, duplicates = 0;  // used
+  std::uint8_t restarts = 0;    // used; also the switch's epoch
+  std::uint8_t recovering = 0;  // the switch waits for the metadata nodes' sync steps
+  std::uint8_t synced = 0;      // bit n: metadata node n synced for this epoch
 
   std::string encode() const {
     std::string s;
@@ -217,6 +230,9 @@ struct State {
     for (const Msg& m : msgs) put(&m, sizeof m);
     s.push_back(static_cast<char>(drops));
     s.push_back(static_cast<char>(duplicates));
+    s.push_back(static_cast<char>(restarts));
+    s.push_back(static_cast<char>(recovering));
+    s.push_back(static_cast<char>(synced));
     return s;
   }
 };
@@ -269,7 +285,9 @@ class Protocol {
       Client& n = st.next.clients[c];
       n.busy = 1;
       if (op.write) {
-        send(st.next, Msg{kLogAppend, u8(c), op.key, 0});
+        // b: the switch's epoch (none while it recovers: such a write may be
+        // in the log before the sync step applies it, its reply is never stored).
+        send(st.next, Msg{kLogAppend, u8(c), op.key, s.recovering ? kNoEpoch : s.restarts});
         st.label = "client " + std::to_string(c) + " writes " + key_name(op.key) + (op.large ? " (large)" : "");
       } else {
         n.floor_commit = s.committed_ts[op.key];
@@ -282,6 +300,9 @@ class Protocol {
     // Deliver any message in flight (each distinct one once).
     for (std::size_t i = 0; i < s.msgs.size(); ++i) {
       if (i > 0 && s.msgs[i] == s.msgs[i - 1]) continue;
+      // A recovering switch drops reads; the client retries (here: the
+      // read waits until the switch has recovered).
+      if (s.recovering && s.msgs[i].type == kMetaGet) continue;
       Step st{s, "", {}};
       st.next.msgs.erase(st.next.msgs.begin() + static_cast<std::ptrdiff_t>(i));
       deliver(st, s.msgs[i]);
@@ -304,6 +325,33 @@ class Protocol {
         ++st.next.duplicates;
         out.push_back(std::move(st));
       }
+    }
+    // The switch restarts (within the budget).
+    if (s.restarts < cfg_.restarts) {
+      Step st{s, "switch restarts (table empty, copies and CLEARs in flight lost)", {}};
+      State& n = st.next;
+      ++n.restarts;
+      n.slots.assign(cfg_.table_slots, Slot{});
+      std::erase_if(n.msgs, [](const Msg& m) { return m.type == kMetaAsync || m.type == kClear || m.type == kClearAck; });
+      n.recovering = cfg_.variant == Variant::kRestartNoSync ? 0 : 1;
+      n.synced = 0;
+      out.push_back(std::move(st));
+    }
+    // Each metadata node's sync step with the recovering switch: every log
+    // entry of its keys applied, then it counts as synced.
+    for (std::uint8_t n = 0; n < cfg_.metadata_nodes && s.recovering; ++n) {
+      if ((s.synced >> n & 1) != 0) continue;
+      Step st{s, "metadata node " + std::to_string(n) + " syncs with the new switch", {}};
+      State& x = st.next;
+      for (std::size_t e = 0; e < x.log.size(); ++e) {
+        if (owner(x.log[e].key) == n && !x.log[e].applied) apply(x, e);
+      }
+      x.synced = static_cast<std::uint8_t>(x.synced | 1u << n);
+      if (x.synced == (1u << cfg_.metadata_nodes) - 1) {
+        x.recovering = 0;
+        st.label += "; the switch has recovered";
+      }
+      out.push_back(std::move(st));
     }
     // Each metadata node's catch-up after a timeout.
     for (std::uint8_t n = 0; n < cfg_.metadata_nodes; ++n) {
@@ -593,7 +641,7 @@ class Protocol {
         const std::size_t i = slot_index(slot);
         const std::uint8_t ts = ++s.ts_counter[i];
         s.log.push_back(Entry{m.a, ts, 0, 0, 0, 0});
-        send(s, Msg{kWriteReply, m.c, u8(s.log.size() - 1), 0});
+        send(s, Msg{kWriteReply, m.c, u8(s.log.size() - 1), m.b});  // the epoch echoed
         break;
       }
       case kWriteReply: {  // passes the switch, arrives at the client
@@ -602,7 +650,18 @@ class Protocol {
         x.seen = 1;
         const Op& op = cfg_.clients[c][s.clients[c].pc];
         const KeyDef& k = cfg_.keys[x.key];
-        const WriteOutcome r = switch_write(s, k.slot, k.fingerprint, x.ts, u8(e + 1), op.large, st.violations);
+        WriteOutcome r;
+        if (s.recovering || (m.b != s.restarts && cfg_.variant != Variant::kRestartNoEpoch)) {
+          // Recovering, or a request the old switch forwarded: not stored,
+          // MaxTs raised (VisibilityTable::note_unstored_reply).
+          load(s);
+          table_.note_unstored_reply(k.slot, x.ts);
+          store(s);
+          r = WriteOutcome::kStale;
+          st.label += s.recovering ? " (switch recovering)" : " (an earlier epoch's)";
+        } else {
+          r = switch_write(s, k.slot, k.fingerprint, x.ts, u8(e + 1), op.large, st.violations);
+        }
         if (r == WriteOutcome::kStored) {
           send(s, Msg{kMetaAsync, 0, u8(e), 0});
           commit(s, c, e);
