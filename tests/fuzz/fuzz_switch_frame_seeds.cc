@@ -111,6 +111,19 @@ int main(int argc, char** argv) {
     net::append_clear_entry(&clear.value, 3, 7);
     net::append_clear_entry(&clear.value, 0xFFFF, 1);
     seeds.push_back(input(true, 1, off, frame(1, kMeta, kService, net::encode_packet(clear))));
+    // Switch-crash recovery: SYNC probes, from a client (readiness) and
+    // from each metadata node, first naming no epoch, then the switch's
+    // (fuzz_switch_frame.cc fixes it): the plane leaves recovering.
+    net::Packet sync;
+    sync.op = net::Op::kSync;
+    sync.seq = 17;
+    sync.visibility = net::VisibilityHeader{0, net::VisState::kNone, 0, 0, 0};
+    seeds.push_back(input(true, 0, off, frame(0, kClient, kService, net::encode_packet(sync))));
+    seeds.push_back(input(true, 1, off, frame(1, kMeta, kService, net::encode_packet(sync))));
+    sync.visibility->aux = 0x5EED5EED;
+    for (std::uint16_t port : {kMeta, std::uint16_t(kMeta + 1), std::uint16_t(kMeta + 2)}) {
+      seeds.push_back(input(true, 1, off, frame(1, port, kService, net::encode_packet(sync))));
+    }
     net::Packet error;
     error.op = net::Op::kError;
     error.status = net::Status::kBadRequest;
