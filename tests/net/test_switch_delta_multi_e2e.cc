@@ -23,6 +23,7 @@
 #include <catch2/catch.hpp>
 
 #include "child_process.h"
+#include "history_e2e.h"
 #include "protocol/dataset.h"
 #include "protocol/packet.h"
 #include "protocol/visibility.h"
@@ -183,11 +184,13 @@ TEST_CASE("Switch-delta, five metadata nodes: one killed mid-run and restarted, 
   constexpr std::uint32_t kVictim = 2;
   // A verified write-heavy load across the kill and the restart (uniform:
   // every metadata node gets writes).
+  forein::testing::HistoryDir history;  // the load's history, checked below (history_e2e.h)
   auto load = std::make_unique<ChildProcess>(
       FOREIN_LOAD_BIN,
       std::vector<std::string>{"--target", bed.target(), "--keys", std::to_string(kKeys), "--workload",
                                "write-heavy", "--dist", "uniform", "--seconds", "3", "--outstanding", "16",
-                               "--timeout-ms", "300", "--retries", "30", "--verify", "--seed", "7"});
+                               "--timeout-ms", "300", "--retries", "30", "--verify", "--seed", "7",
+                               "--history", history.file("multi.history")});
   // Once the victim has taken copies of writes the switch stored...
   REQUIRE(eventually([&] { return json_number(bed.metadata_stats(kVictim), "meta_async") > 100; }));
   bed.metadata(kVictim).signal(SIGKILL);
@@ -198,6 +201,8 @@ TEST_CASE("Switch-delta, five metadata nodes: one killed mid-run and restarted, 
   CHECK(json_number(json, "wrong") == 0);
   CHECK(json_number(json, "writes") > 200);
   CHECK(json_number(json, "writes_one_rtt") > 0);
+  // Linearizable across the kill; corrupted copies are not.
+  forein::testing::check_load_history(history.file("multi.history"), 200);
 
   // Every key's newest log entry, committed or not, is what its owner
   // answers once it has caught up, and what a read through the switch
