@@ -329,6 +329,13 @@ TEST_CASE("switch_visibility model: a switch restart with the recovery protocol;
     CHECK(drop.clean(false));
   }
 
+  // Two metadata nodes, each syncing for itself (A: node 0, C: node 1;
+  // the switch recovers once both have).
+  const Result multi = run_exhaustive(with_restart(make_multi("restart, two nodes: W(A) | W(C) R(A) R(C)",
+                                                              {{W(A)}, {W(C), R(A), R(C)}}, 0, 0)));
+  INFO(report(multi));
+  CHECK(multi.clean(false));
+
   const Result no_sync =
       run_exhaustive(with_restart(make("restart without sync: W(A) | W(A) R(A)", clients, 0, 0, Variant::kRestartNoSync)));
   std::cout << report(no_sync);
