@@ -497,14 +497,44 @@ TEST_CASE("replication program: a primary and two backups hold the same log", "[
   std::vector<std::thread> clients;
   std::atomic<int> ok{0};
   for (int c = 0; c < kClients; ++c) {
+    // No Catch2 macros in these threads (Catch2 is not thread-safe): plain
+    // sockets, results counted.
     clients.emplace_back([&, c] {
-      Udp udp(static_cast<std::uint16_t>(r.port));
+      const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) return;
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<std::uint16_t>(r.port));
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return;
+      }
+      std::vector<std::byte> buf(kMaxDatagram + 1);
       std::uint64_t i = static_cast<std::uint64_t>(c) * 1000;
       for (int w = 0; w < kWrites; ++w) {
         i = owned_index(id, i + 1);
-        const Packet reply = udp.call(append_request(dataset_key(i), dataset_record(i, 1)));
-        if (reply.op == Op::kReply && reply.status == Status::kOk) ok.fetch_add(1);
+        const std::uint64_t seq = static_cast<std::uint64_t>(c) << 32 | static_cast<std::uint64_t>(w);
+        const std::vector<std::byte> wire = encode_packet(append_request(dataset_key(i), dataset_record(i, 1), seq));
+        bool answered = false;
+        // Resent every 500 ms, 20 times at most (the write is idempotent
+        // only in that a resend appends again: counted, never expected).
+        for (int attempt = 0; attempt < 20 && !answered; ++attempt) {
+          (void)::send(fd, wire.data(), wire.size(), 0);
+          pollfd pf{fd, POLLIN, 0};
+          while (!answered && ::poll(&pf, 1, 500) > 0) {
+            const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+            Packet reply;
+            if (n <= 0 || parse_packet(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)), &reply) !=
+                              ParseError::kNone || reply.seq != seq) {
+              continue;
+            }
+            answered = true;
+            if (reply.op == Op::kReply && reply.status == Status::kOk) ok.fetch_add(1);
+          }
+        }
       }
+      ::close(fd);
     });
   }
   for (auto& t : clients) t.join();
@@ -528,7 +558,7 @@ TEST_CASE("replication program: a primary and two backups hold the same log", "[
   }
   const std::string exit_line = forein::testing::stop_json(*r.primary);
   INFO(exit_line);
-  CHECK(json_number(exit_line, "appends") == kClients * kWrites);
+  CHECK(json_number(exit_line, "appends") >= kClients * kWrites);
   CHECK(json_number(exit_line, "replicate_gave_up") == 0);
 }
 
