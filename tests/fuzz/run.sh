@@ -20,7 +20,7 @@ fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFOREIN_FUZZ=ON \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
 targets=(fuzz_backend_image fuzz_backend_batch fuzz_packet fuzz_kv_memif_frame fuzz_data_node fuzz_honeycomb_node
-  fuzz_remote_node fuzz_mem_request)
+  fuzz_remote_node fuzz_mem_request fuzz_history_line)
 # forein-switch's frame handling, when DPDK is there (as for the switch).
 seed_targets=(fuzz_lpm_image_seeds fuzz_remote_node_seeds fuzz_mem_request_seeds)
 if pkg-config --exists libdpdk 2>/dev/null; then
