@@ -36,6 +36,7 @@
 #include <catch2/catch.hpp>
 
 #include "child_process.h"
+#include "data_node_logs.h"
 #include "history_e2e.h"
 #include "protocol/dataset.h"
 #include "protocol/packet.h"
@@ -210,30 +211,7 @@ Written ordered_write(UdpClient& via, const std::string& key, const std::string&
 
 // Every log entry of every data node: key -> (ts, location) of its newest.
 std::map<std::string, forein::net::StampedLocation> newest_in_logs(const Testbed& bed) {
-  std::map<std::string, forein::net::StampedLocation> newest;
-  for (int i = 0; i < kDataNodes; ++i) {
-    auto c = bed.data_direct(i);
-    std::uint32_t from = 1;
-    for (;;) {
-      Packet p = forein::testing::request(Op::kLogFetch, "");
-      p.value = std::string{static_cast<char>(from >> 24), static_cast<char>(from >> 16),
-                            static_cast<char>(from >> 8), static_cast<char>(from)};
-      p.count = 256;
-      const Packet r = c->call(p);
-      REQUIRE(r.op == Op::kReply);
-      const auto entries = forein::net::decode_scan_entries(r.value);
-      REQUIRE(entries);
-      for (const auto& e : *entries) {
-        const auto s = forein::net::decode_stamped(e.value);
-        REQUIRE(s);
-        auto& n = newest[e.key];
-        if (s->ts > n.ts) n = *s;
-        from = s->location.log_id + 1;
-      }
-      if (!r.more || entries->empty()) break;
-    }
-  }
-  return newest;
+  return forein::testing::newest_in_logs(kDataNodes, [&](int i) { return bed.data_direct(i); });
 }
 
 // The kernel's count of datagrams dropped at the UDP socket bound to
