@@ -1,5 +1,6 @@
 #include "data_node/server.h"
 
+#include "common/udp_address.h"
 #include "common/udp_listen.h"
 #include "common/cli.h"
 #include "common/udp_serve.h"
@@ -89,20 +90,16 @@ std::uint16_t Server::bind() {
     std::string host;
     std::uint16_t port = 0;
     if (!cli::parse_host_port(b, 1, &host, &port)) throw std::runtime_error("--backups: bad address " + b);
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_DGRAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    addrinfo* res = nullptr;
-    const std::string port_text = std::to_string(port);
-    if (const int rc = ::getaddrinfo(host.c_str(), port_text.c_str(), &hints, &res); rc != 0 || res == nullptr) {
-      throw std::runtime_error("--backups: cannot resolve '" + host + "': " + ::gai_strerror(rc));
+    UdpAddress address;
+    try {
+      address = resolve_udp(host, port, AF_UNSPEC);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string("--backups: ") + e.what());
     }
     Peer peer;
-    std::memcpy(&peer.addr, res->ai_addr, res->ai_addrlen);
-    peer.len = res->ai_addrlen;
+    std::memcpy(&peer.addr, &address.storage, address.length);
+    peer.len = address.length;
     peer.name = b;
-    ::freeaddrinfo(res);
     if (!backups_.empty() && peer.addr.ss_family != backups_.front().addr.ss_family) {
       throw std::runtime_error("--backups: mixes IPv4 and IPv6 addresses");
     }

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "kv_server/metadata_index.h"
-#include "kv_server/udp_address.h"
+#include "common/udp_address.h"
 #include "protocol/visibility.h"
 
 namespace forein::net::kv {

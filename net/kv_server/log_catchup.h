@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "common/json.h"
-#include "kv_server/udp_address.h"
+#include "common/udp_address.h"
 #include "protocol/packet.h"
 #include "protocol/visibility.h"
 

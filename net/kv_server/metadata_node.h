@@ -43,7 +43,7 @@
 #include "kv_server/metadata_index.h"
 #include "kv_server/options.h"
 #include "kv_server/stats.h"
-#include "kv_server/udp_address.h"
+#include "common/udp_address.h"
 #include "protocol/packet.h"
 
 namespace forein::net::kv {

@@ -1,15 +1,39 @@
-#include "kv_server/udp_address.h"
+// A UDP peer's socket address (IPv4 or IPv6), comparable and printable:
+// where the metadata node's CLEARs, replies and LOG_FETCH requests go, and
+// forein-data-node's LOG_REPLICATEs to its backups.
+#pragma once
 
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
-namespace forein::net::kv {
+namespace forein::net {
 
-bool UdpAddress::operator==(const UdpAddress& o) const {
+struct UdpAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;  // 0: no address
+
+  bool empty() const { return length == 0; }
+  int family() const { return storage.ss_family; }
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+  // Family, address and port equal (IPv6 scope and flow info ignored).
+  bool operator==(const UdpAddress& o) const;
+  // "A.B.C.D:P" or "[v6]:P".
+  std::string text() const;
+};
+
+// The address of HOST:PORT (numeric IPv4/IPv6 or a name; the first
+// answer), of `family` unless AF_UNSPEC. Throws std::runtime_error naming
+// the host when it does not resolve.
+inline UdpAddress resolve_udp(const std::string& host, std::uint16_t port, int family);
+
+inline bool UdpAddress::operator==(const UdpAddress& o) const {
   if (length == 0 || o.length == 0) return length == o.length;
   if (family() != o.family()) return false;
   if (family() == AF_INET) {
@@ -26,7 +50,7 @@ bool UdpAddress::operator==(const UdpAddress& o) const {
   return length == o.length && std::memcmp(&storage, &o.storage, length) == 0;
 }
 
-std::string UdpAddress::text() const {
+inline std::string UdpAddress::text() const {
   char host[INET6_ADDRSTRLEN] = {};
   if (family() == AF_INET) {
     const auto* a = reinterpret_cast<const sockaddr_in*>(&storage);
@@ -41,7 +65,7 @@ std::string UdpAddress::text() const {
   return "(none)";
 }
 
-UdpAddress resolve_udp(const std::string& host, std::uint16_t port, int family) {
+inline UdpAddress resolve_udp(const std::string& host, std::uint16_t port, int family) {
   addrinfo hints{};
   hints.ai_family = family;
   hints.ai_socktype = SOCK_DGRAM;
@@ -60,4 +84,4 @@ UdpAddress resolve_udp(const std::string& host, std::uint16_t port, int family) 
   return out;
 }
 
-}  // namespace forein::net::kv
+}  // namespace forein::net
