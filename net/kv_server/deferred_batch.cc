@@ -12,6 +12,13 @@ DeferredBatch::DeferredBatch(std::size_t capacity) : capacity_(capacity == 0 ? 1
 }
 
 BatchOutcome DeferredBatch::apply(MetadataIndex& index, const std::function<void(const MetaUpdate&)>& done) {
+  return apply([&index](const MetaUpdate& u) { index.prefetch(u.key); },
+               [&index](const MetaUpdate& u) { return index.apply(u.key, u.stamped); }, done);
+}
+
+BatchOutcome DeferredBatch::apply(const std::function<void(const MetaUpdate&)>& prefetch,
+                                  const std::function<ApplyResult(const MetaUpdate&)>& apply_one,
+                                  const std::function<void(const MetaUpdate&)>& done) {
   BatchOutcome out;
   if (updates_.empty()) return out;
   // Operation combining: key order, timestamps ascending within a key
@@ -31,12 +38,12 @@ BatchOutcome DeferredBatch::apply(MetadataIndex& index, const std::function<void
   }
   // Prefetching pipeline over the keys the tree will see.
   const std::size_t ahead = std::min(kPrefetchDistance, heads_.size());
-  for (std::size_t h = 0; h < ahead; ++h) index.prefetch(updates_[order_[heads_[h]]].key);
+  for (std::size_t h = 0; h < ahead; ++h) prefetch(updates_[order_[heads_[h]]]);
   std::size_t first = 0;  // the key's first update in order_
   for (std::size_t h = 0; h < heads_.size(); ++h) {
-    if (h + ahead < heads_.size()) index.prefetch(updates_[order_[heads_[h + ahead]]].key);
+    if (h + ahead < heads_.size()) prefetch(updates_[order_[heads_[h + ahead]]]);
     const MetaUpdate& newest = updates_[order_[heads_[h]]];
-    if (index.apply(newest.key, newest.stamped) == ApplyResult::kApplied) {
+    if (apply_one(newest) == ApplyResult::kApplied) {
       ++out.applied;
     } else {
       ++out.ignored_older;

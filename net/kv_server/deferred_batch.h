@@ -30,7 +30,8 @@ namespace forein::net::kv {
 // One update of the index: a META_ASYNC copy (or a META_PUT), checked.
 struct MetaUpdate {
   std::string key;
-  StampedLocation stamped;
+  StampedLocation stamped;  // --secondary-index: only ts (the SidxEntry names no log id)
+  std::string secondary;    // --secondary-index: the write's secondary key
   std::uint16_t slot = 0;
   std::uint32_t fingerprint = 0;
   std::uint64_t seq = 0;
@@ -61,6 +62,12 @@ class DeferredBatch {
   // update, in key order (timestamps ascending within a key), once the
   // tree holds u or a newer write of its key.
   BatchOutcome apply(MetadataIndex& index, const std::function<void(const MetaUpdate&)>& done);
+  // The same over another index (--secondary-index, secondary_index.h):
+  // prefetch(u) starts loading what apply_one(u) will touch; apply_one
+  // applies the newest update of each key by the index's apply rule.
+  BatchOutcome apply(const std::function<void(const MetaUpdate&)>& prefetch,
+                     const std::function<ApplyResult(const MetaUpdate&)>& apply_one,
+                     const std::function<void(const MetaUpdate&)>& done);
 
  private:
   std::size_t capacity_;

@@ -59,7 +59,7 @@ Packet log_fetch_request(std::uint64_t seq, std::uint32_t first, std::uint32_t c
 
 std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply, std::uint16_t node,
                                                              std::uint32_t data_nodes, std::uint32_t first,
-                                                             std::string* error) {
+                                                             std::string* error, LogFormat format) {
   if (reply.op == Op::kError) {
     *error = "LOG_FETCH answered with an error: " + reply.value;
     return std::nullopt;
@@ -77,7 +77,31 @@ std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply
   out.reserve(entries->size());
   std::uint32_t last = 0;
   for (const ScanEntry& e : *entries) {
-    const std::optional<StampedLocation> s = decode_stamped(e.value);
+    std::string_view stamped = e.value;
+    std::string_view secondary;
+    if (format == LogFormat::kSecondaryIndex) {
+      // StampedLocation then the secondary key; anything else is skipped
+      // by the caller (a data node without --secondary-index, say), with
+      // its id when the first bytes name one so the cursor moves past it.
+      stamped = stamped.substr(0, std::min(stamped.size(), kStampedLocationBytes));
+      secondary = e.value.size() > kStampedLocationBytes ? std::string_view(e.value).substr(kStampedLocationBytes)
+                                                         : std::string_view();
+      const std::optional<StampedLocation> s = decode_stamped(stamped);
+      if (!s || secondary.empty() || s->location.node != node) {
+        FetchedLogEntry skip{e.key, s ? *s : StampedLocation{}, std::string(), true};
+        if (s && s->location.node != node) skip.stamped = StampedLocation{};  // not this log's id
+        if (skip.stamped.location.log_id != 0) {
+          if (skip.stamped.location.log_id < first || skip.stamped.location.log_id <= last) {
+            *error = "LOG_FETCH entries are not in ascending log-id order from the id asked for";
+            return std::nullopt;
+          }
+          last = skip.stamped.location.log_id;
+        }
+        out.push_back(std::move(skip));
+        continue;
+      }
+    }
+    const std::optional<StampedLocation> s = decode_stamped(stamped);
     if (!s) {
       *error = "a LOG_FETCH entry's value is not a stamped location (10 bytes, log id > 0)";
       return std::nullopt;
@@ -94,7 +118,7 @@ std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply
       return std::nullopt;
     }
     last = s->location.log_id;
-    out.push_back({e.key, *s});
+    out.push_back({e.key, *s, std::string(secondary), false});
   }
   return out;
 }
@@ -149,6 +173,15 @@ bool LogCatchup::receive_one(Packet* out) {
   }
 }
 
+bool LogCatchup::pass_other_format(DataNode& node, const FetchedLogEntry& e) {
+  if (!e.other_format) return false;
+  const std::uint32_t id = e.stamped.location.log_id;
+  if (id != 0 && node.applied.contains(id)) return true;  // counted when first seen
+  if (id != 0) node.applied.mark(id);
+  ++counters_.other_format;
+  return true;
+}
+
 void LogCatchup::mark_applied(std::uint16_t node, std::uint32_t log_id) {
   if (node >= nodes_.size()) return;
   DataNode& n = nodes_[node];
@@ -193,10 +226,13 @@ std::uint64_t LogCatchup::replay(const std::function<void(std::uint16_t node, co
                             "metadata node serves; start the data nodes first");
       }
       std::string error;
-      const auto entries = decode_log_fetch(*reply, i, data_nodes(), first, &error);
+      const auto entries = decode_log_fetch(*reply, i, data_nodes(), first, &error, format_);
       if (!entries) throw RecoveryError("data node " + std::to_string(i) + " (" + node.name + "): " + error);
+      std::uint32_t last = 0;  // the reply's last id (entries of another format may have none)
       for (const FetchedLogEntry& e : *entries) {
         const std::uint32_t id = e.stamped.location.log_id;
+        last = std::max(last, id);
+        if (pass_other_format(node, e)) continue;
         if (from_cursor && node.applied.contains(id)) continue;
         if (owns(e.key)) {
           apply(i, e);
@@ -208,11 +244,12 @@ std::uint64_t LogCatchup::replay(const std::function<void(std::uint16_t node, co
         }
       }
       if (!reply->more) break;
-      if (entries->empty()) {
+      if (last == 0) {
         throw RecoveryError("data node " + std::to_string(i) + " (" + node.name +
-                            "): LOG_FETCH said more entries remain but returned none");
+                            "): LOG_FETCH said more entries remain but returned none" +
+                            (entries->empty() ? "" : " with a log id"));
       }
-      first = entries->back().stamped.location.log_id + 1;
+      first = last + 1;
     }
   }
   next_tick_ = Clock::now() + timeout_;
@@ -251,13 +288,14 @@ void LogCatchup::receive(Clock::time_point now,
     node.outstanding_seq = 0;
     ++counters_.fetch_replies;
     std::string error;
-    const auto entries = decode_log_fetch(reply, index, data_nodes(), node.outstanding_first, &error);
+    const auto entries = decode_log_fetch(reply, index, data_nodes(), node.outstanding_first, &error, format_);
     if (!entries) {
       ++counters_.fetch_errors;
       continue;
     }
     for (const FetchedLogEntry& e : *entries) {
       const std::uint32_t id = e.stamped.location.log_id;
+      if (pass_other_format(node, e)) continue;
       if (node.applied.contains(id)) continue;
       active_ = true;
       if (!owns(e.key)) {
@@ -265,6 +303,12 @@ void LogCatchup::receive(Clock::time_point now,
         // its slot; here it only moves the cursor on.
         node.applied.mark(id);
         ++counters_.foreign;
+        continue;
+      }
+      if (known_ && known_(e)) {
+        // Applied through its META_PUT or META_ASYNC (which name no log
+        // id): not a lost copy.
+        mark_applied(index, id);
         continue;
       }
       const auto [at, inserted] = node.missing.try_emplace(id, now);

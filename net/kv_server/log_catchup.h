@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/json.h"
@@ -74,10 +75,18 @@ class OwnedApplied {
   std::vector<std::uint64_t> words_;
 };
 
+// What a LOG_FETCH entry's value holds: a StampedLocation (10 bytes), or,
+// from a --secondary-index data node, a StampedLocation followed by the
+// write's secondary key (protocol/secondary_index.h).
+enum class LogFormat : std::uint8_t { kLocation, kSecondaryIndex };
+
 // One entry of a LOG_FETCH reply.
 struct FetchedLogEntry {
   std::string key;
   StampedLocation stamped;
+  std::string secondary;      // LogFormat::kSecondaryIndex: the write's secondary key
+  bool other_format = false;  // kSecondaryIndex: a value of another format (skipped;
+                              // stamped holds its id when its first 10 bytes name one, else 0)
 };
 
 // LOG_FETCH: value = the first id (u32 big-endian), count = the most entries.
@@ -87,10 +96,13 @@ Packet log_fetch_request(std::uint64_t seq, std::uint32_t first, std::uint32_t c
 // `node` of `data_nodes`: well formed, ids ascending from >= first, each
 // the node's own (location.node == node, the key's slot % data_nodes ==
 // node: --data-nodes lists data node i at position i). nullopt with the
-// reason in *error otherwise.
+// reason in *error otherwise. kSecondaryIndex: an entry whose value is not
+// a StampedLocation plus a non-empty secondary key comes back marked
+// other_format (not an error: the caller skips and counts it).
 std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply, std::uint16_t node,
                                                              std::uint32_t data_nodes, std::uint32_t first,
-                                                             std::string* error);
+                                                             std::string* error,
+                                                             LogFormat format = LogFormat::kLocation);
 
 struct CatchupCounters {
   std::uint64_t fetches = 0;         // catch-up LOG_FETCH requests sent
@@ -99,6 +111,7 @@ struct CatchupCounters {
   std::uint64_t fetch_errors = 0;    // ... answered with an error or a reply that is not the log
   std::uint64_t caught_up = 0;       // entries applied because they stayed missing a timeout
   std::uint64_t foreign = 0;         // entries of keys another metadata node owns: cursor only
+  std::uint64_t other_format = 0;    // kSecondaryIndex: entries of another format, skipped
 };
 
 class LogCatchup {
@@ -123,6 +136,17 @@ class LogCatchup {
   const std::string& name(std::uint16_t node) const { return nodes_[node].name; }
 
   bool owns(std::string_view key) const { return !owns_ || owns_(key); }
+
+  // Whether the index already holds an entry through its META_PUT or
+  // META_ASYNC (which name no log id): the catch-up then marks it applied
+  // instead of taking it for a lost copy.
+  using Known = std::function<bool(const FetchedLogEntry&)>;
+  // --secondary-index: LOG_FETCH entries carry the secondary key
+  // (LogFormat::kSecondaryIndex); known tells the entries already applied.
+  void follow_secondary_index(Known known) {
+    format_ = LogFormat::kSecondaryIndex;
+    known_ = std::move(known);
+  }
 
   // Start-up: every entry of every log from id 1, in id order; the owned
   // ones passed to apply and marked applied, the others passed over
@@ -178,11 +202,16 @@ class LogCatchup {
   };
 
   void send(const DataNode& node, const Packet& request);
+  // An entry of another format: counted, and the cursor moved past it
+  // when its id is known. True for such an entry.
+  bool pass_other_format(DataNode& node, const FetchedLogEntry& e);
   // A datagram from the fetch socket parsed into *out; false when empty.
   bool receive_one(Packet* out);
 
   std::vector<DataNode> nodes_;
   Owns owns_;
+  LogFormat format_ = LogFormat::kLocation;
+  Known known_;
   std::chrono::microseconds timeout_;
   Clock::duration interval_{timeout_};  // the current tick interval (idle back-off)
   bool active_ = false;                 // since the last tick: something applied or found missing

@@ -51,6 +51,11 @@ MetadataNode::MetadataNode(const ServerOptions& options, Tree& tree, ServerStats
                  return shards <= 1 || shard_of(key, shards, keys) == shard;
                }),
       deferred_(options.batch) {
+  if (options_.secondary_index) {
+    sidx_ = std::make_unique<SecondaryIndex>(tree);
+    catchup_.follow_secondary_index(
+        [this](const FetchedLogEntry& e) { return sidx_processed_.contains(e.stamped.ts); });
+  }
   if (options_.switch_given) {
     try {
       configured_switch_ = resolve_udp(options_.switch_address.host, options_.switch_address.port, AF_UNSPEC);
@@ -74,7 +79,7 @@ std::string MetadataNode::not_owned_text() const {
 void MetadataNode::recover() {
   // Only this node's keys reach the callback (the others move the cursor).
   counters_.replayed = catchup_.replay([this](std::uint16_t node, const FetchedLogEntry& e) {
-    apply_update(node, e.key, e.stamped);
+    apply_log_entry(node, e);
   });
 }
 
@@ -93,6 +98,27 @@ void MetadataNode::apply_update(std::uint16_t node, std::string_view key, const 
     count_apply(index_.apply(key, s));
   }
   catchup_.mark_applied(node, s.location.log_id);
+}
+
+void MetadataNode::apply_log_entry(std::uint16_t node, const FetchedLogEntry& e) {
+  if (!sidx_) {
+    apply_update(node, e.key, e.stamped);
+    return;
+  }
+  if (!sidx_->too_long(e.key, e.secondary).empty()) {
+    ++counters_.skipped;  // a log entry the tree cannot hold
+  } else {
+    MetaUpdate u;
+    u.key = e.key;
+    u.secondary = e.secondary;
+    u.stamped = e.stamped;
+    count_apply(sidx_apply(u, nullptr));
+  }
+  catchup_.mark_applied(node, e.stamped.location.log_id);
+}
+
+SlotKey MetadataNode::entry_slot(const FetchedLogEntry& e) const {
+  return slot_key(sidx_ ? std::string_view(e.secondary) : std::string_view(e.key));
 }
 
 Packet MetadataNode::clear_packet(std::uint16_t slot, std::uint32_t fingerprint, std::uint32_t ts,
@@ -287,8 +313,8 @@ void MetadataNode::flush_deferred() {
     ++counters_.clear_datagrams;
     entries = 0;
   };
-  const BatchOutcome b = deferred_.apply(index_, [&](const MetaUpdate& u) {
-    catchup_.mark_applied(u.stamped.location.node, u.stamped.location.log_id);
+  const auto done = [&](const MetaUpdate& u) {
+    if (!sidx_) catchup_.mark_applied(u.stamped.location.node, u.stamped.location.log_id);
     if (entries == kMaxClearsPerDatagram || (entries > 0 && !(u.from == clear_to))) close();
     if (entries == 0) {
       clear = clear_packet(u.slot, u.fingerprint, u.stamped.ts, u.seq);
@@ -298,7 +324,11 @@ void MetadataNode::flush_deferred() {
     }
     ++entries;
     ++counters_.clears_sent;
-  });
+  };
+  const BatchOutcome b =
+      sidx_ ? deferred_.apply([this](const MetaUpdate& u) { sidx_->prefetch(u.key); },
+                              [this](const MetaUpdate& u) { return sidx_apply(u, nullptr); }, done)
+            : deferred_.apply(index_, done);
   close();
   ++counters_.batches;
   counters_.batched_updates += n;
@@ -315,8 +345,8 @@ void MetadataNode::held_bounce(const Packet& held, const UdpAddress& from) {
   // so its CLEAR goes out now rather than after another bounce.
   flush_deferred();
   const VisibilityHeader& v = *held.visibility;
-  if (const std::optional<LogLocation> slot_write = decode_location(held.value);
-      slot_write && catchup_.applied(slot_write->node, slot_write->log_id)) {
+  const std::optional<LogLocation> slot_write = sidx_ ? std::nullopt : decode_location(held.value);
+  if (sidx_ ? sidx_slot_applied(held) : slot_write && catchup_.applied(slot_write->node, slot_write->log_id)) {
     // One of this node's keys, applied, yet the slot still holds it: its
     // CLEAR was lost (or is behind this reply). CLEAR with the slot's
     // CurTs, carried in aux; the slot's key is not in the reply, so the
@@ -369,10 +399,10 @@ void MetadataNode::sync_step(const Packet& answer, const UdpAddress& from) {
   try {
     applied = catchup_.replay(
         [this, &from](std::uint16_t node, const FetchedLogEntry& e) {
-          apply_update(node, e.key, e.stamped);
+          apply_log_entry(node, e);
           // As in catch-up: a slot it may have left valid is cleared by
           // its timestamp (a newer write in the slot stays).
-          const SlotKey sk = slot_key(e.key);
+          const SlotKey sk = entry_slot(e);
           queue(clear_packet(sk.slot, sk.fingerprint, e.stamped.ts, 0), from);
           ++counters_.clears_sent;
         },
@@ -402,15 +432,39 @@ void MetadataNode::handle(const Packet& request, const UdpAddress& from) {
       break;
     case Op::kMetaGet:
       stats_.count_request(request.op);
-      meta_get(request, from);
+      if (sidx_) {
+        ++counters_.meta_get;
+        refuse(request, from,
+               "META_GET is not served with --secondary-index: read a secondary key's primary keys with SIDX_READ");
+      } else {
+        meta_get(request, from);
+      }
       break;
     case Op::kMetaPut:
       stats_.count_request(request.op);
-      meta_put(request, from);
+      if (sidx_) {
+        sidx_meta_put(request, from);
+      } else {
+        meta_put(request, from);
+      }
       break;
     case Op::kMetaAsync:
       stats_.count_request(request.op);
-      meta_async(request, from);
+      if (sidx_) {
+        sidx_meta_async(request, from);
+      } else {
+        meta_async(request, from);
+      }
+      break;
+    case Op::kSidxRead:
+      stats_.count_request(request.op);
+      if (sidx_) {
+        sidx_read(request, from);
+      } else {
+        refuse(request, from,
+               "SIDX_READ needs a metadata node started with --secondary-index (this one maps key -> location: "
+               "META_GET)");
+      }
       break;
     case Op::kStats: {
       stats_.count_request(request.op);
@@ -478,12 +532,12 @@ void MetadataNode::run(int fd, int stop_fd) {
   // Only entries of this node's keys come here (LogCatchup passes the
   // others over): apply, then CLEAR.
   const auto catch_up = [this](std::uint16_t node, const FetchedLogEntry& e) {
-    apply_update(node, e.key, e.stamped);
+    apply_log_entry(node, e);
     // Its META_ASYNC copy was lost, so the switch's slot may still hold
     // it: clear it by its timestamp (a newer write in the slot stays).
     // With no switch known yet nothing reached a switch.
     if (!switch_.empty()) {
-      const SlotKey sk = slot_key(e.key);
+      const SlotKey sk = entry_slot(e);
       queue(clear_packet(sk.slot, sk.fingerprint, e.stamped.ts, 0), switch_);
       ++counters_.clears_sent;
       ++counters_.clear_datagrams;
@@ -547,6 +601,7 @@ void MetadataNode::run(int fd, int stop_fd) {
         if (static_cast<std::size_t>(n) < kReceiveBurst) break;  // drained
       }
       flush_deferred();
+      erase_stale();  // after the drain's replies went out
     }
     if (fds[1].revents != 0) {
       catchup_.receive(Clock::now(), catch_up);
@@ -556,6 +611,7 @@ void MetadataNode::run(int fd, int stop_fd) {
   // Stopping: what is buffered is applied (its CLEARs go out); held
   // replies not yet resent are dropped (their clients retry).
   flush_deferred();
+  erase_stale();
 }
 
 Json MetadataNode::json() const {
@@ -589,6 +645,15 @@ Json MetadataNode::json() const {
   out["sync_applied"] = counters_.sync_applied;
   out["last_sync_ms"] = counters_.last_sync_ms;
   out["skipped"] = counters_.skipped;
+  out["secondary_index"] = options_.secondary_index;
+  if (sidx_) {
+    out["sidx_reads"] = counters_.sidx_reads;
+    out["sidx_partial_merged"] = counters_.sidx_partial_merged;
+    out["sidx_stale_deleted"] = sidx_->stale_deleted();
+    out["composites"] = sidx_->composites();
+    out["primary_keys"] = sidx_->primaries();
+    out["other_format_entries"] = c.other_format;
+  }
   out["fetches"] = c.fetches;
   out["fetch_replies"] = c.fetch_replies;
   out["fetch_timeouts"] = c.fetch_timeouts;

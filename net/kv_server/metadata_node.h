@@ -27,6 +27,12 @@
 // It starts by replaying every data node's log (log_catchup.h) and, while
 // it runs, fetches each log every visibility timeout to apply META_ASYNC
 // copies the network lost (and clear the slots they left valid).
+//
+// --secondary-index (metadata_node_sidx.cc, secondary_index.h): the tree
+// holds the secondary index instead; META_PUT and META_ASYNC carry a
+// SidxEntry (primary key, secondary key) whose slot is the secondary
+// key's, SIDX_READ (merging the partial entry the switch attached) takes
+// META_GET's place, and the logs' entries carry the secondary key.
 #pragma once
 
 #include <chrono>
@@ -42,6 +48,7 @@
 #include "kv_server/log_catchup.h"
 #include "kv_server/metadata_index.h"
 #include "kv_server/options.h"
+#include "kv_server/secondary_index.h"
 #include "kv_server/stats.h"
 #include "common/udp_address.h"
 #include "protocol/packet.h"
@@ -77,6 +84,10 @@ struct MetadataCounters {
   std::uint64_t sync_failed = 0;
   std::uint64_t sync_applied = 0;
   double last_sync_ms = 0;
+  // --secondary-index: SIDX_READs served (refused ones too), and those
+  // whose attached partial entry was not applied here yet (merged).
+  std::uint64_t sidx_reads = 0;
+  std::uint64_t sidx_partial_merged = 0;
 };
 
 class MetadataNode {
@@ -142,6 +153,26 @@ class MetadataNode {
   void flush_deferred();
   // apply() with the counters and the applied-id tracking.
   void apply_update(std::uint16_t node, std::string_view key, const StampedLocation& s);
+  // A log entry (start-up, catch-up, sync step) applied in either mode.
+  void apply_log_entry(std::uint16_t node, const FetchedLogEntry& e);
+  // The slot a log entry's write used: the key's, or --secondary-index
+  // the secondary key's.
+  SlotKey entry_slot(const FetchedLogEntry& e) const;
+
+  // --secondary-index (metadata_node_sidx.cc).
+  bool check_sidx_update(const Packet& request, MetaUpdate* out, std::string* error) const;
+  void sidx_meta_put(const Packet& request, const UdpAddress& from);
+  void sidx_meta_async(const Packet& request, const UdpAddress& from);
+  void sidx_read(const Packet& request, const UdpAddress& from);
+  // Whether the held reply's slot entry (a SidxEntry, CurTs aux) is applied
+  // (or superseded by a newer write of its primary key).
+  bool sidx_slot_applied(const Packet& held);
+  // Applies a checked update (processed: its META_PUT or META_ASYNC came,
+  // so the catch-up need not clear its slot).
+  ApplyResult sidx_apply(const MetaUpdate& u, std::string* stale);
+  // The old composite keys phase-2 META_PUTs left for after their replies.
+  void erase_stale();
+  void refuse(const Packet& request, const UdpAddress& from, const std::string& why);
   void count_apply(ApplyResult r);
   Packet clear_packet(std::uint16_t slot, std::uint32_t fingerprint, std::uint32_t ts, std::uint64_t seq) const;
   void queue(const Packet& p, const UdpAddress& to);
@@ -154,6 +185,13 @@ class MetadataNode {
   ServerStats& stats_;
   std::function<std::string()> stats_json_;
   MetadataIndex index_;
+  std::unique_ptr<SecondaryIndex> sidx_;  // --secondary-index: serves instead of index_
+  // --secondary-index: the timestamps of the writes whose META_PUT or
+  // META_ASYNC (or log entry) was applied. The data node stamps every
+  // write from one counter, so a timestamp names one log entry; the
+  // catch-up passes these over instead of clearing their slots again.
+  OwnedApplied sidx_processed_;
+  std::vector<std::string> stale_;  // composite keys to delete after the replies
   LogCatchup catchup_;
   DeferredBatch deferred_;
   UdpAddress configured_switch_;  // --switch

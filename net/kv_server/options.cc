@@ -71,6 +71,21 @@ bool check_metadata_options(ServerOptions* out, std::string* error) {
     *error = "--memif is not supported in metadata mode";
     return false;
   }
+  if (out->secondary_index) {
+    // The paper's one data node: its one timestamp counter orders every
+    // write of a primary key, whatever secondary keys they name.
+    if (out->data_nodes.size() != 1) {
+      *error = "--secondary-index needs exactly one --data-nodes address (the case study's one data node, "
+               "forein-data-node --secondary-index), not " +
+               std::to_string(out->data_nodes.size());
+      return false;
+    }
+    if (out->shards > 1) {
+      *error = "--secondary-index is one metadata node: --shard must be 1/1 (the secondary index is not split), not " +
+               std::to_string(out->shard) + "/" + std::to_string(out->shards);
+      return false;
+    }
+  }
   return true;
 }
 
@@ -213,6 +228,11 @@ void declare(CLI::App& app, ServerOptions* o, Given* g) {
   cli::number<std::uint32_t>(app, "--visibility-timeout-us", &o->visibility_timeout_us, 100, 60'000'000,
                              "metadata mode: catch-up period for lost META_ASYNC copies, microseconds")
       ->each(metadata_flag("--visibility-timeout-us"));
+  app.add_flag("--secondary-index", o->secondary_index,
+               "metadata mode: the secondary-index case study (paper VI-B, partial writes III-C): the tree holds "
+               "composite keys (secondary, ts, primary), SIDX_READ serves a secondary key's primary keys; needs "
+               "exactly one --data-nodes (forein-data-node --secondary-index) and no --shard")
+      ->each(metadata_flag("--secondary-index"));
   app.footer("backends: " + offload::lookup_backend_names() + "\n");
 }
 

@@ -91,6 +91,10 @@ struct ServerOptions {
   bool deferred = true;                      // --deferred on|off (off: "w/o DMP")
   std::uint32_t batch = 16;                  // --batch: deferred updates per batch
   std::uint32_t visibility_timeout_us = 2000;  // --visibility-timeout-us
+  // --secondary-index: the secondary-index case study (paper VI-B with the
+  // partial writes of III-C; secondary_index.h): the tree holds composite
+  // keys and SIDX_READ serves them. One data node, one metadata node.
+  bool secondary_index = false;
 };
 
 // Parses argv. On a bad command line returns false with a message in
