@@ -16,6 +16,15 @@
 // valid slot, a CLEAR that ignores the timestamp, fallback replies never
 // held, no catch-up after a timeout, a metadata node clearing another
 // node's key in its catch-up or on a held reply) must each be caught.
+//
+// Partial writes (paper III-C, the secondary index of VI-B): set keys whose
+// writes each add a member, stored in the switch as partial entries; a read
+// takes the partial entry along to the metadata node, which merges it and
+// answers the whole set. A read's set holds every member committed before
+// it started; four wrong variants (the switch answering from the partial
+// slot alone, a partial write overwriting a valid partial slot, the
+// metadata node not merging the attached entry, or counting the merge as
+// applying the entry) must each be caught.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -32,11 +41,15 @@ using namespace forein::testing::visibility_model;
 
 // Keys: A and B share slot 0 with different fingerprints; C has slot 1 of
 // its own; D shares slot 0 and A's fingerprint (a full 48-bit hash
-// collision: only the data node's key check tells them apart).
-constexpr std::uint8_t A = 0, B = 1, C = 2, D = 3;
+// collision: only the data node's key check tells them apart). E and F
+// are set keys (partial writes): E shares slot 0 with its own
+// fingerprint; F shares slot 0 and A's fingerprint (a set key and a full
+// key in one slot, which only the partial bit tells apart).
+constexpr std::uint8_t A = 0, B = 1, C = 2, D = 3, E = 4, F = 5;
 
 std::vector<KeyDef> keys() {
-  return {KeyDef{0, 0xA0A0}, KeyDef{0, 0xB0B0}, KeyDef{1, 0xC0C0}, KeyDef{0, 0xA0A0}};
+  return {KeyDef{0, 0xA0A0},          KeyDef{0, 0xB0B0},          KeyDef{1, 0xC0C0},
+          KeyDef{0, 0xA0A0},          KeyDef{0, 0xE0E0, 0, true}, KeyDef{0, 0xA0A0, 0, true}};
 }
 
 Config make(std::string name, std::vector<std::vector<Op>> clients, int drops, int duplicates,
@@ -193,6 +206,9 @@ TEST_CASE("switch_visibility model: random walks over larger configurations", "[
            {{W(A), W(A), W(A)}, {W(A), W(A), W(A)}, {R(A), R(A), R(A), R(A)}}, 4, 4),
       make_multi("2 nodes: W(A) W(B) W(C) | W(B) W(A) | R(A) R(B) R(C) | R(C) R(A); 3 drops, 3 duplicates",
                  {{W(A), W(B), W(C)}, {W(B), W(A)}, {R(A), R(B), R(C)}, {R(C), R(A)}}, 3, 3),
+      // Partial writes beside full ones in one slot (at most 8 writes: a set is a byte).
+      make("set: W(E) W(A) W(E) | W(E) W(B) | W(F) W(E) | R(E) R(A) R(E) | R(F) R(E); 3 drops, 3 duplicates",
+           {{W(E), W(A), W(E)}, {W(E), W(B)}, {W(F), W(E)}, {R(E), R(A), R(E)}, {R(F), R(E)}}, 3, 3),
   };
   std::uint64_t index = 0;
   for (const Config& c : configs) {
@@ -344,4 +360,90 @@ TEST_CASE("switch_visibility model: a switch restart with the recovery protocol;
       with_restart(make("restart without epoch: W(A) | W(A) R(A)", clients, 0, 0, Variant::kRestartNoEpoch)));
   std::cout << report(no_epoch);
   CHECK(no_epoch.found(kStaleRead));
+}
+
+// Partial writes (paper III-C) for a set-valued key, as the secondary
+// index's list of primary keys (VI-B): each write adds one member, stored
+// in the switch as a partial entry under the full-write rules (an empty
+// slot only, else phase 2, the reply held while an older write sits in the
+// slot); a read passing the switch takes the partial entry along and the
+// metadata node merges it before answering the whole set.
+TEST_CASE("switch_visibility model: partial writes, every interleaving meets the set specification",
+          "[switch_visibility][model][partial]") {
+  std::vector<Config> configs = {
+      // Two concurrent members: the second falls back behind the first
+      // (slot busy), its phase-2 reply held until the first's CLEAR.
+      make("set: W(E) | W(E) | R(E); 1 drop, 1 duplicate", {{W(E)}, {W(E)}, {R(E)}}, 1, 1),
+      // Sequential members and reads: each read holds the members before it.
+      make("set: W(E) W(E) | R(E) R(E); 1 drop, 1 duplicate", {{W(E), W(E)}, {R(E), R(E)}}, 1, 1),
+      // A full key and a set key in one slot: each falls back behind the other.
+      make("set: W(E) | W(A) R(E) | R(A); 1 drop", {{W(E)}, {W(A), R(E)}, {R(A)}}, 1, 0),
+      // A set key with a full key's slot and fingerprint: META_GET never
+      // takes the partial entry, SIDX_READ never the full one.
+      make("set: W(F) R(A) | W(A) R(F); 1 drop", {{W(F), R(A)}, {W(A), R(F)}}, 1, 0),
+  };
+  if (!kSmall) configs.push_back(make("set: W(E) W(E) | W(E) R(E); 2 drops", {{W(E), W(E)}, {W(E), R(E)}}, 2, 0));
+  for (const Config& c : configs) {
+    DYNAMIC_SECTION(c.name) {
+      const Result r = run_exhaustive(c);
+      INFO(report(r));
+      CHECK(r.clean(true));  // monotonic reads too: the metadata node's set only grows
+      CHECK(r.terminal > 0);
+      CHECK(r.states > 100);
+    }
+  }
+  SECTION("with a switch restart") {
+    const Result r = run_exhaustive(with_restart(make("set, restart: W(E) | W(E) R(E)", {{W(E)}, {W(E), R(E)}}, 0, 0)));
+    INFO(report(r));
+    CHECK(r.clean(true));
+  }
+}
+
+TEST_CASE("switch_visibility model: partial writes, the checker catches deliberately wrong variants",
+          "[switch_visibility][model][partial]") {
+  SECTION("the switch answering a read from the partial slot alone: an earlier member is missing") {
+    // W1(E) is applied and cleared, W2(E) sits in the switch; a read the
+    // switch answers from the slot returns {W2} without W1.
+    const Result r = run_exhaustive(make("partial answered: W(E) W(E) | R(E)", {{W(E), W(E)}, {R(E)}}, 0, 0,
+                                         Variant::kPartialAnswered));
+    INFO(report(r));
+    CHECK(r.found(kMissingMember));
+    std::cout << report(r);
+  }
+  SECTION("a partial write overwriting a valid partial slot: the older member is lost to a read") {
+    // W1(E) is stored, its copy still on its way (reordering alone, or a
+    // drop); W2(E) overwrites the slot; a read takes W2 along and the
+    // metadata node, without W1 yet, answers a set missing it.
+    const Result r = run_exhaustive(make("partial overwrite: W(E) W(E) | R(E); 1 drop", {{W(E), W(E)}, {R(E)}}, 1, 0,
+                                         Variant::kPartialOverwrite));
+    INFO(report(r));
+    CHECK(r.found(kOverwrite));
+    CHECK(r.found(kMissingMember));
+    std::cout << report(r);
+  }
+  SECTION("the metadata node answering without merging the attached entry: the member in the switch is missing") {
+    const Result r = run_exhaustive(
+        make("partial not applied: W(E) R(E)", {{W(E), R(E)}}, 0, 0, Variant::kPartialNoApply));
+    INFO(report(r));
+    CHECK(r.found(kMissingMember));
+    std::cout << report(r);
+  }
+  SECTION("the merge of an attached entry counted as applying it: a dropped copy leaves the slot valid") {
+    // The entry a read brings names no log position, so the metadata
+    // node's catch-up record must not count it: were it counted, the
+    // catch-up would skip the entry whose copy was lost and never CLEAR it.
+    const Result r = run_exhaustive(
+        make("partial marks applied: W(E) R(E); 1 drop", {{W(E), R(E)}}, 1, 0, Variant::kPartialMarksApplied));
+    INFO(report(r));
+    CHECK(r.found(kSlotLeftValid));
+    std::cout << report(r);
+  }
+  SECTION("the same scripts under the protocol: clean") {
+    for (const Config& c : {make("partial, protocol: W(E) W(E) | R(E); 1 drop", {{W(E), W(E)}, {R(E)}}, 1, 0),
+                            make("partial, protocol: W(E) R(E); 1 drop", {{W(E), R(E)}}, 1, 0)}) {
+      const Result r = run_exhaustive(c);
+      INFO(report(r));
+      CHECK(r.clean(true));
+    }
+  }
 }

@@ -55,6 +55,29 @@
 //   3 in a terminal state no slot is valid; and from every reachable state
 //     a terminal state is reachable (a held reply is eventually released);
 //   4 a valid slot is never overwritten by a data-write reply.
+//
+// Partial writes (section III-C; KeyDef::set): a set key's entry is a set
+// of members, as a secondary key's list of primary keys (section VI-B);
+// each write of it adds one member, named by its log entry. The write's
+// reply is stored in the switch as a partial entry under the rules of a
+// full write (on_write_reply(..., partial = true): only in an empty slot
+// with ts > MaxTs, else phase 2, held while an older write sits in the
+// slot); the metadata node adds a member it applies (copy, META_PUT,
+// catch-up, sync) to the key's set. A read of a set key (SIDX_READ) passes
+// the switch: if on_partial_read() hits, the partial entry rides along to
+// the metadata node, which merges it into the set and answers the whole
+// set (its catch-up record is untouched: the attached entry names no log
+// position, so the copy or the catch-up still applies and CLEARs it);
+// else the node answers its set. The answer goes straight to the client
+// (recheck_read_reply plays no part). Checks, in place of 1 and 2:
+//   1s a read's set holds every member committed before the read started
+//      (kMissingMember) and only members written to that key
+//      (kPhantomMember); and (kNonMonotonicRead) every member a read of
+//      the key completed before it started returned;
+//   2s in a terminal state the metadata node's set holds every committed
+//      member (kLostWrite).
+// One metadata node only (the product's --secondary-index needs --shard
+// 1/1), at most 8 writes in all (a set is a byte of log-entry bits).
 #pragma once
 
 #include <algorithm>
@@ -94,6 +117,10 @@ enum class Variant : std::uint8_t {
                      // node's key (its log cursor has passed it) whether or not the owner applied it
   kRestartNoSync,    // switch restart: the new switch serves at once, no metadata node syncs first
   kRestartNoEpoch,   // switch restart: a write reply of a request the old switch forwarded may be stored
+  kPartialAnswered,  // partial writes: the switch answers a set read from the partial slot alone
+  kPartialOverwrite, // partial writes: a newer partial write of the same fingerprint overwrites a valid partial slot
+  kPartialNoApply,   // partial writes: the metadata node answers a set read without merging the attached entry
+  kPartialMarksApplied,  // partial writes: the merge of an attached entry counts as applying it (catch-up skips it)
 };
 
 enum Kind : int {
@@ -104,12 +131,15 @@ enum Kind : int {
   kNoWayOut,         // check 3: a state from which no terminal state is reachable
   kStuck,            // a terminal state with a client not done
   kOverwrite,        // check 4
+  kMissingMember,    // check 1s: a set read misses a member committed before it started
+  kPhantomMember,    // check 1s: a set read returns a member never written to its key
   kKinds,
 };
 
 inline const char* kind_name(int k) {
   static const char* names[] = {"stale read",     "non-monotonic read", "lost write", "slot left valid",
-                                "no way out",     "stuck",              "valid slot overwritten"};
+                                "no way out",     "stuck",              "valid slot overwritten",
+                                "missing member", "phantom member"};
   return names[k];
 }
 
@@ -117,6 +147,7 @@ struct KeyDef {
   std::uint16_t slot = 0;
   std::uint32_t fingerprint = 0;
   std::uint8_t owner = 0;  // the metadata node owning the key (< Config::metadata_nodes)
+  bool set = false;        // a set key: partial writes add members (III-C)
 };
 
 struct Op {
@@ -164,6 +195,8 @@ enum MsgType : std::uint8_t {
   kMnGet,       // switch -> metadata node: c, a = key
   kLogRead,     // -> data node -> client: c, a = key, b = location
   kMnReply,     // metadata node -> switch (recheck_read_reply only): c, a = key, b = location
+  kSidxRead,    // client -> switch, a set key: c, a = key
+  kMnSidx,      // switch -> metadata node: c, a = key, b = the attached partial entry + 1 (0: none)
 };
 
 inline constexpr std::uint8_t kNoEpoch = 0xFF;  // a LOG_APPEND forwarded while the switch recovers
@@ -173,8 +206,10 @@ struct Msg {
   auto operator<=>(const Msg&) const = default;
 };
 
+inline constexpr std::uint8_t kSlotFull = 1, kSlotPartial = 2;  // Slot::valid
+
 struct Slot {
-  std::uint8_t valid = 0;
+  std::uint8_t valid = 0;  // 0 empty, kSlotFull, kSlotPartial
   std::uint32_t fp = 0, cur = 0, max = 0;
   std::uint8_t meta = 0;  // location stored (entry + 1); 0 for empty metadata
   bool operator==(const Slot&) const = default;
@@ -192,6 +227,7 @@ struct Client {
   std::uint8_t pc = 0;     // next op
   std::uint8_t busy = 0;   // an op in progress
   std::uint8_t floor_commit = 0, floor_read = 0;  // a read's floors, taken when it started
+  std::uint8_t floor_set = 0, floor_read_set = 0;  // a set read's: committed members, members read
 };
 
 struct State {
@@ -201,6 +237,9 @@ struct State {
   std::vector<std::uint8_t> meta_loc, meta_ts;  // metadata node, per key
   std::vector<std::uint8_t> committed_ts;       // ghost: newest committed write's ts, per key
   std::vector<std::uint8_t> read_ts;            // ghost: newest ts a completed read returned, per key
+  // Set keys, a bit per log entry: the metadata node's set; ghosts: the
+  // committed members, the members completed reads returned.
+  std::vector<std::uint8_t> meta_set, committed_set, read_set;
   std::vector<Client> clients;
   std::vector<Msg> msgs;  // sorted: a multiset
   std::uint8_t drops = 0, duplicates = 0;  // used
@@ -225,6 +264,9 @@ struct State {
     put(meta_ts.data(), meta_ts.size());
     put(committed_ts.data(), committed_ts.size());
     put(read_ts.data(), read_ts.size());
+    put(meta_set.data(), meta_set.size());
+    put(committed_set.data(), committed_set.size());
+    put(read_set.data(), read_set.size());
     for (const Client& c : clients) put(&c, sizeof c);
     s.push_back(static_cast<char>(msgs.size()));
     for (const Msg& m : msgs) put(&m, sizeof m);
@@ -250,6 +292,14 @@ class Protocol {
     for (const KeyDef& k : cfg_.keys) {
       if (k.owner >= cfg_.metadata_nodes) throw std::invalid_argument("visibility model: a key's owner is not a node");
     }
+    if (std::any_of(cfg_.keys.begin(), cfg_.keys.end(), [](const KeyDef& k) { return k.set; })) {
+      if (cfg_.metadata_nodes != 1) throw std::invalid_argument("visibility model: set keys need one metadata node");
+      std::size_t writes = 0;
+      for (const auto& script : cfg_.clients) {
+        writes += static_cast<std::size_t>(std::count_if(script.begin(), script.end(), [](const Op& o) { return o.write; }));
+      }
+      if (writes > 8) throw std::invalid_argument("visibility model: set keys allow at most 8 writes (a byte of bits)");
+    }
   }
 
   const Config& config() const { return cfg_; }
@@ -263,6 +313,9 @@ class Protocol {
     s.meta_ts.assign(k, 0);
     s.committed_ts.assign(k, 0);
     s.read_ts.assign(k, 0);
+    s.meta_set.assign(k, 0);
+    s.committed_set.assign(k, 0);
+    s.read_set.assign(k, 0);
     s.clients.assign(cfg_.clients.size(), Client{});
     return s;
   }
@@ -289,6 +342,11 @@ class Protocol {
         // in the log before the sync step applies it, its reply is never stored).
         send(st.next, Msg{kLogAppend, u8(c), op.key, s.recovering ? kNoEpoch : s.restarts});
         st.label = "client " + std::to_string(c) + " writes " + key_name(op.key) + (op.large ? " (large)" : "");
+      } else if (cfg_.keys[op.key].set) {
+        n.floor_set = s.committed_set[op.key];
+        n.floor_read_set = s.read_set[op.key];
+        send(st.next, Msg{kSidxRead, u8(c), op.key, 0});
+        st.label = "client " + std::to_string(c) + " reads set " + key_name(op.key);
       } else {
         n.floor_commit = s.committed_ts[op.key];
         n.floor_read = s.read_ts[op.key];
@@ -302,7 +360,7 @@ class Protocol {
       if (i > 0 && s.msgs[i] == s.msgs[i - 1]) continue;
       // A recovering switch drops reads; the client retries (here: the
       // read waits until the switch has recovered).
-      if (s.recovering && s.msgs[i].type == kMetaGet) continue;
+      if (s.recovering && (s.msgs[i].type == kMetaGet || s.msgs[i].type == kSidxRead)) continue;
       Step st{s, "", {}};
       st.next.msgs.erase(st.next.msgs.begin() + static_cast<std::ptrdiff_t>(i));
       deliver(st, s.msgs[i]);
@@ -374,6 +432,14 @@ class Protocol {
       }
     }
     for (std::size_t k = 0; k < cfg_.keys.size(); ++k) {
+      if (cfg_.keys[k].set) {
+        const auto lost = static_cast<std::uint8_t>(s.committed_set[k] & ~s.meta_set[k]);
+        if (lost != 0) {
+          v.emplace_back(kLostWrite, "metadata node's set of " + key_name(static_cast<std::uint8_t>(k)) +
+                                         " lacks committed members " + members(lost));
+        }
+        continue;
+      }
       if (s.meta_ts[k] != s.committed_ts[k]) {
         v.emplace_back(kLostWrite, "metadata node holds ts " + std::to_string(s.meta_ts[k]) + " for " +
                                        key_name(static_cast<std::uint8_t>(k)) + ", newest committed ts " +
@@ -393,7 +459,7 @@ class Protocol {
     std::ostringstream o;
     o << "slots:";
     for (const Slot& x : s.slots) {
-      o << " [" << (x.valid ? "valid" : "empty") << " fp " << x.fp << " cur " << x.cur << " max " << x.max
+      o << " [" << (x.valid == kSlotPartial ? "partial" : x.valid ? "valid" : "empty") << " fp " << x.fp << " cur " << x.cur << " max " << x.max
         << " loc " << int(x.meta) << "]";
     }
     o << "; log:";
@@ -403,7 +469,12 @@ class Protocol {
     }
     o << "; metadata node:";
     for (std::size_t k = 0; k < s.meta_loc.size(); ++k) {
-      o << " " << key_name(static_cast<std::uint8_t>(k)) << "->" << int(s.meta_loc[k]) << "@" << int(s.meta_ts[k]);
+      o << " " << key_name(static_cast<std::uint8_t>(k));
+      if (cfg_.keys[k].set) {
+        o << "->" << members(s.meta_set[k]);
+      } else {
+        o << "->" << int(s.meta_loc[k]) << "@" << int(s.meta_ts[k]);
+      }
     }
     o << "; in flight:";
     for (const Msg& m : s.msgs) o << " " << msg_name(m);
@@ -415,14 +486,27 @@ class Protocol {
 
   std::string key_name(std::uint8_t k) const { return std::string(1, static_cast<char>('A' + k)); }
 
+  // A set of members (log-entry bits) as {e1,e3}.
+  static std::string members(std::uint8_t set) {
+    std::string s = "{";
+    for (int e = 0; e < 8; ++e) {
+      if ((set >> e & 1) == 0) continue;
+      if (s.size() > 1) s += ",";
+      s += "e" + std::to_string(e + 1);
+    }
+    return s + "}";
+  }
+
   std::string msg_name(const Msg& m) const {
     static const char* names[] = {"LOG_APPEND", "WRITE_REPLY", "META_ASYNC", "CLEAR",    "CLEAR_ACK", "META_PUT",
-                                  "PUT_REPLY",  "BOUNCE",      "META_GET",   "MN_GET",   "LOG_READ",  "MN_REPLY"};
+                                  "PUT_REPLY",  "BOUNCE",      "META_GET",   "MN_GET",   "LOG_READ",  "MN_REPLY",
+                                  "SIDX_READ",  "MN_SIDX"};
     std::string s = names[m.type];
     s += "(";
     switch (m.type) {
       case kLogAppend:
       case kMetaGet:
+      case kSidxRead:
       case kMnGet: s += "c" + std::to_string(m.c) + "," + key_name(m.a); break;
       case kMetaAsync:
       case kClear:
@@ -430,6 +514,9 @@ class Protocol {
       case kBounce: s += "c" + std::to_string(m.c) + ",e" + std::to_string(m.a + 1) + ",cur" + std::to_string(m.b); break;
       case kLogRead:
       case kMnReply: s += "c" + std::to_string(m.c) + "," + key_name(m.a) + ",loc" + std::to_string(m.b); break;
+      case kMnSidx:
+        s += "c" + std::to_string(m.c) + "," + key_name(m.a) + (m.b != 0 ? ",+e" + std::to_string(m.b) : "");
+        break;
       default: s += "c" + std::to_string(m.c) + ",e" + std::to_string(m.a + 1); break;
     }
     return s + ")";
@@ -451,7 +538,7 @@ class Protocol {
       const std::byte m{x.meta};
       const std::span<const std::byte> meta = x.meta != 0 ? std::span<const std::byte>(&m, 1) : std::span<const std::byte>{};
       if (x.valid) {
-        (void)table_.on_write_reply(slot, x.fp, x.cur, meta);
+        (void)table_.on_write_reply(slot, x.fp, x.cur, meta, x.valid == kSlotPartial);
         if (x.max > x.cur) (void)table_.on_write_reply(slot, ~x.fp, x.max, {});
       } else if (x.max > 0) {
         (void)table_.on_write_reply(slot, x.fp, x.max, meta);
@@ -465,7 +552,7 @@ class Protocol {
     for (std::size_t i = 0; i < s.slots.size(); ++i) {
       const SlotState t = table_.slot(static_cast<std::uint16_t>(i));
       Slot& x = s.slots[i];
-      x.valid = t.valid;
+      x.valid = !t.valid ? 0 : t.partial ? kSlotPartial : kSlotFull;
       x.max = t.max_ts;
       if (t.valid) {
         x.fp = t.fingerprint;
@@ -481,11 +568,15 @@ class Protocol {
   }
 
   WriteOutcome switch_write(State& s, std::uint16_t slot, std::uint32_t fp, std::uint32_t ts, std::uint8_t loc,
-                            bool large, std::vector<std::pair<int, std::string>>& v) {
+                            bool large, bool partial, std::vector<std::pair<int, std::string>>& v) {
     const std::size_t i = slot_index(slot);
     const Slot before = s.slots[i];
     WriteOutcome r;
-    if (cfg_.variant == Variant::kOverwriteValid && !large) {
+    if (cfg_.variant == Variant::kPartialOverwrite && partial && !large && before.valid == kSlotPartial &&
+        before.fp == fp && ts > before.max) {
+      s.slots[i] = Slot{kSlotPartial, fp, ts, ts, loc};  // the wrong rule: the older member leaves the switch
+      r = WriteOutcome::kStored;
+    } else if (cfg_.variant == Variant::kOverwriteValid && !large) {
       Slot& x = s.slots[i];
       if (ts > x.max) {
         x = Slot{1, fp, ts, ts, loc};
@@ -496,7 +587,7 @@ class Protocol {
     } else {
       load(s);
       std::vector<std::byte> meta(large ? cfg_.max_metadata + 1 : 1, std::byte{loc});
-      r = table_.on_write_reply(slot, fp, ts, meta);
+      r = table_.on_write_reply(slot, fp, ts, meta, partial);
       store(s);
       if (r == WriteOutcome::kTooLarge && cfg_.variant == Variant::kTooLargeKeepsMax) s.slots[i].max = before.max;
     }
@@ -527,6 +618,15 @@ class Protocol {
     return hit->empty() ? 0 : static_cast<std::uint8_t>((*hit)[0]);
   }
 
+  // A set read passing the switch: the partial entry's location, 0 on a miss.
+  std::uint8_t switch_partial_read(State& s, std::uint16_t slot, std::uint32_t fp) {
+    load(s);
+    const auto hit = table_.on_partial_read(slot, fp);
+    store(s);
+    if (!hit) return 0;
+    return hit->metadata.empty() ? 0 : static_cast<std::uint8_t>(hit->metadata[0]);
+  }
+
   bool switch_release(State& s, std::uint16_t slot, std::uint32_t ts) {
     if (cfg_.variant == Variant::kReleaseAlways) return true;
     load(s);
@@ -537,13 +637,24 @@ class Protocol {
 
   // ---- metadata node ----
 
-  static void apply(State& s, std::size_t e) {
+  void apply(State& s, std::size_t e) const {
     Entry& x = s.log[e];
     x.applied = 1;
+    if (cfg_.keys[x.key].set) {
+      merge(s, e);
+      return;
+    }
     if (x.ts > s.meta_ts[x.key]) {
       s.meta_ts[x.key] = x.ts;
       s.meta_loc[x.key] = static_cast<std::uint8_t>(e + 1);
     }
+  }
+
+  // A member into its key's set: every way the metadata node applies a
+  // set key's entry, and the partial entry a read brings (which alone
+  // leaves `applied`, the catch-up's record, as it was).
+  static void merge(State& s, std::size_t e) {
+    s.meta_set[s.log[e].key] = static_cast<std::uint8_t>(s.meta_set[s.log[e].key] | 1u << e);
   }
 
   static void send_clear(State& s, std::size_t e) {
@@ -603,7 +714,11 @@ class Protocol {
 
   void commit(State& s, std::size_t c, std::size_t e) {
     const Entry& x = s.log[e];
-    s.committed_ts[x.key] = std::max(s.committed_ts[x.key], x.ts);
+    if (cfg_.keys[x.key].set) {
+      s.committed_set[x.key] = static_cast<std::uint8_t>(s.committed_set[x.key] | 1u << e);
+    } else {
+      s.committed_ts[x.key] = std::max(s.committed_ts[x.key], x.ts);
+    }
     finish(s, c);
   }
 
@@ -628,6 +743,29 @@ class Protocol {
     s.read_ts[key] = std::max(s.read_ts[key], ts);
     s.clients[c].floor_commit = 0;
     s.clients[c].floor_read = 0;
+    finish(s, c);
+  }
+
+  // Check 1s on a set read's answer.
+  void complete_set_read(Step& st, std::size_t c, std::uint8_t key, std::uint8_t set) {
+    State& s = st.next;
+    const Client& cl = s.clients[c];
+    const std::string who = "client " + std::to_string(c) + " read set " + key_name(key) + " = " + members(set);
+    if (const auto missing = static_cast<std::uint8_t>(cl.floor_set & ~set); missing != 0) {
+      st.violations.emplace_back(kMissingMember, who + ", missing " + members(missing) + ", committed before it started");
+    }
+    for (std::size_t e = 0; e < 8; ++e) {
+      if ((set >> e & 1) != 0 && (e >= s.log.size() || s.log[e].key != key)) {
+        st.violations.emplace_back(kPhantomMember, who + ": e" + std::to_string(e + 1) + " was never written to it");
+      }
+    }
+    if (const auto unseen = static_cast<std::uint8_t>(cl.floor_read_set & ~set); unseen != 0) {
+      st.violations.emplace_back(kNonMonotonicRead,
+                                 who + ", missing " + members(unseen) + ", which a read completed before it returned");
+    }
+    s.read_set[key] = static_cast<std::uint8_t>(s.read_set[key] | set);
+    s.clients[c].floor_set = 0;
+    s.clients[c].floor_read_set = 0;
     finish(s, c);
   }
 
@@ -660,7 +798,7 @@ class Protocol {
           r = WriteOutcome::kStale;
           st.label += s.recovering ? " (switch recovering)" : " (an earlier epoch's)";
         } else {
-          r = switch_write(s, k.slot, k.fingerprint, x.ts, u8(e + 1), op.large, st.violations);
+          r = switch_write(s, k.slot, k.fingerprint, x.ts, u8(e + 1), op.large, k.set, st.violations);
         }
         if (r == WriteOutcome::kStored) {
           send(s, Msg{kMetaAsync, 0, u8(e), 0});
@@ -765,6 +903,24 @@ class Protocol {
         } else {
           send(s, Msg{kLogRead, m.c, m.a, loc});
         }
+        break;
+      }
+      case kSidxRead: {  // passes the switch: a partial entry of the key rides along to the metadata node
+        const KeyDef& k = cfg_.keys[m.a];
+        const std::uint8_t loc = switch_partial_read(s, k.slot, k.fingerprint);
+        if (loc != 0 && cfg_.variant == Variant::kPartialAnswered) {
+          complete_set_read(st, c, m.a, static_cast<std::uint8_t>(1u << (loc - 1)));  // the wrong rule
+          st.label += ": answered from the partial slot alone";
+        } else {
+          send(s, Msg{kMnSidx, m.c, m.a, loc});
+          st.label += loc != 0 ? ": partial entry attached" : ": to the metadata node";
+        }
+        break;
+      }
+      case kMnSidx: {  // merge the attached entry (III-C), then answer the whole set
+        if (m.b != 0 && cfg_.variant != Variant::kPartialNoApply) merge(s, m.b - 1u);
+        if (m.b != 0 && cfg_.variant == Variant::kPartialMarksApplied) s.log[m.b - 1u].applied = 1;  // the wrong rule
+        complete_set_read(st, c, m.a, s.meta_set[m.a]);
         break;
       }
       case kLogRead: {  // data node checks the key; the value arrives at the client
