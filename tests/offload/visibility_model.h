@@ -58,11 +58,15 @@
 //
 // Partial writes (section III-C; KeyDef::set): a set key's entry is a set
 // of members, as a secondary key's list of primary keys (section VI-B);
-// each write of it adds one member, named by its log entry. The write's
-// reply is stored in the switch as a partial entry under the rules of a
-// full write (on_write_reply(..., partial = true): only in an empty slot
-// with ts > MaxTs, else phase 2, held while an older write sits in the
-// slot); the metadata node adds a member it applies (copy, META_PUT,
+// each write of it adds one member, named by its log entry (a primary key
+// written once: one moving between secondary keys, and the client's
+// validation of such moves, are not modelled), with a timestamp from the
+// slot's counter (the product's data node has one counter for all writes:
+// the same order within a slot, which is all the table compares). The
+// write's reply is stored in the switch as a partial entry under the rules
+// of a full write (on_write_reply(..., partial = true): only in an empty
+// slot with ts > MaxTs, else phase 2, held while an older write sits in
+// the slot); the metadata node adds a member it applies (copy, META_PUT,
 // catch-up, sync) to the key's set. A read of a set key (SIDX_READ) passes
 // the switch: if on_partial_read() hits, the partial entry rides along to
 // the metadata node, which merges it into the set and answers the whole
