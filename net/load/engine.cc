@@ -20,10 +20,12 @@
 #include "forein/dpa/types.h"
 #include "load/history.h"
 #include "load/ordered.h"
+#include "load/sidx_ops.h"
 #include "load/verify.h"
 #include "load/workload.h"
 #include "protocol/dataset.h"
 #include "protocol/packet.h"
+#include "protocol/secondary_index.h"
 
 namespace forein::net::load {
 
@@ -97,6 +99,12 @@ struct Slot {
   // write-only / write-heavy: the ordered operation's state machine.
   std::optional<OrderedWrite> ordered_write;
   std::optional<OrderedRead> ordered_read;
+  // secondary-index: the write's or read's state machine (load/sidx_ops.h).
+  std::optional<SidxWrite> sidx_write;
+  std::optional<SidxRead> sidx_read;
+
+  bool ordered() const { return ordered_write || ordered_read || sidx_write || sidx_read; }
+  bool writes() const { return ordered_write || sidx_write; }
 };
 
 class Engine {
@@ -108,14 +116,24 @@ class Engine {
         gen_(o.workload, o.dist, o.keys, o.theta, o.seed),
         verifier_(o.keys),
         ordered_(is_ordered(o.workload)),
+        sidx_(o.workload == Workload::kSecondaryIndex),
         slots_(o.outstanding),
         timeout_(std::chrono::milliseconds(o.timeout_ms)) {
     report_.options = o;
+    if (sidx_) {
+      // Reads draw secondary keys from a distribution of their own (the
+      // same kind, over S keys), with a stream of its own.
+      secondary_gen_.emplace(Workload::kC, o.dist, o.secondary_keys, o.theta, o.seed ^ 0x5EC0'DA27'1DE8'0000ull);
+    }
     if (!o.history.empty()) {
-      history_.emplace(o.history, "forein-load history 1 keys=" + std::to_string(o.keys) + " workload=" +
-                                      to_string(o.workload) + " dist=" + to_string(o.dist) +
-                                      " seed=" + std::to_string(o.seed) + " outstanding=" +
-                                      std::to_string(o.outstanding));
+      std::string header = "forein-load history 1 keys=" + std::to_string(o.keys) + " workload=" +
+                           to_string(o.workload) + " dist=" + to_string(o.dist) + " seed=" + std::to_string(o.seed) +
+                           " outstanding=" + std::to_string(o.outstanding);
+      if (sidx_) {
+        header += " secondary_keys=" + std::to_string(o.secondary_keys) +
+                  " sidx_read_count=" + std::to_string(o.sidx_read_count);
+      }
+      history_.emplace(o.history, header);
     }
   }
 
@@ -264,7 +282,23 @@ class Engine {
   void issue_ordered(Slot& s, Clock::time_point now) {
     s.is_read = s.is_write = false;
     Packet p;
-    if (s.op.kind == OpKind::kWrite) {
+    if (sidx_ && s.op.kind == OpKind::kWrite) {
+      const std::uint32_t version = next_version_++;
+      s.sidx_write.emplace(s.op.key, version, o_.secondary_keys, o_.record_bytes);
+      p = s.sidx_write->start();
+      if (o_.verify) {
+        s.is_write = true;
+        s.write_id = verifier_.begin_write(s.op.key, version);
+      }
+    } else if (sidx_) {
+      s.op.key = secondary_gen_->draw_key();  // a secondary index j
+      s.sidx_read.emplace(s.op.key, o_.sidx_read_count);
+      p = s.sidx_read->start();
+      if (o_.verify) {
+        s.is_read = true;
+        s.read_ticket = verifier_.begin_read();
+      }
+    } else if (s.op.kind == OpKind::kWrite) {
       const std::uint32_t version = next_version_++;
       s.ordered_write.emplace(s.op.key, version, o_.record_bytes);
       p = s.ordered_write->start();
@@ -329,7 +363,7 @@ class Engine {
     }
     const std::size_t i = it->second;
     Slot& s = slots_[i];
-    if (s.ordered_write || s.ordered_read) {
+    if (s.ordered()) {
       handle_ordered(i, r, now);
       return true;
     }
@@ -392,7 +426,13 @@ class Engine {
   // or its end (committed, a record, an error).
   void handle_ordered(std::size_t i, const Packet& r, Clock::time_point now) {
     Slot& s = slots_[i];
-    Step step = s.ordered_write ? s.ordered_write->on_reply(r) : s.ordered_read->on_reply(r);
+    Step step = s.ordered_write ? s.ordered_write->on_reply(r)
+                : s.ordered_read ? s.ordered_read->on_reply(r)
+                : s.sidx_write   ? s.sidx_write->on_reply(r)
+                                 : s.sidx_read->on_reply(r);
+    if (s.sidx_read) {
+      if (auto looked = s.sidx_read->take_looked()) check_looked(s, *looked);
+    }
     switch (step.kind) {
       case Step::Kind::kRetry:
         ++report_.read_retries;
@@ -414,10 +454,21 @@ class Engine {
       case Step::Kind::kDone: {
         const auto ns = static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(now - s.started).count());
-        if (s.ordered_write) {
-          ++(s.ordered_write->one_rtt() ? report_.writes_one_rtt : report_.writes_two_phase);
+        if (s.writes()) {
+          const bool one_rtt = s.ordered_write ? s.ordered_write->one_rtt() : s.sidx_write->one_rtt();
+          ++(one_rtt ? report_.writes_one_rtt : report_.writes_two_phase);
           report_.write_latency.record(ns);
           if (s.is_write) verifier_.write_acked(s.write_id);
+        } else if (s.sidx_read) {
+          // Each record was checked as it came (check_looked).
+          const SidxRead& rd = *s.sidx_read;
+          report_.sidx_keys_listed += rd.listed_entries();
+          report_.sidx_keys_kept += rd.kept().size();
+          report_.sidx_keys_dropped += rd.dropped();
+          report_.not_found += rd.not_found();
+          if (rd.truncated()) ++report_.sidx_reads_truncated;
+          report_.read_latency.record(ns);
+          if (s.is_read) verifier_.end_read(s.read_ticket);
         } else {
           if (s.ordered_read->from_switch()) ++report_.reads_from_switch;
           report_.read_latency.record(ns);
@@ -438,16 +489,51 @@ class Engine {
     finish(i, now, /*completed=*/true);
   }
 
+  // --verify, secondary-index: a record LOG_READ returned for a listed
+  // primary key, kept or not, must be a record of that key in a state the
+  // key may hold (the ordered reads' rule, from the read's start), naming
+  // the secondary key its version names.
+  void check_looked(Slot& s, const SidxRead::Looked& looked) {
+    if (!s.is_read) return;
+    ++report_.verified;
+    std::string why;
+    bool right = verifier_.check_record(looked.index, s.read_ticket, looked.payload, &why);
+    if (right) {
+      const auto version = record_version(looked.payload, looked.index);
+      if (looked.secondary != secondary_key_of(looked.index, *version, o_.secondary_keys)) {
+        right = false;
+        why = "key " + std::to_string(looked.index) + " version " + std::to_string(*version) +
+              ": the record names another secondary key than its version's";
+      }
+    }
+    if (!right) {
+      ++report_.wrong;
+      if (report_.wrong <= 10) {
+        std::fprintf(stderr, "forein-load: wrong answer: secondary key %llu: %s\n",
+                     static_cast<unsigned long long>(s.op.key), why.c_str());
+      }
+    }
+  }
+
   // --history: the ordered operation in slot i ends (its record is read
   // from the slot's state machine, so this comes before finish()).
   void record_history(std::size_t i, Clock::time_point now, HistoryOp::Outcome outcome) {
     const Slot& s = slots_[i];
-    if (!history_ || !(s.ordered_write || s.ordered_read)) return;
+    if (!history_ || !s.ordered()) return;
     HistoryOp h;
     h.slot = static_cast<std::uint32_t>(i);
-    h.write = s.ordered_write.has_value();
+    h.write = s.writes();
     h.key = s.op.key;
-    if (h.write) {
+    h.sidx = s.sidx_write || s.sidx_read;
+    if (s.sidx_write) {
+      h.version = s.sidx_write->version();
+      h.secondary = s.sidx_write->secondary_index();
+    } else if (s.sidx_read) {
+      if (outcome == HistoryOp::Outcome::kOk) {
+        h.truncated = s.sidx_read->truncated();
+        for (const SidxRead::Member& m : s.sidx_read->kept()) h.members.push_back(SidxMember{m.index, m.version});
+      }
+    } else if (h.write) {
       h.version = s.ordered_write->version();
     } else if (outcome == HistoryOp::Outcome::kOk) {
       const auto v = record_version(s.ordered_read->record(), s.op.key);
@@ -469,6 +555,8 @@ class Engine {
   WorkloadGenerator gen_;
   Verifier verifier_;
   bool ordered_;
+  bool sidx_;
+  std::optional<WorkloadGenerator> secondary_gen_;  // secondary-index: reads' secondary keys
   std::vector<Slot> slots_;
   std::unordered_map<std::uint64_t, std::size_t> by_seq_;
   Clock::duration timeout_;

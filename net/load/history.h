@@ -27,8 +27,28 @@
 //                stamps each copy), so a resent write may take effect
 //                again later: the checker allows that.
 //
+// --workload secondary-index (load/sidx_ops.h) writes two other kinds:
+//
+//   SLOT SW KEY VERSION INVOKE_NS RESPONSE_NS OUTCOME RESENDS SECONDARY
+//   SLOT SR SECONDARY - INVOKE_NS RESPONSE_NS OUTCOME RESENDS LISTING MEMBERS
+//
+//   SW           a write of version VERSION of primary key KEY, naming
+//                secondary key SECONDARY (secondary_index_of(KEY, VERSION,
+//                S)); fields as for W
+//   SR           a read of secondary key SECONDARY (VERSION is "-")
+//   LISTING      ok reads: "all" (the SIDX_READ reply listed every
+//                primary key it holds for SECONDARY) or "truncated" (it
+//                had the more flag or filled the read's count); "-" for
+//                failed and pending reads
+//   MEMBERS      ok reads: the primary keys kept after validation, as
+//                KEY:VERSION (the version of the record LOG_READ
+//                returned) joined by ",", "-" if none; "-" for failed and
+//                pending reads
+//
 // Lines starting with '#' are comments; the first is a header naming the
-// format and the run ("# forein-load history 1 keys=N ...").
+// format and the run ("# forein-load history 1 keys=N ...";
+// secondary-index adds "secondary_keys=S", which the checker needs for
+// the preloaded records' secondary keys).
 #pragma once
 
 #include <cstdint>
@@ -36,8 +56,17 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace forein::net::load {
+
+// A primary key a secondary-index read kept, with its record's version.
+struct SidxMember {
+  std::uint64_t key = 0;
+  std::uint32_t version = 0;
+
+  bool operator==(const SidxMember&) const = default;
+};
 
 struct HistoryOp {
   enum class Outcome : std::uint8_t { kOk, kFailed, kPending };
@@ -52,6 +81,12 @@ struct HistoryOp {
   std::uint64_t response_ns = 0;  // unused while pending
   Outcome outcome = Outcome::kOk;
   std::uint32_t resends = 0;
+  // --workload secondary-index: an SW (write) or SR (read, key = the
+  // secondary index read, version kNoVersion) line.
+  bool sidx = false;
+  std::uint64_t secondary = 0;  // SW: the secondary index the write names
+  bool truncated = false;       // SR ok: "truncated"
+  std::vector<SidxMember> members;  // SR ok: the primary keys kept
 
   bool operator==(const HistoryOp&) const = default;
 };

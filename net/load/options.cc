@@ -9,6 +9,7 @@
 
 #include "common/cli.h"
 #include "protocol/dataset.h"
+#include "protocol/secondary_index.h"
 
 namespace forein::net::load {
 
@@ -23,11 +24,14 @@ const char* to_string(Workload w) {
     case Workload::kGetPutDel: return "getputdel";
     case Workload::kWriteOnly: return "write-only";
     case Workload::kWriteHeavy: return "write-heavy";
+    case Workload::kSecondaryIndex: return "secondary-index";
   }
   return "?";
 }
 
-bool is_ordered(Workload w) { return w == Workload::kWriteOnly || w == Workload::kWriteHeavy; }
+bool is_ordered(Workload w) {
+  return w == Workload::kWriteOnly || w == Workload::kWriteHeavy || w == Workload::kSecondaryIndex;
+}
 
 const char* to_string(Distribution d) {
   switch (d) {
@@ -75,7 +79,8 @@ namespace {
 
 // Which flags were given, for the checks across flags.
 struct Given {
-  bool target = false, workload = false, dist = false, index = false, record = false, shards = false;
+  bool target = false, workload = false, dist = false, index = false, record = false, shards = false,
+       secondary_keys = false, sidx_read_count = false;
 };
 
 // Every flag, once: what --help prints and what parse_options takes.
@@ -103,12 +108,16 @@ void declare(CLI::App& app, LoadOptions* o, Given* g) {
                          {"f", Workload::kF},
                          {"getputdel", Workload::kGetPutDel},
                          {"write-only", Workload::kWriteOnly},
-                         {"write-heavy", Workload::kWriteHeavy}},
+                         {"write-heavy", Workload::kWriteHeavy},
+                         {"secondary-index", Workload::kSecondaryIndex}},
                         "YCSB a (50% read/50% update), b (95/5), c (100% read), d (95% read/5% insert, reads "
                         "latest), e (95% scan/5% insert), f (50% read/50% read-modify-write), getputdel (90% get, "
                         "5% put of a new key, 5% delete); Switch-delta's ordered writes: write-only (100% write), "
                         "write-heavy (50% read/50% write): LOG_APPEND, then META_PUT unless the switch took it; "
-                        "reads META_GET then LOG_READ (required)")
+                        "reads META_GET then LOG_READ; secondary-index (50% write/50% read, paper 002 VI-B): writes move "
+                        "a primary key to a new secondary key (LOG_APPEND, META_PUT unless the switch stored the "
+                        "partial entry), reads SIDX_READ a secondary key then LOG_READ each primary key listed, "
+                        "keeping those whose record still names it (required)")
       ->each([g](const std::string&) { g->workload = true; });
   cli::choice<Distribution>(
       app, "--dist", &o->dist,
@@ -136,12 +145,24 @@ void declare(CLI::App& app, LoadOptions* o, Given* g) {
       ->default_str("")
       ->each([o](const std::string&) { o->seed_given = true; });
   cli::number<std::size_t>(app, "--record-bytes", &o->record_bytes, kMinRecordBytes, kMaxRecordBytes,
-                           "write-only/write-heavy: bytes per record")
+                           "write-only/write-heavy/secondary-index: bytes per record (secondary-index: the "
+                           "payload after the secondary key)")
       ->each([g](const std::string&) { g->record = true; });
+  cli::number<std::uint64_t>(app, "--secondary-keys", &o->secondary_keys, 1, std::uint64_t{1} << 40,
+                             "secondary-index: secondary keys 0..S-1 (the data node's --secondary-keys; "
+                             "default --keys / 25, at least 1)")
+      ->type_name("S")
+      ->default_str("")
+      ->each([g](const std::string&) { g->secondary_keys = true; });
+  cli::number<std::uint32_t>(app, "--sidx-read-count", &o->sidx_read_count, 1, kMaxSidxReadCount,
+                             "secondary-index: primary keys a read asks for (SIDX_READ's count; the paper's 10)")
+      ->type_name("C")
+      ->each([g](const std::string&) { g->sidx_read_count = true; });
   cli::text(app, "--history", &o->history,
-            "write-only/write-heavy: write one line per operation to FILE (client slot, W/R, key, version "
-            "written or read, invoke and response CLOCK_MONOTONIC ns, ok/failed/pending) for a linearizability "
-            "check")
+            "write-only/write-heavy/secondary-index: write one line per operation to FILE (client slot, "
+            "W/R, key, version written or read, invoke and response CLOCK_MONOTONIC ns, ok/failed/pending; "
+            "secondary-index: SW/SR lines with the secondary key and the primary keys kept) for "
+            "forein-history-check")
       ->type_name("FILE");
   cli::address(app, "--agent", &o->agent, 1,
                "forein-agent to fetch the index's offload image from (a few times a second); requests carry its hints "
@@ -216,12 +237,18 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
     return false;
   }
   if (!is_ordered(o.workload) && record_given) {
-    *error = "--record-bytes needs --workload write-only or write-heavy";
+    *error = "--record-bytes needs --workload write-only, write-heavy or secondary-index";
     return false;
   }
+  if (o.workload != Workload::kSecondaryIndex && (g.secondary_keys || g.sidx_read_count)) {
+    *error = std::string(g.secondary_keys ? "--secondary-keys" : "--sidx-read-count") +
+             " needs --workload secondary-index";
+    return false;
+  }
+  if (o.workload == Workload::kSecondaryIndex && !g.secondary_keys) o.secondary_keys = default_secondary_keys(o.keys);
   if (!o.history.empty()) {
     if (!is_ordered(o.workload)) {
-      *error = "--history needs --workload write-only or write-heavy";
+      *error = "--history needs --workload write-only, write-heavy or secondary-index";
       return false;
     }
     // Refused now, not after the run: the file is created (empty) here.

@@ -11,8 +11,10 @@ namespace forein::net::load {
 
 // kWriteOnly / kWriteHeavy run Switch-delta's ordered-write protocol
 // (LOG_APPEND, META_PUT, META_GET, LOG_READ; load/ordered.h) instead of
-// the KV server's GET/PUT.
-enum class Workload : std::uint8_t { kA, kB, kC, kD, kE, kF, kGetPutDel, kWriteOnly, kWriteHeavy };
+// the KV server's GET/PUT; kSecondaryIndex its secondary-index case study
+// (LOG_APPEND of a SidxRecord, META_PUT; SIDX_READ then LOG_READs;
+// load/sidx_ops.h).
+enum class Workload : std::uint8_t { kA, kB, kC, kD, kE, kF, kGetPutDel, kWriteOnly, kWriteHeavy, kSecondaryIndex };
 enum class Distribution : std::uint8_t { kUniform, kZipf, kLatest };
 
 // --record-bytes bounds: record_version needs 27 bytes (the head); 4096
@@ -21,7 +23,8 @@ inline constexpr std::size_t kMinRecordBytes = 27;
 inline constexpr std::size_t kMaxRecordBytes = 4096;
 
 const char* to_string(Workload w);
-// Whether w runs Switch-delta's ordered writes (write-only, write-heavy).
+// Whether w runs Switch-delta's ordered writes (write-only, write-heavy,
+// secondary-index).
 bool is_ordered(Workload w);
 const char* to_string(Distribution d);
 
@@ -50,6 +53,13 @@ struct LoadOptions {
   // --history FILE (write-only / write-heavy): one line per ordered
   // operation (load/history.h) for an offline linearizability check.
   std::string history;
+  // --workload secondary-index: writes move primary key i to secondary
+  // key secondary_key_of(i, v, secondary_keys) (protocol/secondary_index.h;
+  // --secondary-keys, default default_secondary_keys(keys), as the data
+  // node's preload); reads ask for sidx_read_count primary keys
+  // (--sidx-read-count, 1..kMaxSidxReadCount, the paper's 10).
+  std::uint64_t secondary_keys = 0;
+  std::uint32_t sidx_read_count = 10;
   // --route-by-key N (forein-kv-server --engine dpa, DPA-Store's routing):
   // each request goes to target_port + traverser_of(key, 176) % N, the port
   // of the key's traverser thread; 0: every request to target_port.

@@ -16,6 +16,16 @@ Step failed_step(std::string why) {
   return s;
 }
 
+// The location a reply's value names: the 6-byte LogLocation, or a
+// StampedLocation (10 bytes) whose location part is taken.
+std::optional<LogLocation> location_of(const std::string& value) {
+  if (auto l = decode_location(value)) return l;
+  if (auto s = decode_stamped(value)) return s->location;
+  return std::nullopt;
+}
+
+}  // namespace
+
 const char* status_name(Status s) {
   switch (s) {
     case Status::kOk: return "ok";
@@ -29,14 +39,6 @@ const char* status_name(Status s) {
   return "unknown status";
 }
 
-// The location a reply's value names: the 6-byte LogLocation, or a
-// StampedLocation (10 bytes) whose location part is taken.
-std::optional<LogLocation> location_of(const std::string& value) {
-  if (auto l = decode_location(value)) return l;
-  if (auto s = decode_stamped(value)) return s->location;
-  return std::nullopt;
-}
-
 // A reply to a request for `key`: a REPLY whose key, when echoed, is key.
 std::optional<std::string> reply_problem(const Packet& reply, const std::string& key, const char* op) {
   if (reply.op != Op::kReply) {
@@ -46,7 +48,7 @@ std::optional<std::string> reply_problem(const Packet& reply, const std::string&
   return std::nullopt;
 }
 
-Packet request(Op op, const std::string& key, std::string value, const SlotKey& slot, std::uint32_t ts) {
+Packet visibility_request(Op op, const std::string& key, std::string value, const SlotKey& slot, std::uint32_t ts) {
   Packet p;
   p.op = op;
   p.key = key;
@@ -59,8 +61,6 @@ Packet request(Op op, const std::string& key, std::string value, const SlotKey& 
   p.visibility = v;
   return p;
 }
-
-}  // namespace
 
 const char* to_string(Step::Kind k) {
   switch (k) {
@@ -80,7 +80,7 @@ OrderedWrite::OrderedWrite(std::uint64_t index, std::uint32_t version, std::size
       slot_(slot_key(key_)) {}
 
 Packet OrderedWrite::start() const {
-  return request(Op::kLogAppend, key_, dataset_record(index_, version_, record_bytes_), slot_, 0);
+  return visibility_request(Op::kLogAppend, key_, dataset_record(index_, version_, record_bytes_), slot_, 0);
 }
 
 Step OrderedWrite::fail(std::string why) {
@@ -111,11 +111,12 @@ Step OrderedWrite::on_reply(const Packet& reply) {
           phase_ = Phase::kMetaPut;
           Step s;
           s.kind = Step::Kind::kSend;
-          s.request = request(Op::kMetaPut, key_, location_, slot_, ts_);
+          s.request = visibility_request(Op::kMetaPut, key_, location_, slot_, ts_);
           return s;
         }
         case VisState::kSwitchRead:
         case VisState::kHeld:
+        case VisState::kPartial:  // a --secondary-index data node's reply: not this workload's
           break;
       }
       return fail("LOG_APPEND: unexpected visibility state " +
@@ -141,7 +142,7 @@ Step OrderedWrite::on_reply(const Packet& reply) {
 OrderedRead::OrderedRead(std::uint64_t index, std::uint32_t max_retries)
     : index_(index), max_retries_(max_retries), key_(dataset_key(index)), slot_(slot_key(key_)) {}
 
-Packet OrderedRead::start() const { return request(Op::kMetaGet, key_, std::string(), slot_, 0); }
+Packet OrderedRead::start() const { return visibility_request(Op::kMetaGet, key_, std::string(), slot_, 0); }
 
 Step OrderedRead::fail(std::string why) {
   phase_ = Phase::kFailed;
@@ -160,7 +161,7 @@ Step OrderedRead::on_reply(const Packet& reply) {
       phase_ = Phase::kLogRead;
       Step s;
       s.kind = Step::Kind::kSend;
-      s.request = request(Op::kLogRead, key_, encode_location(*loc), slot_, 0);
+      s.request = visibility_request(Op::kLogRead, key_, encode_location(*loc), slot_, 0);
       return s;
     }
     case Phase::kLogRead: {

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "protocol/packet.h"
@@ -49,6 +50,16 @@ struct Step {
   std::string why;
 };
 const char* to_string(Step::Kind k);
+
+// Shared by the ordered and the secondary-index state machines
+// (load/sidx_ops.h):
+// the status as a word for error messages;
+const char* status_name(Status s);
+// what is wrong with `reply` as the answer to `op` for `key` (not a REPLY,
+// or another key echoed), or nullopt;
+std::optional<std::string> reply_problem(const Packet& reply, const std::string& key, const char* op);
+// a request carrying a visibility header {slot, kNone, fingerprint, ts}.
+Packet visibility_request(Op op, const std::string& key, std::string value, const SlotKey& slot, std::uint32_t ts);
 
 class OrderedWrite {
  public:

@@ -78,6 +78,14 @@ std::string report_json(const RunReport& r) {
     o["read_latency_ns"] = latency_object(r.read_latency);
     o["record_bytes"] = opt.record_bytes;
   }
+  if (opt.workload == Workload::kSecondaryIndex) {
+    o["secondary_keys"] = opt.secondary_keys;
+    o["sidx_read_count"] = opt.sidx_read_count;
+    o["sidx_keys_listed"] = r.sidx_keys_listed;
+    o["sidx_keys_kept"] = r.sidx_keys_kept;
+    o["sidx_keys_dropped"] = r.sidx_keys_dropped;
+    o["sidx_reads_truncated"] = r.sidx_reads_truncated;
+  }
   if (opt.remote_read) {
     o["mode"] = "remote-read";
     o["read_requests"] = r.reads;  // "reads" is the read operations, as in every mode
@@ -138,6 +146,13 @@ std::string format_report(const RunReport& r) {
     o << "writes " << w << ": committed in one round trip (switch) " << r.writes_one_rtt << ", two-phase "
       << r.writes_two_phase << "; records of " << r.options.record_bytes << " bytes\n";
     o << "  write latency us: " << latency_line(r.write_latency) << "\n";
+    if (r.options.workload == Workload::kSecondaryIndex) {
+      o << "secondary-index reads " << rd << " (" << r.options.secondary_keys << " secondary keys, count "
+        << r.options.sidx_read_count << "): primary keys listed " << r.sidx_keys_listed << ", kept "
+        << r.sidx_keys_kept << ", dropped by validation " << r.sidx_keys_dropped << " (not found " << r.not_found
+        << "); truncated " << r.sidx_reads_truncated << "\n";
+      o << "  read latency us: " << latency_line(r.read_latency) << "\n";
+    }
     if (r.options.workload == Workload::kWriteHeavy) {
       o << "reads " << rd << ": location from the switch " << r.reads_from_switch << ", retries (mismatch) "
         << r.read_retries << "\n";

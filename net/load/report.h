@@ -40,6 +40,13 @@ struct RunReport {
   std::uint64_t read_retries = 0;              // LOG_READ mismatches: the read started again from META_GET
   LatencyHistogram write_latency;              // LOG_APPEND's first send to commit, per committed write
   LatencyHistogram read_latency;               // META_GET's first send to the record, per read that got one
+  // secondary-index (load/sidx_ops.h; its writes count in writes_one_rtt /
+  // writes_two_phase, one round trip when the switch stored the partial
+  // entry; read_latency is SIDX_READ's first send to the last LOG_READ):
+  std::uint64_t sidx_keys_listed = 0;          // primary keys the SIDX_READ replies listed
+  std::uint64_t sidx_keys_kept = 0;            // ... whose record still named the secondary key read
+  std::uint64_t sidx_keys_dropped = 0;         // ... dropped by validation (moved on, or not found)
+  std::uint64_t sidx_reads_truncated = 0;      // reads whose reply had the more flag or filled the count
   // --remote-read (load/remote_read.h):
   std::uint64_t reads = 0;                     // READs sent (first attempts; start READs and header READs included)
   std::uint64_t start_reads = 0;               // lookups' first READs, marked for the switch

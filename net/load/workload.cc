@@ -30,7 +30,8 @@ Mix mix_for(Workload w) {
     case Workload::kGetPutDel:
       set(OpKind::kRead, 90); set(OpKind::kInsert, 5); set(OpKind::kDelete, 5); break;
     case Workload::kWriteOnly: set(OpKind::kWrite, 100); break;
-    case Workload::kWriteHeavy: set(OpKind::kRead, 50); set(OpKind::kWrite, 50); break;
+    case Workload::kWriteHeavy:
+    case Workload::kSecondaryIndex: set(OpKind::kRead, 50); set(OpKind::kWrite, 50); break;
   }
   return m;
 }

@@ -9,7 +9,10 @@
 // Switch-delta's mixes (paper 002, V-B): write-only write 100; write-heavy
 // read 50 / write 50, where a write is an ordered write (LOG_APPEND, then
 // META_PUT when the switch did not take it) and a read is META_GET then
-// LOG_READ (load/ordered.h).
+// LOG_READ (load/ordered.h); secondary-index (VI-B) read 50 / write 50,
+// its reads SIDX_READ then LOG_READs (load/sidx_ops.h; the engine draws
+// a read's secondary key from a generator of its own over the secondary
+// keys).
 //
 // Keys are indexes into the data set (protocol/dataset.h). Reads, updates
 // and deletes draw from the N loaded keys: uniform; Zipf (Gray et al.,

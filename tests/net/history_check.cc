@@ -57,6 +57,7 @@ HistoryCheck check_history(const std::vector<HistoryOp>& ops, std::uint64_t max_
   h.reserve(ops.size());
   auto initial = std::make_shared<lin::InitialMap>();
   for (const HistoryOp& op : ops) {
+    if (op.sidx) continue;  // secondary-index lines: sidx_history_check.h
     ++c.ops;
     lin::Operation l;
     l.client = static_cast<int>(op.slot);

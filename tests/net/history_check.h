@@ -46,6 +46,8 @@ struct HistoryCheck {
   std::string summary() const;  // one line
 };
 
+// Secondary-index lines (SW, SR) are left out: sidx_history_check.h
+// checks those.
 HistoryCheck check_history(const std::vector<HistoryOp>& ops, std::uint64_t max_steps = 50'000'000);
 
 // A stale read: an ok read R of key k gets the version of an ok write W1
