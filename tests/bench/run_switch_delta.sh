@@ -36,11 +36,23 @@
 #             (fresh logs: the switches' MaxTs must start over); write p50/p99
 #             and the median-latency gain, without and with replication
 #             (replication.csv).
+#   sidx      the secondary-index case study (paper VI-B, with III-C's
+#             partial writes): one forein-data-node --secondary-index
+#             (--keys N, N/25 secondary keys) and one forein-kv-server
+#             --mode metadata --secondary-index, both switches restarted in
+#             front of them; forein-load --workload secondary-index (50%
+#             writes moving a primary key to a new secondary key, 50% reads
+#             of a secondary key's first 10 primary keys, each then read
+#             and validated at the data node), Zipf 0.99, at each
+#             --outstanding level, table on vs off. Runs after the others
+#             (it replaces the data and metadata nodes); rows "sidx" in
+#             runs.csv and summary.csv, and sidx.csv per run (primary keys
+#             listed, kept, dropped by validation; truncated listings).
 #
 #   bash tests/bench/run_switch_delta.sh [--keys N] [--data-nodes D]
 #        [--metadata-nodes M] [--seconds S] [--rounds R] [--levels 1,4,16,64]
 #        [--metadata-cpu F]
-#        [--experiments latency,mixed,dmp,bound,skew]
+#        [--experiments latency,mixed,dmp,bound,skew,replication,sidx]
 #        [--build DIR] [--results DIR]
 #
 # Needs root, /dev/net/tun and iproute2: every program runs inside one
@@ -102,12 +114,12 @@ done
 [[ $SECONDS_PER_RUN =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "--seconds: a number"
 [[ $ROUNDS =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] || bad "--rounds: a whole number >= 1"
 [[ $LEVELS =~ ^[0-9]+(,[0-9]+)*$ ]] || bad "--levels: comma-separated whole numbers"
-[[ $EXPERIMENTS =~ ^(latency|mixed|dmp|bound|skew|replication)(,(latency|mixed|dmp|bound|skew|replication))*$ ]] ||
-	bad "--experiments: a comma-separated list of latency, mixed, dmp, bound, skew, replication"
+[[ $EXPERIMENTS =~ ^(latency|mixed|dmp|bound|skew|replication|sidx)(,(latency|mixed|dmp|bound|skew|replication|sidx))*$ ]] ||
+	bad "--experiments: a comma-separated list of latency, mixed, dmp, bound, skew, replication, sidx"
 wants() { [[ ,$EXPERIMENTS, == *,$1,* ]]; }
 # dmp and bound hold the one metadata node to a share of a core.
-if [ "$METADATA_NODES" -gt 1 ] && { wants dmp || wants bound; }; then
-	bad "--experiments dmp and bound run one metadata node (--metadata-nodes 1)"
+if [ "$METADATA_NODES" -gt 1 ] && { wants dmp || wants bound || wants sidx; }; then
+	bad "--experiments dmp, bound and sidx run one metadata node (--metadata-nodes 1)"
 fi
 [[ $METADATA_CPU =~ ^0?\.[0-9]+$|^1(\.0*)?$ ]] || bad "--metadata-cpu: a fraction of one core, 0 < F <= 1"
 [ "$(id -u)" -eq 0 ] || {
@@ -228,6 +240,7 @@ for ((i = 0; i < DATA_NODES; i++)); do
 done
 META_PID=""
 META_PIDS=()
+META_EXTRA=() # the sidx experiment: --secondary-index
 start_metadata() { # DEFERRED: on|off; META_PID is node 0's
 	local pid
 	for pid in "${META_PIDS[@]}"; do
@@ -246,7 +259,7 @@ start_metadata() { # DEFERRED: on|off; META_PID is node 0's
 		fi
 		start "$name" "$META" --mode metadata --listen "0.0.0.0:${META_PORTS[i]}" --data-nodes "$nodes" \
 			--switch "${NET_A%.*}.$((${NET_A##*.} + 1)).2:$SERVICE" --threads 1 --backend none --deferred "$1" \
-			"${shard[@]}"
+			"${shard[@]}" "${META_EXTRA[@]}"
 		META_PIDS+=("$STARTED")
 		wait_ready "$LOGS/$name.out" "$STARTED"
 	done
@@ -335,6 +348,12 @@ run() {
 		"$(json_get "$js" writes)" "$(json_get "$js" writes_one_rtt)" "$(json_get "$js" writes_two_phase)" \
 		"$(json_get "$js" reads)" "$(json_get "$js" reads_from_switch)" "${w:-0}" \
 		"$(json_get "$js" errors)" "$(json_get "$js" timeouts)" "$extra" >>"$CSV"
+	if [ "$workload" = secondary-index ] && [ "$exp" != warmup ]; then
+		printf '%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$level" "$side" "$round" "$(json_get "$js" reads)" \
+			"$(json_get "$js" sidx_keys_listed)" "$(json_get "$js" sidx_keys_kept)" \
+			"$(json_get "$js" sidx_keys_dropped)" "$(json_get "$js" sidx_reads_truncated)" \
+			"$(json_get "$js" not_found)" >>"$RESULTS/sidx.csv"
+	fi
 }
 
 echo "== switch-delta: $(uname -srm), $(nproc) cores, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n 1)"
@@ -431,6 +450,43 @@ if wants replication; then
 		done
 	done
 	for pid in "${DATA_PIDS[@]}"; do stop "$pid"; done # their exit lines: the replication counters
+fi
+
+# The secondary-index case study (paper VI-B, III-C): one data node and
+# one metadata node with --secondary-index (the metadata node takes one
+# data node), the switches restarted in front of them (a fresh log: MaxTs
+# starts over). Everything before is stopped.
+if wants sidx; then
+	for pid in "${SWITCH_PIDS[@]}" "${DATA_PIDS[@]}"; do stop "$pid"; done
+	DATA_PIDS=()
+	DATA_PORTS=("${DATA_PORTS[0]}")
+	data_list=${DATA_PORTS[0]}
+	start data0-sidx "$DATA" --listen "0.0.0.0:${DATA_PORTS[0]}" --node 0/1 --keys "$KEYS" --secondary-index
+	DATA_PIDS+=("$STARTED")
+	wait_ready "$LOGS/data0-sidx.out" "$STARTED"
+	META_EXTRA=(--secondary-index)
+	start_metadata on
+	for name in on off; do
+		# (wait_ready must not find the stopped switch's "ready")
+		mv "$LOGS/$name.out" "$LOGS/$name-before-sidx.out"
+		mv "$LOGS/$name.err" "$LOGS/$name-before-sidx.err"
+	done
+	start_switch on "$NET_A" on
+	start_switch off "$NET_B" off
+	echo "level,side,round,reads,keys_listed,keys_kept,keys_dropped,reads_truncated,not_found" >"$RESULTS/sidx.csv"
+	run warmup "${levels[-1]}" on 0 secondary-index
+	for ((r = 1; r <= ROUNDS; r++)); do
+		for level in "${levels[@]}"; do
+			if ((r % 2)); then sides=(on off); else sides=(off on); fi
+			for side in "${sides[@]}"; do run sidx "$level" "$side" "$r" secondary-index; done
+		done
+	done
+	# The switches' exit lines: partial entries stored, reads that carried one.
+	for name in on off; do stop "${SWITCH_PIDS[$name]}"; done
+	for name in on off; do
+		js=$(grep '^{' "$LOGS/$name.out" | tail -n 1 || true)
+		echo "== sidx, switch $name: partial entries stored $(json_get "$js" partial_stored), reads forwarded with one $(json_get "$js" partial_reads)"
+	done
 fi
 
 # Medians per experiment, level and side.
