@@ -248,7 +248,7 @@ bool parse_options(int argc, char** argv, LoadOptions* out, std::string* error, 
   if (o.workload == Workload::kSecondaryIndex && !g.secondary_keys) o.secondary_keys = default_secondary_keys(o.keys);
   if (!o.history.empty()) {
     if (!is_ordered(o.workload)) {
-      *error = "--history needs --workload write-only, write-heavy or secondary-index";
+      *error = "--history needs --workload write-only or write-heavy, or secondary-index";
       return false;
     }
     // Refused now, not after the run: the file is created (empty) here.
