@@ -314,7 +314,11 @@ void MetadataNode::flush_deferred() {
     entries = 0;
   };
   const auto done = [&](const MetaUpdate& u) {
-    if (!sidx_) catchup_.mark_applied(u.stamped.location.node, u.stamped.location.log_id);
+    if (sidx_) {
+      sidx_processed(u);  // the batch's combined updates too
+    } else {
+      catchup_.mark_applied(u.stamped.location.node, u.stamped.location.log_id);
+    }
     if (entries == kMaxClearsPerDatagram || (entries > 0 && !(u.from == clear_to))) close();
     if (entries == 0) {
       clear = clear_packet(u.slot, u.fingerprint, u.stamped.ts, u.seq);

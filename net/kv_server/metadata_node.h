@@ -167,9 +167,11 @@ class MetadataNode {
   // Whether the held reply's slot entry (a SidxEntry, CurTs aux) is applied
   // (or superseded by a newer write of its primary key).
   bool sidx_slot_applied(const Packet& held);
-  // Applies a checked update (processed: its META_PUT or META_ASYNC came,
-  // so the catch-up need not clear its slot).
+  // Applies a checked update and records it processed (its META_PUT,
+  // META_ASYNC or log entry came, so the catch-up need not clear its slot).
   ApplyResult sidx_apply(const MetaUpdate& u, std::string* stale);
+  // The same record for an update a deferred batch combined away.
+  void sidx_processed(const MetaUpdate& u);
   // The old composite keys phase-2 META_PUTs left for after their replies.
   void erase_stale();
   void refuse(const Packet& request, const UdpAddress& from, const std::string& why);

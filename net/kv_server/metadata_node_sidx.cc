@@ -85,6 +85,8 @@ ApplyResult MetadataNode::sidx_apply(const MetaUpdate& u, std::string* stale) {
   return r;
 }
 
+void MetadataNode::sidx_processed(const MetaUpdate& u) { sidx_processed_.mark(u.stamped.ts); }
+
 void MetadataNode::sidx_meta_put(const Packet& request, const UdpAddress& from) {
   ++counters_.meta_put;
   MetaUpdate u;
