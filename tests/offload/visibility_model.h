@@ -300,7 +300,8 @@ class Protocol {
       if (cfg_.metadata_nodes != 1) throw std::invalid_argument("visibility model: set keys need one metadata node");
       std::size_t writes = 0;
       for (const auto& script : cfg_.clients) {
-        writes += static_cast<std::size_t>(std::count_if(script.begin(), script.end(), [](const Op& o) { return o.write; }));
+        writes += static_cast<std::size_t>(
+            std::count_if(script.begin(), script.end(), [](const Op& o) { return o.write; }));
       }
       if (writes > 8) throw std::invalid_argument("visibility model: set keys allow at most 8 writes (a byte of bits)");
     }
@@ -463,7 +464,8 @@ class Protocol {
     std::ostringstream o;
     o << "slots:";
     for (const Slot& x : s.slots) {
-      o << " [" << (x.valid == kSlotPartial ? "partial" : x.valid ? "valid" : "empty") << " fp " << x.fp << " cur " << x.cur << " max " << x.max
+      o << " [" << (x.valid == kSlotPartial ? "partial" : x.valid ? "valid" : "empty") << " fp " << x.fp << " cur "
+        << x.cur << " max " << x.max
         << " loc " << int(x.meta) << "]";
     }
     o << "; log:";
@@ -756,7 +758,8 @@ class Protocol {
     const Client& cl = s.clients[c];
     const std::string who = "client " + std::to_string(c) + " read set " + key_name(key) + " = " + members(set);
     if (const auto missing = static_cast<std::uint8_t>(cl.floor_set & ~set); missing != 0) {
-      st.violations.emplace_back(kMissingMember, who + ", missing " + members(missing) + ", committed before it started");
+      st.violations.emplace_back(kMissingMember,
+                                 who + ", missing " + members(missing) + ", committed before it started");
     }
     for (std::size_t e = 0; e < 8; ++e) {
       if ((set >> e & 1) != 0 && (e >= s.log.size() || s.log[e].key != key)) {
