@@ -80,8 +80,11 @@ enum class Op : std::uint8_t {
   // (section III-E, V-F): docs/protocol.md, "Switch-delta".
   kLogReplicate = 16,  // primary data node -> backup: install a log entry at its id and timestamp
   kSync = 17,          // metadata node <-> switch: recovery after a switch restart
+  // Switch-delta's secondary-index case study (section VI-B) with partial
+  // writes (section III-C): protocol/secondary_index.h.
+  kSidxRead = 18,  // client -> metadata node: the primary keys of a secondary key
 };
-inline constexpr Op kLastOp = Op::kSync;
+inline constexpr Op kLastOp = Op::kSidxRead;
 
 enum class Status : std::uint8_t {
   kOk = 0,
@@ -110,8 +113,14 @@ enum class VisState : std::uint8_t {
   kHeld = 4,      // META_PUT reply turned back to the metadata node: the slot
                   // still holds an older write (aux: its timestamp; value:
                   // its metadata); resend once the slot clears
+  kPartial = 5,   // a partial write (section III-C; protocol/secondary_index.h):
+                  // in a data-write reply from a --secondary-index data
+                  // node, "store this as a partial entry" (the switch
+                  // replaces it with kStored or kFallback); in a SIDX_READ
+                  // the switch forwards, "the value holds the slot's partial
+                  // entry, ts its CurTs" (the metadata node merges it)
 };
-inline constexpr std::uint8_t kMaxVisState = 4;
+inline constexpr std::uint8_t kMaxVisState = 5;
 
 struct VisibilityHeader {
   std::uint16_t slot = 0;

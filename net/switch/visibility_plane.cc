@@ -172,7 +172,7 @@ int VisibilityPlane::from_client(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* 
     }
     bump(counters_.to_data_nodes);
   } else {
-    if (op == Op::kMetaGet && recovering()) {
+    if ((op == Op::kMetaGet || op == Op::kSidxRead) && recovering()) {
       // Recovering: a metadata node may not yet hold a write an earlier
       // switch committed (its copy lost with that switch). The client
       // times out and retries (section V-F: operations fail and are
@@ -196,6 +196,20 @@ int VisibilityPlane::from_client(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* 
         translate(eth, ip, udp, false, sides_[0]);
         bump(counters_.switch_reads);
         return 0;
+      }
+    }
+    if (op == Op::kSidxRead && routing_.visibility && at != 0) {
+      if (const auto part = table_.on_partial_read(sk.slot, sk.fingerprint)) {
+        // A partial write in flight (section III-C): never an answer on its
+        // own; the read goes on to the metadata node carrying it, which
+        // merges it into the whole entry.
+        Packet read;
+        if (parse_packet(datagram, &read) != ParseError::kNone) return drop(c, c.malformed, m);
+        read.value.assign(reinterpret_cast<const char*>(part->metadata.data()), part->metadata.size());
+        read.visibility->state = VisState::kPartial;
+        read.visibility->ts = part->ts;
+        if (!write_datagram(m, ip, ihl, udp, datagram.size(), encode_packet(read))) return drop(c, c.no_room, m);
+        bump(counters_.partial_reads);
       }
     }
     to = metadata_port(key);
@@ -241,11 +255,19 @@ int VisibilityPlane::from_node(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* ip
     const std::size_t key_len = be16(datagram.data() + kKeyLenAt);
     const std::size_t value_len = be32(datagram.data() + kValueLenAt);
     const std::span<const std::byte> value(datagram.data() + kHeaderBytes + key_len, value_len);
-    if (v.state == VisState::kNone && v.ts != 0 && value_len == kLogLocationBytes &&
+    const bool partial = v.state == VisState::kPartial;
+    if ((partial || (v.state == VisState::kNone && value_len == kLogLocationBytes)) && v.ts != 0 &&
         is_port_of(routing_.data_nodes, from)) {
       // A data-write reply (LOG_APPEND's: the only data-node reply with a
-      // timestamp and a location).
+      // timestamp and a location; or, from a --secondary-index data node,
+      // with kPartial and the partial entry, section III-C). Whatever
+      // happens below, kPartial never reaches the client: it reads
+      // anything but kStored as "phase 2".
       bump(counters_.write_replies);
+      if (partial && !routing_.visibility) {
+        v.state = VisState::kNone;
+        store_visibility(datagram.data() + at, v);
+      }
       if (routing_.visibility && (recovering() || v.aux != routing_.epoch)) {
         // Not stored: recovering, or the request went through an earlier
         // switch (whose MaxTs this table does not have). Phase 2.
@@ -254,7 +276,7 @@ int VisibilityPlane::from_node(rte_mbuf* m, rte_ether_hdr* eth, rte_ipv4_hdr* ip
         v.state = VisState::kFallback;
         store_visibility(datagram.data() + at, v);
       } else if (routing_.visibility) {
-        const WriteOutcome outcome = table_.on_write_reply(v.slot, v.fingerprint, v.ts, value);
+        const WriteOutcome outcome = table_.on_write_reply(v.slot, v.fingerprint, v.ts, value, partial);
         v.state = outcome == WriteOutcome::kStored ? VisState::kStored : VisState::kFallback;
         store_visibility(datagram.data() + at, v);
         if (outcome == WriteOutcome::kStored) {
@@ -366,6 +388,8 @@ Json VisibilityPlane::json() const {
   j["read_misses"] = c.read_misses;
   j["held"] = c.held;
   j["released"] = c.released;
+  j["partial_stored"] = c.partial_stored;
+  j["partial_reads"] = c.partial_reads;
   j["to_data_nodes"] = l(counters_.to_data_nodes);
   j["to_metadata_nodes"] = l(counters_.to_metadata_nodes);
   j["write_replies"] = l(counters_.write_replies);

@@ -13,6 +13,12 @@
 //                      (kSwitchRead); else forwarded; its reply from the
 //                      metadata node is checked against the slot again
 //                      (not in the paper: see visibility_plane.cc);
+//   partial writes     (section III-C, the secondary-index case study
+//                      VI-B; protocol/secondary_index.h) a data-write reply
+//                      in state kPartial is stored as a partial entry under
+//                      the same rule; a SIDX_READ whose slot holds one is
+//                      forwarded with it attached (kPartial, ts = CurTs),
+//                      never answered here;
 //   META_PUT reply     slot valid and ts > CurTs: turned back to the
 //                      metadata node as kHeld (aux CurTs, value the slot's
 //                      metadata), which resends it; else to the client;
@@ -72,7 +78,8 @@ struct VisibilityRouting {
 // data-plane thread only, read by anyone).
 struct VisibilityPlaneCounters {
   std::atomic<std::uint64_t> to_data_nodes{0}, to_metadata_nodes{0}, switch_reads{0}, async_copies{0},
-      copy_failed{0}, held{0}, clears{0}, write_replies{0}, reply_rechecks{0};
+      copy_failed{0}, held{0}, clears{0}, write_replies{0}, reply_rechecks{0},
+      partial_reads{0};  // SIDX_READs forwarded with the slot's partial entry attached
   // Recovery: SYNCs answered (from nodes / from clients), data-write
   // replies not stored while recovering or of another epoch, META_GETs
   // dropped while recovering.

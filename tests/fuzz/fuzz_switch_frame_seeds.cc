@@ -14,6 +14,7 @@
 
 #include "protocol/dataset.h"
 #include "protocol/packet.h"
+#include "protocol/secondary_index.h"
 #include "protocol/visibility.h"
 
 namespace {
@@ -124,6 +125,21 @@ int main(int argc, char** argv) {
     for (std::uint16_t port : {kMeta, std::uint16_t(kMeta + 1), std::uint16_t(kMeta + 2)}) {
       seeds.push_back(input(true, 1, off, frame(1, port, kService, net::encode_packet(sync))));
     }
+    // Partial writes (III-C, the secondary-index case study): a partial
+    // data-write reply, then a SIDX_READ of the same slot (forwarded with
+    // the partial entry attached) and its reply.
+    const std::string entry = net::encode_sidx_entry(net::dataset_key(9), net::dataset_key(3));
+    net::Packet partial = visibility_packet(net::Op::kReply, 3, 11, entry, net::VisState::kPartial);
+    partial.key = net::dataset_key(9);
+    seeds.push_back(input(true, 1, off, frame(1, kData, kClient, net::encode_packet(partial))));
+    net::Packet sidx_read = visibility_packet(net::Op::kSidxRead, 3, 0, "");
+    sidx_read.count = 10;
+    seeds.push_back(input(true, 0, off, frame(0, kClient, kService, net::encode_packet(sidx_read))));
+    net::Packet sidx_reply = visibility_packet(net::Op::kReply, 3, 0, "");
+    const std::vector<net::ScanEntry> listed{{net::dataset_key(9), net::encode_sidx_ts(11)}};
+    sidx_reply.value = net::encode_scan_entries(listed);
+    sidx_reply.count = 1;
+    seeds.push_back(input(true, 1, off, frame(1, kMeta, kClient, net::encode_packet(sidx_reply))));
     net::Packet error;
     error.op = net::Op::kError;
     error.status = net::Status::kBadRequest;

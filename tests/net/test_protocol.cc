@@ -14,6 +14,7 @@
 
 #include "forein/error.h"
 #include "protocol/packet.h"
+#include "protocol/secondary_index.h"
 #include "support/seed.h"
 
 using forein::InvalidArgument;
@@ -103,7 +104,7 @@ std::vector<Packet> samples(bool with_hint, bool with_fattree) {
     // Switch-delta's ops carry the visibility header; so may any other.
     if (op >= 8 || op % 3 == 0) {
       p.visibility = forein::net::VisibilityHeader{static_cast<std::uint16_t>(0xFFF0 + op),
-                                                   static_cast<forein::net::VisState>(op % 5), 0xFFFFFFFFu,
+                                                   static_cast<forein::net::VisState>(op % (forein::net::kMaxVisState + 1)), 0xFFFFFFFFu,
                                                    0x80000000u + static_cast<std::uint32_t>(op), 0xFFFFFFFFu};
     }
     out.push_back(p);
@@ -229,7 +230,7 @@ TEST_CASE("every ParseError is reachable", "[net][protocol]") {
   expect(d, ParseError::kUnknownVersion);
   d[2] = std::byte{0};
   expect(d, ParseError::kUnknownVersion);
-  for (int op : {0, 18, 255}) {
+  for (int op : {0, static_cast<int>(forein::net::kLastOp) + 1, 255}) {
     d = good;
     d[3] = static_cast<std::byte>(op);
     expect(d, ParseError::kUnknownOp);
@@ -471,7 +472,7 @@ TEST_CASE("encode_packet rejects what the parser would", "[net][protocol]") {
   Packet bad;
   bad.op = static_cast<Op>(0);
   CHECK_THROWS_AS(encode_packet(bad), InvalidArgument);
-  bad.op = static_cast<Op>(18);
+  bad.op = static_cast<Op>(static_cast<std::uint8_t>(forein::net::kLastOp) + 1);
   CHECK_THROWS_AS(encode_packet(bad), InvalidArgument);
   bad.op = Op::kClear;
   bad.visibility = forein::net::VisibilityHeader{};
@@ -531,6 +532,59 @@ TEST_CASE("SCAN entries encode and decode", "[net][protocol]") {
   auto back = decode_scan_entries(q.value);
   REQUIRE(back.has_value());
   CHECK(back->size() == entries.size());
+}
+
+TEST_CASE("secondary index: entries, records and timestamps encode and decode", "[net][protocol]") {
+  using namespace forein::net;
+  const std::string entry = encode_sidx_entry("pk", "secondary");
+  CHECK(entry == std::string("\x00\x02pk\x00\x09secondary", 15));
+  const auto e = decode_sidx_entry(entry);
+  REQUIRE(e.has_value());
+  CHECK(e->primary == "pk");
+  CHECK(e->secondary == "secondary");
+  // The paper's keys (8 + 8 bytes) fit a slot's 96 bytes with room.
+  CHECK(encode_sidx_entry(dataset_key(1), dataset_key(2)).size() == 20);
+  // Every truncation and extension, empty keys: refused.
+  for (std::size_t n = 0; n < entry.size(); ++n) CHECK_FALSE(decode_sidx_entry(entry.substr(0, n)).has_value());
+  CHECK_FALSE(decode_sidx_entry(entry + "x").has_value());
+  CHECK_FALSE(decode_sidx_entry(encode_sidx_entry("", "s")).has_value());
+  CHECK_FALSE(decode_sidx_entry(encode_sidx_entry("p", "")).has_value());
+  CHECK_FALSE(decode_sidx_entry(std::string("\xff\xff", 2)).has_value());
+
+  const std::string record = encode_sidx_record("sk", "payload");
+  const auto r = decode_sidx_record(record);
+  REQUIRE(r.has_value());
+  CHECK(r->secondary == "sk");
+  CHECK(r->payload == "payload");
+  CHECK(decode_sidx_record(encode_sidx_record("sk", ""))->payload.empty());
+  CHECK_FALSE(decode_sidx_record("").has_value());
+  CHECK_FALSE(decode_sidx_record(std::string("\x00\x00" "x", 3)).has_value());
+  CHECK_FALSE(decode_sidx_record(std::string("\x00\x05" "abc", 5)).has_value());
+
+  CHECK(encode_sidx_ts(0x01020304) == "\x01\x02\x03\x04");
+  CHECK(decode_sidx_ts(encode_sidx_ts(0xFFFFFFFFu)) == 0xFFFFFFFFu);
+  CHECK_FALSE(decode_sidx_ts("abc").has_value());
+
+  // Secondary keys: deterministic, in range, spread (about keys/S each),
+  // and a new version moves the key.
+  constexpr std::uint64_t kS = 40;
+  std::vector<int> hits(kS, 0);
+  int moved = 0;
+  for (std::uint64_t i = 0; i < 4000; ++i) {
+    const std::uint64_t j = secondary_index_of(i, 0, kS);
+    REQUIRE(j < kS);
+    CHECK(secondary_key_of(i, 0, kS) == dataset_key(j));
+    ++hits[j];
+    if (secondary_index_of(i, 1, kS) != j) ++moved;
+  }
+  for (std::uint64_t j = 0; j < kS; ++j) {
+    INFO("secondary key " << j);
+    CHECK(hits[j] > 50);
+    CHECK(hits[j] < 150);
+  }
+  CHECK(moved > 3800);
+  CHECK(default_secondary_keys(100000000) == 4000000);
+  CHECK(default_secondary_keys(10) == 1);
 }
 
 TEST_CASE("READ: the documented bytes, the header's checks and the switch's rewrite", "[net][protocol]") {

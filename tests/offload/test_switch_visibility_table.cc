@@ -37,7 +37,8 @@ std::vector<std::byte> meta(std::size_t n, std::uint8_t fill) { return std::vect
 bool same_counters(const VisibilityCounters& a, const VisibilityCounters& b) {
   return a.stored == b.stored && a.slot_busy == b.slot_busy && a.stale == b.stale && a.too_large == b.too_large &&
          a.cleared == b.cleared && a.clear_ignored == b.clear_ignored && a.read_hits == b.read_hits &&
-         a.read_misses == b.read_misses && a.held == b.held && a.released == b.released;
+         a.read_misses == b.read_misses && a.held == b.held && a.released == b.released &&
+         a.partial_stored == b.partial_stored && a.partial_reads == b.partial_reads;
 }
 
 }  // namespace
@@ -240,6 +241,60 @@ TEST_CASE("switch_visibility table: a read hits iff the slot is valid and the fi
   const VisibilityCounters c = t.counters();
   CHECK(c.read_hits == 1);
   CHECK(c.read_misses == 4);
+}
+
+TEST_CASE("switch_visibility table: a partial write is stored by the same rule and never answers on_read",
+          "[switch_visibility]") {
+  VisibilityTable t(16, 32);
+  const auto part = meta(20, 0x5A);
+  REQUIRE(t.on_write_reply(3, 0xF00D, 10, part, true) == WriteOutcome::kStored);
+  const SlotState s = t.slot(3);
+  CHECK(s.valid);
+  CHECK(s.partial);
+  CHECK(s.cur_ts == 10);
+  CHECK(t.counters().stored == 1);
+  CHECK(t.counters().partial_stored == 1);
+
+  // A META_GET never gets a partial entry: it is only part of the entry.
+  CHECK_FALSE(t.on_read(3, 0xF00D).has_value());
+  CHECK(t.counters().read_misses == 1);
+  CHECK(t.counters().read_hits == 0);
+
+  // The read that may carry it: the entry and its CurTs, for the matching
+  // fingerprint only.
+  const auto hit = t.on_partial_read(3, 0xF00D);
+  REQUIRE(hit.has_value());
+  CHECK(hit->ts == 10);
+  CHECK(std::vector<std::byte>(hit->metadata.begin(), hit->metadata.end()) == part);
+  CHECK_FALSE(t.on_partial_read(3, 0xBEEF).has_value());
+  CHECK_FALSE(t.on_partial_read(4, 0xF00D).has_value());
+  CHECK(t.counters().partial_reads == 1);
+  CHECK(t.counters().read_misses == 3);
+
+  // A second partial write of the same entry while the first is in the
+  // slot: busy (the slot holds one part only), MaxTs raised; a held
+  // phase-2 reply of it waits for the CLEAR as for full writes.
+  CHECK(t.on_write_reply(3, 0xF00D, 11, meta(20, 0x11), true) == WriteOutcome::kSlotBusy);
+  CHECK(t.slot(3).max_ts == 11);
+  CHECK_FALSE(t.release_fallback(3, 11));
+  CHECK(t.on_clear(3, 10));
+  CHECK_FALSE(t.slot(3).valid);
+  CHECK_FALSE(t.slot(3).partial);
+  CHECK_FALSE(t.on_partial_read(3, 0xF00D).has_value());
+  CHECK(t.release_fallback(3, 11));
+  // An older partial reply arriving late is stale, never stored.
+  CHECK(t.on_write_reply(3, 0xF00D, 9, part, true) == WriteOutcome::kStale);
+
+  // A full write in a partial slot's place is read by on_read only.
+  REQUIRE(t.on_write_reply(5, 0xAA, 1, meta(6, 1)) == WriteOutcome::kStored);
+  CHECK_FALSE(t.slot(5).partial);
+  CHECK(t.on_read(5, 0xAA).has_value());
+  CHECK_FALSE(t.on_partial_read(5, 0xAA).has_value());
+  // reset() empties partial slots too.
+  REQUIRE(t.on_write_reply(7, 0xAB, 1, part, true) == WriteOutcome::kStored);
+  t.reset();
+  CHECK_FALSE(t.slot(7).valid);
+  CHECK(t.valid_slots() == 0);
 }
 
 TEST_CASE("switch_visibility table: a fallback reply is held iff the slot is valid and ts > CurTs",

@@ -20,7 +20,7 @@ struct VisibilityTable::Impl {
   std::vector<std::uint32_t> fingerprint;
   std::vector<std::uint32_t> cur_ts;
   std::vector<std::uint32_t> max_ts;
-  std::vector<std::uint8_t> valid;
+  std::vector<std::uint8_t> valid;  // 0 empty, kFull or kPartial
   std::vector<std::uint8_t> metadata_len;
   std::vector<std::byte> metadata;  // slots * kPaperMetadataBytes
 
@@ -35,6 +35,10 @@ struct VisibilityTable::Impl {
   std::atomic<std::uint64_t> read_misses{0};
   std::atomic<std::uint64_t> held{0};
   std::atomic<std::uint64_t> released{0};
+
+  static constexpr std::uint8_t kFull = 1, kPartial = 2;
+  std::atomic<std::uint64_t> partial_stored{0};
+  std::atomic<std::uint64_t> partial_reads{0};
 
   std::uint32_t index(std::uint16_t slot) const { return slot & mask; }
   std::byte* meta_at(std::uint32_t i) { return metadata.data() + std::size_t{i} * kPaperMetadataBytes; }
@@ -77,7 +81,7 @@ std::uint32_t VisibilityTable::slots() const { return impl_->slots; }
 std::size_t VisibilityTable::max_metadata() const { return impl_->max_metadata; }
 
 WriteOutcome VisibilityTable::on_write_reply(std::uint16_t slot, std::uint32_t fingerprint, std::uint32_t ts,
-                                             std::span<const std::byte> metadata) {
+                                             std::span<const std::byte> metadata, bool partial) {
   Impl& t = *impl_;
   const std::uint32_t i = t.index(slot);
   if (metadata.size() > t.max_metadata) {
@@ -89,7 +93,11 @@ WriteOutcome VisibilityTable::on_write_reply(std::uint16_t slot, std::uint32_t f
     return WriteOutcome::kTooLarge;
   }
   if (t.valid[i] == 0 && ts > t.max_ts[i]) {
-    t.valid[i] = 1;
+    // A partial write takes the slot only when it is empty, like a full
+    // one: a second partial write of the entry would need the slot to hold
+    // both parts, so it falls back (phase 2) until the first is applied.
+    t.valid[i] = partial ? Impl::kPartial : Impl::kFull;
+    if (partial) Impl::bump(t.partial_stored);
     t.fingerprint[i] = fingerprint;
     t.cur_ts[i] = ts;
     t.max_ts[i] = ts;
@@ -130,12 +138,23 @@ bool VisibilityTable::on_clear(std::uint16_t slot, std::uint32_t ts) {
 std::optional<std::span<const std::byte>> VisibilityTable::on_read(std::uint16_t slot, std::uint32_t fingerprint) {
   Impl& t = *impl_;
   const std::uint32_t i = t.index(slot);
-  if (t.valid[i] == 0 || t.fingerprint[i] != fingerprint) {
+  if (t.valid[i] != Impl::kFull || t.fingerprint[i] != fingerprint) {
     Impl::bump(t.read_misses);
     return std::nullopt;
   }
   Impl::bump(t.read_hits);
   return std::span<const std::byte>(t.meta_at(i), t.metadata_len[i]);
+}
+
+std::optional<PartialRead> VisibilityTable::on_partial_read(std::uint16_t slot, std::uint32_t fingerprint) {
+  Impl& t = *impl_;
+  const std::uint32_t i = t.index(slot);
+  if (t.valid[i] != Impl::kPartial || t.fingerprint[i] != fingerprint) {
+    Impl::bump(t.read_misses);
+    return std::nullopt;
+  }
+  Impl::bump(t.partial_reads);
+  return PartialRead{std::span<const std::byte>(t.meta_at(i), t.metadata_len[i]), t.cur_ts[i]};
 }
 
 bool VisibilityTable::release_fallback(std::uint16_t slot, std::uint32_t ts) {
@@ -154,6 +173,7 @@ SlotState VisibilityTable::slot(std::uint16_t slot) const {
   const std::uint32_t i = t.index(slot);
   SlotState s;
   s.valid = t.valid[i] != 0;
+  s.partial = t.valid[i] == Impl::kPartial;
   s.fingerprint = t.fingerprint[i];
   s.cur_ts = t.cur_ts[i];
   s.max_ts = t.max_ts[i];
@@ -176,6 +196,8 @@ VisibilityCounters VisibilityTable::counters() const {
   c.read_misses = Impl::get(t.read_misses);
   c.held = Impl::get(t.held);
   c.released = Impl::get(t.released);
+  c.partial_stored = Impl::get(t.partial_stored);
+  c.partial_reads = Impl::get(t.partial_reads);
   return c;
 }
 

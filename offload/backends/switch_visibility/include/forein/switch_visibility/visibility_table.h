@@ -13,6 +13,13 @@
 //   fallback META_PUT reply (slot, ts): held while the slot is valid and
 //       ts > CurTs (it would otherwise commit a write a read could not see).
 //
+// Partial writes (section III-C): a write that changes only part of its
+// entry (a secondary-index write adds one primary key to a secondary
+// key's list) is stored as a partial entry under the same rules, but a
+// read never gets an answer from it: on_partial_read() hands the partial
+// entry and its CurTs to the plane, which attaches them to the read it
+// forwards, and the metadata node merges them into the whole entry.
+//
 // A valid slot is never overwritten. One writer (the switch's data-plane
 // thread) calls the mutating members; counters and usage() may be read
 // from any thread.
@@ -47,6 +54,7 @@ enum class WriteOutcome : std::uint8_t {
 
 struct SlotState {
   bool valid = false;
+  bool partial = false;  // valid and holding a partial write (III-C)
   std::uint32_t fingerprint = 0;
   std::uint32_t cur_ts = 0;
   std::uint32_t max_ts = 0;
@@ -65,6 +73,14 @@ struct VisibilityCounters {
   std::uint64_t read_misses = 0;    // empty slot or another key's fingerprint
   std::uint64_t held = 0;           // fallback replies turned back
   std::uint64_t released = 0;       // fallback replies let through
+  std::uint64_t partial_stored = 0;  // of `stored`: partial writes
+  std::uint64_t partial_reads = 0;   // reads that found a partial entry (forwarded with it)
+};
+
+// A read that found a partial entry: what the plane attaches.
+struct PartialRead {
+  std::span<const std::byte> metadata;
+  std::uint32_t ts = 0;  // the slot's CurTs
 };
 
 class VisibilityTable {
@@ -76,9 +92,11 @@ class VisibilityTable {
   std::uint32_t slots() const;
   std::size_t max_metadata() const;
 
-  // The data-write reply's rule. slot is taken modulo slots().
+  // The data-write reply's rule. slot is taken modulo slots(). partial:
+  // a partial write (III-C), stored under the same rule but never read
+  // back by on_read().
   WriteOutcome on_write_reply(std::uint16_t slot, std::uint32_t fingerprint, std::uint32_t ts,
-                              std::span<const std::byte> metadata);
+                              std::span<const std::byte> metadata, bool partial = false);
   // A data-write reply the switch may not store (switch-crash recovery:
   // the switch still recovering, or a reply to a request an earlier switch
   // forwarded): not stored, but MaxTs raised as for kSlotBusy, so an older
@@ -87,9 +105,14 @@ class VisibilityTable {
   void note_unstored_reply(std::uint16_t slot, std::uint32_t ts);
   // CLEAR: true when it cleared the slot.
   bool on_clear(std::uint16_t slot, std::uint32_t ts);
-  // META_GET: the stored metadata when the slot is valid and the
-  // fingerprint matches (valid until the next mutating call).
+  // META_GET: the stored metadata when the slot is valid, holds a full
+  // write and the fingerprint matches (valid until the next mutating
+  // call). A partial entry is never an answer: a miss.
   std::optional<std::span<const std::byte>> on_read(std::uint16_t slot, std::uint32_t fingerprint);
+  // A read of a partial-write entry (SIDX_READ): the partial entry and its
+  // CurTs when the slot is valid, partial and the fingerprint matches;
+  // else nullopt (counted as a read miss).
+  std::optional<PartialRead> on_partial_read(std::uint16_t slot, std::uint32_t fingerprint);
   // A fallback META_PUT reply: true to let it through to the client,
   // false to hold it (slot valid and ts > CurTs). Counts either.
   bool release_fallback(std::uint16_t slot, std::uint32_t ts);
