@@ -86,7 +86,7 @@ struct HistoryOp {
   bool sidx = false;
   std::uint64_t secondary = 0;  // SW: the secondary index the write names
   bool truncated = false;       // SR ok: "truncated"
-  std::vector<SidxMember> members;  // SR ok: the primary keys kept
+  std::vector<SidxMember> members{};  // SR ok: the primary keys kept
 
   bool operator==(const HistoryOp&) const = default;
 };
