@@ -7,6 +7,7 @@
 
 #include "data_node/options.h"
 #include "protocol/dataset.h"
+#include "protocol/secondary_index.h"
 #include "protocol/visibility.h"
 
 namespace forein::net::data_node {
@@ -59,6 +60,20 @@ std::uint64_t preload(DataLog& log, NodeId node, std::uint64_t keys, std::size_t
   return appended;
 }
 
+std::uint64_t preload_secondary_index(DataLog& log, std::uint64_t keys, std::size_t record_bytes,
+                                      std::uint64_t secondary_keys) {
+  for (std::uint64_t i = 0; i < keys; ++i) {
+    const std::string secondary = secondary_key_of(i, 0, secondary_keys);
+    // The slot only names a counter, and this log has one.
+    DataLog::Appended a;
+    const DataLog::AppendError e = log.append(slot_key(secondary).slot, dataset_key(i),
+                                              encode_sidx_record(secondary, dataset_record(i, 0, record_bytes)), &a);
+    if (e == DataLog::AppendError::kFull) throw std::runtime_error("--keys: the log has no log id left");
+    if (e != DataLog::AppendError::kNone) throw std::runtime_error("--keys: record too large");
+  }
+  return keys;
+}
+
 Packet log_replicate_request(std::uint64_t seq, std::uint32_t log_id, std::uint32_t ts, std::string key,
                              std::string record) {
   const SlotKey sk = slot_key(key);
@@ -105,6 +120,8 @@ Packet Handler::handle(const Packet& request) {
         } else if (role_ == Role::kPrimary) {
           // The server's workers call begin_append(); handle() cannot wait for ACKs.
           reply = error(request, Status::kServerError, "a primary's LOG_APPEND is served by its workers");
+        } else if (log_.mode() == LogMode::kSecondaryIndex) {
+          reply = sidx_append(request);
         } else {
           reply = log_append(request);
         }
@@ -137,6 +154,10 @@ Packet Handler::handle(const Packet& request) {
 }
 
 Packet Handler::log_append(const Packet& request, bool reserve, std::optional<Packet>* replicate) {
+  if (log_.mode() == LogMode::kSecondaryIndex) {
+    // parse_options refuses --backups with --secondary-index.
+    return error(request, Status::kServerError, "replication is not supported on a --secondary-index data node");
+  }
   if (!request.visibility) {
     return error(request, Status::kBadRequest, "LOG_APPEND needs the visibility header (slot, fingerprint)");
   }
@@ -180,6 +201,66 @@ Packet Handler::log_append(const Packet& request, bool reserve, std::optional<Pa
   // aux echoed: the switch's epoch (switch-crash recovery; a reply of a
   // request an earlier switch forwarded is never stored by a later one).
   reply.visibility = VisibilityHeader{sk.slot, VisState::kNone, sk.fingerprint, a.ts, v.aux};
+  return reply;
+}
+
+// The secondary-index case study's data write (protocol/secondary_index.h):
+// the record names the secondary key, whose slot the visibility header
+// carries (the switch keeps the partial entry there). The reply's
+// SidxEntry may be over kMaxSlotMetadataBytes (long keys): it goes out all
+// the same and the switch, which cannot store it, answers kFallback.
+Packet Handler::sidx_append(const Packet& request) {
+  if (!request.visibility) {
+    return error(request, Status::kBadRequest,
+                 "LOG_APPEND needs the visibility header (slot, fingerprint of the record's secondary key)");
+  }
+  const std::optional<SidxRecord> record = decode_sidx_record(request.value);
+  if (!record) {
+    return error(request, Status::kBadRequest,
+                 "LOG_APPEND to a --secondary-index data node needs a secondary-index record "
+                 "(protocol/secondary_index.h)");
+  }
+  if (request.key.empty()) {
+    return error(request, Status::kBadRequest,
+                 "LOG_APPEND to a --secondary-index data node needs a primary key (the packet's key)");
+  }
+  if (record->secondary.size() > kMaxKeyBytes) {
+    return error(request, Status::kBadRequest,
+                 "secondary key of " + std::to_string(record->secondary.size()) + " bytes; at most " +
+                     std::to_string(kMaxKeyBytes) + " (a SIDX_READ's key)");
+  }
+  if (record->payload.size() > kMaxRecordBytes) {
+    return error(request, Status::kBadRequest,
+                 "record payload of " + std::to_string(record->payload.size()) + " bytes; at most " +
+                     std::to_string(kMaxRecordBytes));
+  }
+  const SlotKey sk = slot_key(record->secondary);
+  const VisibilityHeader& v = *request.visibility;
+  if (v.slot != sk.slot || v.fingerprint != sk.fingerprint) {
+    return error(request, Status::kBadRequest,
+                 "visibility header slot " + std::to_string(v.slot) + " fingerprint " + std::to_string(v.fingerprint) +
+                     " is not the secondary key's (slot " + std::to_string(sk.slot) + " fingerprint " +
+                     std::to_string(sk.fingerprint) + ")");
+  }
+  if (!node_.owns(sk.slot)) {
+    return error(request, Status::kBadRequest,
+                 "slot " + std::to_string(sk.slot) + " not owned by data node " + node_.name());
+  }
+  DataLog::Appended a;
+  switch (log_.append(sk.slot, request.key, request.value, &a)) {
+    case DataLog::AppendError::kNone:
+      break;
+    case DataLog::AppendError::kFull:
+      stats_.count(Counter::kLogFull);
+      return error(request, Status::kServerError, "log full: no log id left (ids are u32)");
+    case DataLog::AppendError::kTooLarge:
+      return error(request, Status::kBadRequest, "key or record too large");
+  }
+  stats_.count(Counter::kAppends);
+  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  reply.value = encode_sidx_entry(request.key, record->secondary);
+  // aux echoed: the switch's epoch, as for a full write.
+  reply.visibility = VisibilityHeader{sk.slot, VisState::kPartial, sk.fingerprint, a.ts, v.aux};
   return reply;
 }
 
@@ -231,6 +312,17 @@ Packet Handler::log_replicate(const Packet& request) {
 }
 
 Packet Handler::log_read(const Packet& request) {
+  if (request.value.empty() && log_.mode() == LogMode::kSecondaryIndex) {
+    // By key (the primary index): the reader found the key through the
+    // secondary index and has no location.
+    Packet reply = reply_to(request, Op::kReply, Status::kOk);
+    if (log_.read_newest(request.key, &reply.value)) {
+      stats_.count(Counter::kReads);
+    } else {
+      reply.status = Status::kNotFound;
+    }
+    return reply;
+  }
   const std::optional<LogLocation> at = decode_location(request.value);
   if (!at) {
     return error(request, Status::kBadRequest,
@@ -269,7 +361,10 @@ Packet Handler::log_fetch(const Packet& request) {
   std::vector<ScanEntry> entries;
   entries.reserve(got.size());
   for (const FetchedEntry& e : got) {
-    entries.push_back({e.key, encode_stamped({{static_cast<std::uint16_t>(node_.index), e.log_id}, e.ts})});
+    // A --secondary-index log's entries: the secondary key after the
+    // location (the metadata node rebuilds its composite keys from them).
+    entries.push_back(
+        {e.key, encode_stamped({{static_cast<std::uint16_t>(node_.index), e.log_id}, e.ts}) + e.secondary});
   }
   reply.count = static_cast<std::uint32_t>(entries.size());
   reply.more = more;
@@ -317,6 +412,8 @@ std::string Handler::stats_json() const {
   out["role"] = role_ == Role::kPrimary ? "primary" : role_ == Role::kBackup ? "backup" : "alone";
   out["node"] = node_.index;
   out["nodes"] = node_.count;
+  out["secondary_index"] = log_.mode() == LogMode::kSecondaryIndex;
+  out["primary_keys"] = log_.primary_keys();
   if (extra_json_) {
     const Json more = extra_json_();
     if (more.is_object()) out.update(more);

@@ -2,7 +2,11 @@
 // out (LOG_APPEND, LOG_READ, LOG_FETCH, LOG_REPLICATE, STATS;
 // docs/network.md, "forein-data-node"), and serve(): one datagram in, the
 // encoded reply or nothing. No sockets here, so tests and the fuzzer drive
-// it directly. A primary's replication (waiting for the backups' ACKs) is
+// it directly. A --secondary-index data node is one whose log is a
+// LogMode::kSecondaryIndex log (protocol/secondary_index.h: LOG_APPEND
+// takes a SidxRecord and answers a partial entry; LOG_READ with an empty
+// value reads the key's newest record; LOG_FETCH entries carry the
+// secondary key). A primary's replication (waiting for the backups' ACKs) is
 // the server's: it calls begin_append() and commit_append() instead of
 // handle() for LOG_APPEND. Thread-safe (the log and the counters are).
 #pragma once
@@ -38,6 +42,14 @@ struct NodeId {
 // dataset_key(i), i < keys, whose slot `node` owns, in key order. Returns
 // how many; throws std::runtime_error if the log fills up.
 std::uint64_t preload(DataLog& log, NodeId node, std::uint64_t keys, std::size_t record_bytes);
+// --keys N on a --secondary-index data node (a LogMode::kSecondaryIndex
+// log; one data node, so every key): appends, for i < keys in key order,
+// primary key dataset_key(i) with the record encode_sidx_record(
+// secondary_key_of(i, 0, secondary_keys), dataset_record(i, 0,
+// record_bytes)). Returns how many; throws std::runtime_error if the log
+// fills up.
+std::uint64_t preload_secondary_index(DataLog& log, std::uint64_t keys, std::size_t record_bytes,
+                                      std::uint64_t secondary_keys);
 
 // What a data node is in replication (paper section V-D).
 enum class Role : std::uint8_t {
@@ -96,6 +108,8 @@ class Handler {
   // reserve: a primary's (begin_append): the entry stays pending and
   // *replicate gets its LOG_REPLICATE.
   Packet log_append(const Packet& request, bool reserve = false, std::optional<Packet>* replicate = nullptr);
+  // LOG_APPEND on a --secondary-index data node (its log's mode).
+  Packet sidx_append(const Packet& request);
   Packet log_replicate(const Packet& request);
   Packet log_read(const Packet& request);
   Packet log_fetch(const Packet& request);

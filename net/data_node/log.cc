@@ -4,11 +4,33 @@
 #include <cstring>
 #include <mutex>
 
+#include "protocol/secondary_index.h"
 #include "protocol/visibility.h"
 
 namespace forein::net::data_node {
 
-DataLog::DataLog(std::uint32_t max_log_id) : max_log_id_(max_log_id), slot_ts_(kVisibilitySlots, 0) {}
+namespace {
+
+// A SidxRecord's secondary key without copying its payload (empty if the
+// bytes are no record; the handler appends only records that decode).
+std::string_view secondary_of(std::string_view record) {
+  if (record.size() < 2) return {};
+  const std::size_t k = sidx_detail::get_u16(record, 0);
+  return record.size() < 2 + k ? std::string_view() : record.substr(2, k);
+}
+
+}  // namespace
+
+DataLog::DataLog(std::uint32_t max_log_id, LogMode mode)
+    : max_log_id_(max_log_id), mode_(mode), slot_ts_(kVisibilitySlots, 0) {}
+
+void DataLog::note_newest(const Index& e, std::uint32_t log_id) {
+  if (mode_ != LogMode::kSecondaryIndex) return;
+  // The largest id is the newest: one counter stamps ids and timestamps
+  // in the same order (a committed reservation may come after a later id).
+  auto [it, fresh] = newest_.try_emplace(std::string(key_of(e)), log_id);
+  if (!fresh && it->second < log_id) it->second = log_id;
+}
 
 DataLog::Index DataLog::store(std::string_view key, std::string_view record) {
   const std::size_t need = key.size() + record.size();
@@ -37,10 +59,11 @@ DataLog::AppendError DataLog::append_entry(std::uint16_t slot, std::string_view 
   Index e = store(key, record);
   // A slot's counter cannot wrap: it takes at most one value per log id
   // (max_log_id_ <= 2^32 - 1).
-  e.ts = ++slot_ts_[slot];
+  e.ts = ++slot_ts_[counter_of(slot)];
   e.pending = pending ? 1 : 0;
   index_.push_back(e);
   out->log_id = static_cast<std::uint32_t>(index_.size());
+  if (!pending) note_newest(e, out->log_id);
   out->ts = e.ts;
   return AppendError::kNone;
 }
@@ -58,7 +81,10 @@ DataLog::AppendError DataLog::reserve(std::uint16_t slot, std::string_view key, 
 void DataLog::commit(std::uint32_t log_id) {
   std::unique_lock lock(mutex_);
   if (log_id == 0 || log_id > index_.size()) return;
-  index_[log_id - 1].pending = 0;
+  Index& e = index_[log_id - 1];
+  if (e.pending == 0) return;
+  e.pending = 0;
+  note_newest(e, log_id);
 }
 
 DataLog::InstallResult DataLog::install(std::uint32_t log_id, std::uint32_t ts, std::uint16_t slot,
@@ -76,6 +102,7 @@ DataLog::InstallResult DataLog::install(std::uint32_t log_id, std::uint32_t ts, 
     e.ts = ts;
     at = e;
     --gaps_;
+    note_newest(e, log_id);
   } else {
     if (log_id - index_.size() > kMaxInstallAhead) return InstallResult::kTooFarAhead;
     const std::size_t skipped = log_id - 1 - index_.size();
@@ -84,8 +111,9 @@ DataLog::InstallResult DataLog::install(std::uint32_t log_id, std::uint32_t ts, 
     Index e = store(key, record);
     e.ts = ts;
     index_.push_back(e);
+    note_newest(e, log_id);
   }
-  slot_ts_[slot] = std::max(slot_ts_[slot], ts);
+  slot_ts_[counter_of(slot)] = std::max(slot_ts_[counter_of(slot)], ts);
   return InstallResult::kInstalled;
 }
 
@@ -113,6 +141,16 @@ DataLog::ReadResult DataLog::read(std::uint32_t log_id, std::string_view key, st
   return ReadResult::kOk;
 }
 
+bool DataLog::read_newest(std::string_view key, std::string* record) const {
+  std::shared_lock lock(mutex_);
+  const auto it = newest_.find(std::string(key));
+  if (it == newest_.end()) return false;
+  const Index* e = find(it->second);
+  if (e == nullptr) return false;
+  record->assign(record_of(*e));
+  return true;
+}
+
 std::vector<FetchedEntry> DataLog::fetch(std::uint32_t first, std::size_t max_entries,
                                          std::size_t entry_overhead, std::size_t budget, bool* more) const {
   std::vector<FetchedEntry> out;
@@ -122,10 +160,11 @@ std::vector<FetchedEntry> DataLog::fetch(std::uint32_t first, std::size_t max_en
   for (; id <= index_.size() && out.size() < max_entries; ++id) {
     const Index& e = index_[id - 1];
     if (e.ts == 0 || e.pending != 0) continue;  // a gap (backup) or not yet committed (primary)
-    const std::size_t cost = entry_overhead + e.key_bytes;
+    const std::string_view secondary = mode_ == LogMode::kSecondaryIndex ? secondary_of(record_of(e)) : "";
+    const std::size_t cost = entry_overhead + e.key_bytes + secondary.size();
     if (used + cost > budget) break;
     used += cost;
-    out.push_back({static_cast<std::uint32_t>(id), e.ts, std::string(key_of(e))});
+    out.push_back({static_cast<std::uint32_t>(id), e.ts, std::string(key_of(e)), std::string(secondary)});
   }
   *more = id <= index_.size();
   return out;
@@ -140,7 +179,12 @@ std::optional<DataLog::Entry> DataLog::entry(std::uint32_t log_id) const {
 
 std::uint32_t DataLog::slot_ts(std::uint16_t slot) const {
   std::shared_lock lock(mutex_);
-  return slot_ts_[slot];
+  return slot_ts_[counter_of(slot)];
+}
+
+std::uint64_t DataLog::primary_keys() const {
+  std::shared_lock lock(mutex_);
+  return newest_.size();
 }
 
 std::uint64_t DataLog::entries() const {

@@ -11,6 +11,14 @@
 // the same entries (ids it has not received yet are gaps: never read,
 // never fetched).
 //
+// A --secondary-index log (protocol/secondary_index.h) differs in three
+// ways: every append takes its timestamp from one counter (not the slot's),
+// so a primary key's writes are ordered whatever secondary keys (slots)
+// they name; it keeps the primary index, key -> its newest log id,
+// updated under the append's lock so concurrent workers agree with the
+// log; and fetch() returns each entry's secondary key (its record is a
+// SidxRecord).
+//
 // Thread-safe: appends take the lock exclusively, reads and fetches share
 // it. Entries are stored compactly: 16 bytes of index per entry, key and
 // record bytes back to back in 1 MiB blocks (no reallocation of what is
@@ -25,6 +33,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace forein::net::data_node {
@@ -34,6 +43,12 @@ struct FetchedEntry {
   std::uint32_t log_id = 0;
   std::uint32_t ts = 0;
   std::string key;
+  std::string secondary;  // a --secondary-index log's: the record's secondary key
+};
+
+enum class LogMode : std::uint8_t {
+  kPerSlot,         // a timestamp counter per slot (Switch-delta's KV store)
+  kSecondaryIndex,  // one counter, the primary index, secondary keys fetched
 };
 
 class DataLog {
@@ -43,7 +58,7 @@ class DataLog {
 
   // max_log_id: the last id the log hands out (tests set it low to see
   // the refusal; the default is every u32 id but 0).
-  explicit DataLog(std::uint32_t max_log_id = kMaxLogId);
+  explicit DataLog(std::uint32_t max_log_id = kMaxLogId, LogMode mode = LogMode::kPerSlot);
   DataLog(const DataLog&) = delete;
   DataLog& operator=(const DataLog&) = delete;
 
@@ -53,7 +68,8 @@ class DataLog {
   };
   enum class AppendError { kNone, kFull, kTooLarge };
   // Appends (key, record) stamped with ++counter[slot] (so the first
-  // append in a slot gets 1; never 0). kFull once max_log_id ids are
+  // append in a slot gets 1; never 0; a kSecondaryIndex log: its one
+  // counter, whatever the slot). kFull once max_log_id ids are
   // used (nothing changes then), kTooLarge for a key or record over
   // kMaxEntryField bytes.
   AppendError append(std::uint16_t slot, std::string_view key, std::string_view record, Appended* out);
@@ -81,11 +97,14 @@ class DataLog {
   // The record at log_id if its key is `key` (kMismatch: another key is
   // there; kNotFound: no such id).
   ReadResult read(std::uint32_t log_id, std::string_view key, std::string* record) const;
+  // A kSecondaryIndex log: the record of key's newest entry (the primary
+  // index); false if it has none (or the log keeps no primary index).
+  bool read_newest(std::string_view key, std::string* record) const;
 
   // The entries from log id `first` (0 counts as 1) on, in id order
   // (gaps and pending entries skipped): at
-  // most max_entries, and while the sum of (entry_overhead + key bytes)
-  // stays within budget. *more: entries remain after the last one
+  // most max_entries, and while the sum of (entry_overhead + key bytes
+  // [+ secondary key bytes: a kSecondaryIndex log]) stays within budget. *more: entries remain after the last one
   // returned.
   std::vector<FetchedEntry> fetch(std::uint32_t first, std::size_t max_entries, std::size_t entry_overhead,
                                   std::size_t budget, bool* more) const;
@@ -98,8 +117,11 @@ class DataLog {
   };
   std::optional<Entry> entry(std::uint32_t log_id) const;
 
-  // The last timestamp slot handed out (0: none yet).
+  // The last timestamp slot handed out (0: none yet; a kSecondaryIndex
+  // log: the one counter's, for every slot).
   std::uint32_t slot_ts(std::uint16_t slot) const;
+  LogMode mode() const { return mode_; }
+  std::uint64_t primary_keys() const;  // keys in the primary index (0: not a kSecondaryIndex log)
   std::uint64_t entries() const;  // == the last log id (gaps and pending entries included)
   std::uint64_t gaps() const;     // ids below the last one with no entry (a backup's)
   std::uint64_t bytes() const;    // key and record bytes stored
@@ -124,15 +146,20 @@ class DataLog {
                            Appended* out);
   std::string_view key_of(const Index& e) const;
   std::string_view record_of(const Index& e) const;
+  std::uint16_t counter_of(std::uint16_t slot) const { return mode_ == LogMode::kSecondaryIndex ? 0 : slot; }
+  void note_newest(const Index& e, std::uint32_t log_id);  // under the lock: the primary index
 
   const std::uint32_t max_log_id_;
+  const LogMode mode_;
   mutable std::shared_mutex mutex_;
   std::deque<Index> index_;  // log id i at index_[i - 1]
   std::vector<std::unique_ptr<char[]>> blocks_;
   std::size_t block_used_ = 0;  // bytes used in blocks_.back()
   std::uint64_t bytes_ = 0;
   std::uint64_t gaps_ = 0;
-  std::vector<std::uint32_t> slot_ts_;  // 65,536 counters
+  std::vector<std::uint32_t> slot_ts_;  // 65,536 counters (a kSecondaryIndex log uses [0])
+  // kSecondaryIndex: primary key -> its newest readable log id.
+  std::unordered_map<std::string, std::uint32_t> newest_;
 };
 
 }  // namespace forein::net::data_node

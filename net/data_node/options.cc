@@ -1,6 +1,7 @@
 #include "data_node/options.h"
 
 #include "common/cli.h"
+#include "protocol/secondary_index.h"
 
 namespace forein::net::data_node {
 namespace {
@@ -58,6 +59,16 @@ void declare(CLI::App& app, Options* o) {
                                  std::to_string(kReplicateSends) + " sends (255 U) the write fails (SERVER_ERROR)")
       ->type_name("U")
       ->default_str("1000");
+  app.add_flag("--secondary-index", o->secondary_index,
+               "the secondary-index case study (paper VI-B, partial writes III-C): LOG_APPEND takes a secondary-index "
+               "record and answers a partial entry (state partial), one timestamp counter orders every write, "
+               "LOG_READ with an empty value reads a key's newest record; one data node only (--node 0/1), no "
+               "replication");
+  cli::number<std::uint64_t>(app, "--secondary-keys", &o->secondary_keys, 1, 0xFFFFFFFFull,
+                             "with --secondary-index: the --keys preload gives key i the secondary key "
+                             "secondary_key_of(i, 0, S); default --keys / 25, at least 1")
+      ->type_name("S")
+      ->default_str("");
 }
 
 }  // namespace
@@ -91,6 +102,25 @@ bool parse_options(int argc, char** argv, Options* out, std::string* error, bool
              " backup(s); at most the number of --backups";
     return false;
   }
+  if (!out->secondary_index) {
+    if (app.count("--secondary-keys") > 0) {
+      *error = "--secondary-keys: needs --secondary-index";
+      return false;
+    }
+    return true;
+  }
+  if (out->backup || !out->backups.empty()) {
+    *error = std::string(out->backup ? "--backup" : "--backups") +
+             " with --secondary-index: replication is not supported in the secondary-index mode";
+    return false;
+  }
+  if (out->nodes != 1) {
+    *error = "--node " + std::to_string(out->node) + "/" + std::to_string(out->nodes) +
+             " with --secondary-index: one data node only (--node 0/1; the paper's one data node: one timestamp "
+             "counter orders every write of a primary key, and the primary index answers LOG_READ by key)";
+    return false;
+  }
+  if (app.count("--secondary-keys") == 0) out->secondary_keys = default_secondary_keys(out->keys);
   return true;
 }
 

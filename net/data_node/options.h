@@ -38,6 +38,14 @@ struct Options {
   unsigned acks = 1;
   bool backup = false;
   std::uint32_t replicate_timeout_us = 1000;  // the first resend's wait
+  // Switch-delta's secondary-index case study (paper VI-B, partial writes
+  // III-C; protocol/secondary_index.h): --secondary-index makes LOG_APPEND
+  // take SidxRecords and answer partial entries, one timestamp counter for
+  // every write, a primary index for LOG_READ by key. --secondary-keys S:
+  // the preload's secondary keys (0 until parse_options resolves the
+  // default, default_secondary_keys(keys)).
+  bool secondary_index = false;
+  std::uint64_t secondary_keys = 0;
 };
 
 // Parses argv. On a bad command line returns false with a message in

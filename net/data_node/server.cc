@@ -4,6 +4,7 @@
 #include "common/udp_listen.h"
 #include "common/cli.h"
 #include "common/udp_serve.h"
+#include "protocol/secondary_index.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -55,9 +56,16 @@ void send_to(int fd, const std::vector<std::byte>& bytes, const sockaddr_storage
 
 }  // namespace
 
-Server::Server(const Options& options) : options_(options) {
+Server::Server(const Options& options)
+    : options_(options),
+      log_(DataLog::kMaxLogId, options.secondary_index ? LogMode::kSecondaryIndex : LogMode::kPerSlot) {
+  if (options_.secondary_index && options_.secondary_keys == 0) {
+    options_.secondary_keys = default_secondary_keys(options_.keys);  // parse_options sets it; a test may not
+  }
   const NodeId node{options_.node, options_.nodes};
-  preloaded_ = preload(log_, node, options_.keys, options_.record_bytes);
+  preloaded_ = options_.secondary_index
+                   ? preload_secondary_index(log_, options_.keys, options_.record_bytes, options_.secondary_keys)
+                   : preload(log_, node, options_.keys, options_.record_bytes);
   handler_ = std::make_unique<Handler>(log_, node, stats_, [this] {
     Json more = Json::object();
     more["preloaded"] = preloaded_;
@@ -70,6 +78,7 @@ Server::Server(const Options& options) : options_(options) {
       more["acks_needed"] = options_.acks;
       more["replicate_timeout_us"] = options_.replicate_timeout_us;
     }
+    if (options_.secondary_index) more["secondary_keys"] = options_.secondary_keys;
     return more;
   }, role_of(options_));
 }

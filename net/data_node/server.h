@@ -33,7 +33,8 @@ namespace forein::net::data_node {
 
 class Server {
  public:
-  // Preloads --keys (throws std::runtime_error if the log fills up).
+  // Preloads --keys (throws std::runtime_error if the log fills up);
+  // --secondary-index: a LogMode::kSecondaryIndex log and its preload.
   explicit Server(const Options& options);
   ~Server();
   Server(const Server&) = delete;
