@@ -13,13 +13,20 @@
 //     packets (well-formed, ids out of order and repeated, fields mangled):
 //     an ACKed one is in its log at that id with that timestamp, key and
 //     record; a refused one changed nothing; its LOG_FETCH returns
-//     ascending ids of entries that are there; it refuses LOG_APPEND.
+//     ascending ids of entries that are there; it refuses LOG_APPEND;
+//   - a --secondary-index node (LogMode::kSecondaryIndex): an accepted
+//     LOG_APPEND answers encode_sidx_entry(primary, secondary) in state
+//     partial with the one counter's next timestamp and reads back by key
+//     (the newest record); a value that is not a SidxRecord is refused
+//     (nothing appended); LOG_FETCH entries are the location, timestamp
+//     and the entry's secondary key.
 //
 // The input is a sequence of chunks (u8 length, then that many bytes); a
 // chunk's first byte picks what to make of the rest: a raw datagram (also
 // tried with magic and version forced), a LOG_APPEND with a correct
 // visibility header, a LOG_FETCH / LOG_READ with arbitrary fields, or a
-// LOG_REPLICATE (or a raw datagram) for the backup.
+// LOG_REPLICATE (or a raw datagram) for the backup, or a request to the
+// --secondary-index node.
 // The log is shared across inputs and replaced every 1,024 of them.
 #include <algorithm>
 #include <cstddef>
@@ -36,6 +43,7 @@
 #include "data_node/log.h"
 #include "data_node/stats.h"
 #include "protocol/packet.h"
+#include "protocol/secondary_index.h"
 #include "protocol/visibility.h"
 
 namespace {
@@ -55,6 +63,9 @@ struct State {
   DataLog backup_log;
   DataNodeStats backup_stats;
   Handler backup;
+  DataLog sidx_log{DataLog::kMaxLogId, LogMode::kSecondaryIndex};
+  DataNodeStats sidx_stats;
+  Handler sidx{sidx_log, NodeId{}, sidx_stats};  // one data node (--secondary-index allows no other)
   explicit State(NodeId node)
       : id(node), log(), stats(), handler(log, node, stats), backup(backup_log, node, backup_stats, {}, Role::kBackup) {}
 };
@@ -271,11 +282,114 @@ void backup_raw(std::string_view bytes) {
   }
 }
 
+// A request to the --secondary-index node: u8 what, then (append) u8
+// primary key length, u8 secondary key length, keys, payload; (raw
+// append) u8 key length, key, value as it comes; (read) the key; (fetch)
+// u32 first id, u8 count.
+void sidx(std::string_view bytes) {
+  DataLog& log = state->sidx_log;
+  const unsigned what = bytes.empty() ? 0 : static_cast<unsigned char>(bytes[0]);
+  const std::string_view rest = bytes.substr(std::min<std::size_t>(bytes.size(), 1));
+  const auto handle = [&](const Packet& p) {
+    const Packet r = state->sidx.handle(p);
+    require(r.seq == p.seq);
+    require(r.op == Op::kReply || r.op == Op::kError);
+    require(encoded_size(r) <= kMaxDatagram);
+    return r;
+  };
+  const auto read_by_key = [&](const std::string& key) {
+    Packet p;
+    p.op = Op::kLogRead;
+    p.seq = inputs;
+    p.key = key;
+    return handle(p);
+  };
+  switch (what % 4) {
+    case 0:
+    case 1: {
+      const std::size_t pk = rest.size() > 0 ? static_cast<unsigned char>(rest[0]) : 0;
+      const std::size_t sk = rest.size() > 1 ? static_cast<unsigned char>(rest[1]) : 0;
+      const std::string_view tail = rest.substr(std::min<std::size_t>(rest.size(), 2));
+      const std::string primary(tail.substr(0, std::min(pk, tail.size())));
+      const std::string_view after = tail.substr(primary.size());
+      std::string secondary(after.substr(0, std::min(sk, after.size())));
+      const std::string payload(after.substr(secondary.size()));
+      Packet p;
+      p.op = Op::kLogAppend;
+      p.seq = inputs;
+      p.key = primary;
+      if (what % 4 == 0) {
+        p.value = encode_sidx_record(secondary, payload);
+      } else {
+        p.value = std::string(tail);  // whatever it is
+      }
+      const std::optional<SidxRecord> record = decode_sidx_record(p.value);
+      const SlotKey slot = slot_key(record ? record->secondary : secondary);
+      p.visibility = VisibilityHeader{slot.slot, VisState::kNone, slot.fingerprint, 0, static_cast<std::uint32_t>(what)};
+      const std::uint64_t before = log.entries();
+      const Packet r = handle(p);
+      if (!record || primary.empty()) {
+        require(r.op == Op::kError && r.status == Status::kBadRequest);
+        require(log.entries() == before);
+        return;
+      }
+      require(r.op == Op::kReply && r.status == Status::kOk);
+      require(r.key == primary && r.value == encode_sidx_entry(primary, record->secondary));
+      require(r.visibility && r.visibility->state == VisState::kPartial && r.visibility->slot == slot.slot &&
+              r.visibility->fingerprint == slot.fingerprint && r.visibility->aux == what);
+      // One counter: the timestamp is the log id, for every slot.
+      require(log.entries() == before + 1 && r.visibility->ts == log.entries() && log.slot_ts(0) == r.visibility->ts);
+      const Packet back = read_by_key(primary);
+      require(back.op == Op::kReply && back.status == Status::kOk && back.value == p.value);
+      return;
+    }
+    case 2: {
+      std::string key(rest);
+      if (key.size() > kMaxKeyBytes) key.resize(kMaxKeyBytes);
+      const Packet r = read_by_key(key);
+      require(r.op == Op::kReply);
+      if (r.status == Status::kOk) {
+        require(decode_sidx_record(r.value).has_value());
+      } else {
+        require(r.status == Status::kNotFound && r.value.empty());
+      }
+      return;
+    }
+    default: {
+      const std::uint64_t entries = log.entries();
+      const std::uint32_t first = u32(rest, 0) % static_cast<std::uint32_t>(entries + 2);
+      Packet p;
+      p.op = Op::kLogFetch;
+      p.seq = inputs;
+      p.value = std::string(4, '\0');
+      for (int b = 0; b < 4; ++b) p.value[static_cast<std::size_t>(b)] = static_cast<char>(first >> (24 - 8 * b));
+      p.count = rest.size() > 4 ? static_cast<unsigned char>(rest[4]) : 0;
+      const Packet r = handle(p);
+      require(r.op == Op::kReply && r.status == Status::kOk);
+      const auto got = decode_scan_entries(r.value);
+      require(got && got->size() == r.count);
+      std::uint64_t id = first == 0 ? 1 : first;
+      for (const ScanEntry& e : *got) {
+        require(e.value.size() >= kStampedLocationBytes);
+        const auto s = decode_stamped(std::string_view(e.value).substr(0, kStampedLocationBytes));
+        require(s && s->location.log_id == id && s->ts == id);
+        const auto entry = log.entry(static_cast<std::uint32_t>(id));
+        require(entry && entry->key == e.key);
+        const auto record = decode_sidx_record(entry->record);
+        require(record && e.value.substr(kStampedLocationBytes) == record->secondary);
+        ++id;
+      }
+      require(r.more == (id <= entries));
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (state == nullptr || inputs % 1024 == 0 || state->log.bytes() > (std::size_t{64} << 20) ||
-      state->backup_log.bytes() > (std::size_t{64} << 20)) {
+      state->backup_log.bytes() > (std::size_t{64} << 20) || state->sidx_log.bytes() > (std::size_t{64} << 20)) {
     // Alternate between owning every slot and owning a third of them.
     const NodeId id = (inputs / 1024) % 2 == 0 ? NodeId{0, 1} : NodeId{1, 3};
     state.reset();
@@ -290,7 +404,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     at += 1 + n;
     if (chunk.empty()) continue;
     const std::string_view rest = chunk.substr(1);
-    switch (static_cast<unsigned char>(chunk[0]) % 5) {
+    switch (static_cast<unsigned char>(chunk[0]) % 6) {
       case 0: {
         auto* b = reinterpret_cast<const std::byte*>(rest.data());
         std::vector<std::byte> d(b, b + rest.size());
@@ -311,6 +425,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       case 4:
         backup_raw(rest);
+        break;
+      case 5:
+        sidx(rest);
         break;
       default:
         fetch_or_read(rest);
