@@ -361,8 +361,9 @@ echo "== date: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-par
 echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== keys $KEYS, data nodes $DATA_NODES, metadata nodes $METADATA_NODES, $SECONDS_PER_RUN s per run, $ROUNDS rounds, levels $LEVELS, bound: metadata node at $METADATA_CPU of a core"
 IFS=, read -r -a levels <<<"$LEVELS"
-# Warm-up: every record once through the metadata node's tree.
-run warmup "${levels[-1]}" on 0 write-only
+# Warm-up: every record once through the metadata node's tree (not for
+# sidx alone, which starts nodes of its own and warms them up).
+[ "$EXPERIMENTS" = sidx ] || run warmup "${levels[-1]}" on 0 write-only
 for ((r = 1; r <= ROUNDS; r++)); do
 	if wants latency; then
 		for level in "${levels[@]}"; do
