@@ -5,8 +5,9 @@
 // ports; forein-load --workload secondary-index --verify --history
 // through the switch. Checks on real packets: with the metadata node
 // stopped, a write still commits in one round trip (the switch stores its
-// partial entry) and a read of its secondary key carries that entry to
-// the metadata node, which lists the key; a verified load's history
+// partial entry), a second write of its secondary key takes phase 2, and
+// a read of that secondary key carries the partial entry to the metadata
+// node, which lists both keys; a verified load's history
 // passes the "reads see every acknowledged write" check
 // (sidx_history_check.h), and its corrupted copies (a member missing, a
 // member overwritten before the read, a version never written) fail it;
@@ -172,35 +173,53 @@ TEST_CASE("Switch-delta secondary index: partial writes in one round trip, reads
   auto via = bed.via_switch();
 
   // 1. The metadata node stopped: a write commits in one round trip (its
-  // partial entry in the secondary key's slot), and a read of that
-  // secondary key carries the entry to the node, which lists the key once
-  // it runs again. Keys outside the load's (primary >= kKeys, secondary
+  // partial entry in the secondary key's slot); a second write to the
+  // same secondary key finds the slot busy and takes phase 2, its
+  // META_PUT reply held until the slot clears; a read of that secondary
+  // key carries the partial entry to the node. Running again, the node
+  // lists both keys. Keys outside the load's (primary >= kKeys, secondary
   // >= kSecondaryKeys), so the load's history below is not touched.
-  const std::string primary = dataset_key(kKeys + 1);
   const std::string secondary = dataset_key(kSecondaryKeys + 1);
+  auto append = [&](std::uint64_t i) {
+    const std::string primary = dataset_key(i);
+    const Packet w = via->call(sidx_request(
+        Op::kLogAppend, primary, secondary,
+        forein::net::encode_sidx_record(secondary, forein::net::dataset_record(i, 1))));
+    REQUIRE(w.op == Op::kReply);
+    REQUIRE(w.status == Status::kOk);
+    REQUIRE(w.visibility);
+    CHECK(w.value == forein::net::encode_sidx_entry(primary, secondary));
+    return w;
+  };
   bed.metadata().stop_all_threads();
-  const Packet w = via->call(sidx_request(Op::kLogAppend, primary, secondary,
-                                          forein::net::encode_sidx_record(
-                                              secondary, forein::net::dataset_record(kKeys + 1, 1))));
-  REQUIRE(w.op == Op::kReply);
-  REQUIRE(w.status == Status::kOk);
-  REQUIRE(w.visibility);
-  CHECK(w.visibility->state == VisState::kStored);
-  CHECK(w.value == forein::net::encode_sidx_entry(primary, secondary));
-  INFO("metadata node state " << bed.metadata().state() << " (T: stopped); write ts " << w.visibility->ts);
+  const Packet w1 = append(kKeys + 1);
+  const Packet w2 = append(kKeys + 2);
+  INFO("metadata node state " << bed.metadata().state() << " (T: stopped); write ts " << w1.visibility->ts << ", "
+                               << w2.visibility->ts);
+  CHECK(w1.visibility->state == VisState::kStored);
+  CHECK(w2.visibility->state == VisState::kFallback);
+  CHECK(w2.visibility->ts > w1.visibility->ts);
   Packet read = sidx_request(Op::kSidxRead, secondary, secondary);
   read.count = 10;
   read.seq = 1u << 30;  // not one of call()'s
-  via->send_raw(forein::net::encode_packet(read));  // reaches the stopped node with the partial entry
+  via->send_raw(forein::net::encode_packet(read));  // reaches the stopped node with w1's partial entry
+  Packet put = sidx_request(Op::kMetaPut, dataset_key(kKeys + 2), secondary, w2.value);
+  put.visibility->ts = w2.visibility->ts;
   bed.metadata().signal(SIGCONT);
+  const Packet put_reply = via->call(put);
+  CHECK(put_reply.op == Op::kReply);
+  CHECK(put_reply.status == Status::kOk);
   const Packet listed = via->call(read);
   REQUIRE(listed.op == Op::kReply);
   REQUIRE(listed.status == Status::kOk);
   const auto entries = forein::net::decode_scan_entries(listed.value);
   REQUIRE(entries);
-  REQUIRE(entries->size() == 1);
-  CHECK(entries->front().key == primary);
-  CHECK(forein::net::decode_sidx_ts(entries->front().value) == w.visibility->ts);
+  REQUIRE(entries->size() == 2);
+  // Newest first.
+  CHECK(entries->at(0).key == dataset_key(kKeys + 2));
+  CHECK(forein::net::decode_sidx_ts(entries->at(0).value) == w2.visibility->ts);
+  CHECK(entries->at(1).key == dataset_key(kKeys + 1));
+  CHECK(forein::net::decode_sidx_ts(entries->at(1).value) == w1.visibility->ts);
   CHECK_FALSE(listed.more);
 
   // 2. A verified write-heavy secondary-index load at Zipf 0.99, reads
