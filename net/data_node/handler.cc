@@ -153,6 +153,21 @@ Packet Handler::handle(const Packet& request) {
   return reply;
 }
 
+std::optional<Packet> Handler::check_slot(const Packet& request, const SlotKey& sk, const char* whose) const {
+  const VisibilityHeader& v = *request.visibility;
+  if (v.slot != sk.slot || v.fingerprint != sk.fingerprint) {
+    return error(request, Status::kBadRequest,
+                 "visibility header slot " + std::to_string(v.slot) + " fingerprint " + std::to_string(v.fingerprint) +
+                     " is not the " + whose + " (slot " + std::to_string(sk.slot) + " fingerprint " +
+                     std::to_string(sk.fingerprint) + ")");
+  }
+  if (!node_.owns(sk.slot)) {
+    return error(request, Status::kBadRequest,
+                 "slot " + std::to_string(sk.slot) + " not owned by data node " + node_.name());
+  }
+  return std::nullopt;
+}
+
 Packet Handler::log_append(const Packet& request, bool reserve, std::optional<Packet>* replicate) {
   if (log_.mode() == LogMode::kSecondaryIndex) {
     // parse_options refuses --backups with --secondary-index.
@@ -162,17 +177,7 @@ Packet Handler::log_append(const Packet& request, bool reserve, std::optional<Pa
     return error(request, Status::kBadRequest, "LOG_APPEND needs the visibility header (slot, fingerprint)");
   }
   const SlotKey sk = slot_key(request.key);
-  const VisibilityHeader& v = *request.visibility;
-  if (v.slot != sk.slot || v.fingerprint != sk.fingerprint) {
-    return error(request, Status::kBadRequest,
-                 "visibility header slot " + std::to_string(v.slot) + " fingerprint " + std::to_string(v.fingerprint) +
-                     " is not the key's (slot " + std::to_string(sk.slot) + " fingerprint " +
-                     std::to_string(sk.fingerprint) + ")");
-  }
-  if (!node_.owns(sk.slot)) {
-    return error(request, Status::kBadRequest,
-                 "slot " + std::to_string(sk.slot) + " not owned by data node " + node_.name());
-  }
+  if (auto refused = check_slot(request, sk, "key's")) return *refused;
   if (request.value.size() > kMaxRecordBytes) {
     return error(request, Status::kBadRequest,
                  "record of " + std::to_string(request.value.size()) + " bytes; at most " +
@@ -200,7 +205,7 @@ Packet Handler::log_append(const Packet& request, bool reserve, std::optional<Pa
   reply.value = encode_location({static_cast<std::uint16_t>(node_.index), a.log_id});
   // aux echoed: the switch's epoch (switch-crash recovery; a reply of a
   // request an earlier switch forwarded is never stored by a later one).
-  reply.visibility = VisibilityHeader{sk.slot, VisState::kNone, sk.fingerprint, a.ts, v.aux};
+  reply.visibility = VisibilityHeader{sk.slot, VisState::kNone, sk.fingerprint, a.ts, request.visibility->aux};
   return reply;
 }
 
@@ -235,17 +240,7 @@ Packet Handler::sidx_append(const Packet& request) {
                      std::to_string(kMaxRecordBytes));
   }
   const SlotKey sk = slot_key(record->secondary);
-  const VisibilityHeader& v = *request.visibility;
-  if (v.slot != sk.slot || v.fingerprint != sk.fingerprint) {
-    return error(request, Status::kBadRequest,
-                 "visibility header slot " + std::to_string(v.slot) + " fingerprint " + std::to_string(v.fingerprint) +
-                     " is not the secondary key's (slot " + std::to_string(sk.slot) + " fingerprint " +
-                     std::to_string(sk.fingerprint) + ")");
-  }
-  if (!node_.owns(sk.slot)) {
-    return error(request, Status::kBadRequest,
-                 "slot " + std::to_string(sk.slot) + " not owned by data node " + node_.name());
-  }
+  if (auto refused = check_slot(request, sk, "secondary key's")) return *refused;
   DataLog::Appended a;
   switch (log_.append(sk.slot, request.key, request.value, &a)) {
     case DataLog::AppendError::kNone:
@@ -260,7 +255,7 @@ Packet Handler::sidx_append(const Packet& request) {
   Packet reply = reply_to(request, Op::kReply, Status::kOk);
   reply.value = encode_sidx_entry(request.key, record->secondary);
   // aux echoed: the switch's epoch, as for a full write.
-  reply.visibility = VisibilityHeader{sk.slot, VisState::kPartial, sk.fingerprint, a.ts, v.aux};
+  reply.visibility = VisibilityHeader{sk.slot, VisState::kPartial, sk.fingerprint, a.ts, request.visibility->aux};
   return reply;
 }
 

@@ -22,6 +22,7 @@
 #include "data_node/log.h"
 #include "data_node/stats.h"
 #include "protocol/packet.h"
+#include "protocol/visibility.h"
 
 namespace forein::net::data_node {
 
@@ -110,6 +111,9 @@ class Handler {
   Packet log_append(const Packet& request, bool reserve = false, std::optional<Packet>* replicate = nullptr);
   // LOG_APPEND on a --secondary-index data node (its log's mode).
   Packet sidx_append(const Packet& request);
+  // The refusal when the request's visibility header is not sk's (whose:
+  // "key's", "secondary key's") or this node does not own sk's slot.
+  std::optional<Packet> check_slot(const Packet& request, const SlotKey& sk, const char* whose) const;
   Packet log_replicate(const Packet& request);
   Packet log_read(const Packet& request);
   Packet log_fetch(const Packet& request);

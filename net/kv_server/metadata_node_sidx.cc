@@ -11,20 +11,6 @@
 
 namespace forein::net::kv {
 
-namespace {
-
-VisibilityHeader reply_header(std::uint16_t slot, std::uint32_t fingerprint, std::uint32_t ts) {
-  VisibilityHeader v;
-  v.slot = slot;
-  v.state = VisState::kNone;
-  v.fingerprint = fingerprint;
-  v.ts = ts;
-  v.aux = 0;
-  return v;
-}
-
-}  // namespace
-
 void MetadataNode::refuse(const Packet& request, const UdpAddress& from, const std::string& why) {
   Packet r;
   r.op = Op::kError;
@@ -105,7 +91,7 @@ void MetadataNode::sidx_meta_put(const Packet& request, const UdpAddress& from) 
   r.status = Status::kOk;
   r.seq = request.seq;
   r.key = request.key;
-  r.visibility = reply_header(u.slot, u.fingerprint, u.stamped.ts);
+  r.visibility = VisibilityHeader{u.slot, VisState::kNone, u.fingerprint, u.stamped.ts, 0};
   reply(r, from);
 }
 
@@ -185,7 +171,8 @@ void MetadataNode::sidx_read(const Packet& request, const UdpAddress& from) {
   r.seq = request.seq;
   r.key = request.key;
   if (request.visibility) {
-    r.visibility = reply_header(request.visibility->slot, request.visibility->fingerprint, 0);
+    const VisibilityHeader& v = *request.visibility;
+    r.visibility = VisibilityHeader{v.slot, VisState::kNone, v.fingerprint, 0, 0};
   }
   // Entries while the datagram holds them (long primary keys): the rest
   // is announced by the more flag.

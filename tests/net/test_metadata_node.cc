@@ -36,6 +36,7 @@
 #include "kv_server/deferred_batch.h"
 #include "kv_server/log_catchup.h"
 #include "kv_server/metadata_index.h"
+#include "loopback_socket.h"
 #include "protocol/dataset.h"
 #include "protocol/packet.h"
 #include "protocol/visibility.h"
@@ -56,71 +57,7 @@ std::uint32_t load_be32(std::string_view s) {
   return v;
 }
 
-// An unconnected UDP socket on 127.0.0.1: the switch's side (META_ASYNC
-// out, CLEARs and resent replies in) or a data node's.
-class Socket {
- public:
-  Socket() {
-    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-    port_ = ntohs(a.sin_port);
-  }
-  ~Socket() { ::close(fd_); }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-
-  int fd() const { return fd_; }
-  std::uint16_t port() const { return port_; }
-
-  void send_to(std::uint16_t port, const Packet& p) const {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const std::vector<std::byte> wire = encode_packet(p);
-    REQUIRE(::sendto(fd_, wire.data(), wire.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof a) ==
-            static_cast<ssize_t>(wire.size()));
-  }
-
-  // The next datagram (parsed) within timeout, with its sender's port.
-  std::optional<Packet> receive(std::chrono::milliseconds timeout, std::uint16_t* from_port = nullptr) const {
-    const auto deadline = Clock::now() + timeout;
-    std::vector<std::byte> buf(kMaxDatagram + 1);
-    for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) return std::nullopt;
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-      sockaddr_in from{};
-      socklen_t len = sizeof from;
-      const ssize_t n = ::recvfrom(fd_, buf.data(), buf.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &len);
-      if (n <= 0) continue;
-      Packet out;
-      REQUIRE(parse_packet(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)), &out) ==
-              ParseError::kNone);
-      // A metadata node probes --switch with SYNC every 10 ms (switch-crash
-      // recovery); a test playing the switch that does not answer them
-      // passes them over.
-      if (out.op == Op::kSync && skip_sync_) continue;
-      if (from_port != nullptr) *from_port = ntohs(from.sin_port);
-      return out;
-    }
-  }
-
-  // Whether receive() returns SYNC probes (a test answering them).
-  void keep_sync(bool keep) { skip_sync_ = !keep; }
-
- private:
-  int fd_ = -1;
-  std::uint16_t port_ = 0;
-  bool skip_sync_ = true;
-};
+using Socket = forein::testing::LoopbackSocket;
 
 // A data node's log, served over LOG_FETCH as forein-data-node does: the
 // entries from the id asked for, at most count (<= 256), `more` when
