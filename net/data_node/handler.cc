@@ -307,6 +307,7 @@ Packet Handler::log_replicate(const Packet& request) {
 }
 
 Packet Handler::log_read(const Packet& request) {
+  if (request.count != 0) return sidx_multi_read(request);
   if (request.value.empty() && log_.mode() == LogMode::kSecondaryIndex) {
     // By key (the primary index): the reader found the key through the
     // secondary index and has no location.
@@ -339,6 +340,54 @@ Packet Handler::log_read(const Packet& request) {
       reply.status = Status::kMismatch;
       break;
   }
+  return reply;
+}
+
+// SLIK's multiRead (protocol/secondary_index.h): the newest records of
+// the keys SIDX_READ listed, in one round trip. The packet's key only
+// routes the request (the switch sends it by its slot); the keys are the
+// value's entries.
+Packet Handler::sidx_multi_read(const Packet& request) {
+  if (log_.mode() != LogMode::kSecondaryIndex) {
+    return error(request, Status::kBadRequest,
+                 "LOG_READ with count " + std::to_string(request.count) +
+                     " is a multi-read, served only by a --secondary-index data node; a LOG_READ of one "
+                     "location has count 0");
+  }
+  if (request.count > kMaxSidxReadCount) {
+    return error(request, Status::kBadRequest,
+                 "multi-read of " + std::to_string(request.count) + " keys; at most " +
+                     std::to_string(kMaxSidxReadCount));
+  }
+  const auto asked = decode_scan_entries(request.value);
+  if (!asked || asked->size() != request.count) {
+    return error(request, Status::kBadRequest,
+                 "a multi-read's value must be count (" + std::to_string(request.count) +
+                     ") scan entries, one per primary key (protocol/secondary_index.h)");
+  }
+  std::vector<std::string> keys;
+  keys.reserve(asked->size());
+  for (const ScanEntry& e : *asked) {
+    if (e.key.empty() || e.key.size() > kMaxKeyBytes || !e.value.empty()) {
+      return error(request, Status::kBadRequest,
+                   "a multi-read's entries need a primary key of 1.." + std::to_string(kMaxKeyBytes) +
+                       " bytes and an empty value");
+    }
+    keys.push_back(e.key);
+  }
+  Packet reply = reply_to(request, Op::kReply, Status::kOk);
+  const std::size_t bare = encoded_size(reply);
+  const std::size_t budget = bare >= kMaxSidxMultiReadBytes ? 0 : kMaxSidxMultiReadBytes - bare;
+  std::vector<std::string> records;
+  const std::size_t answered = log_.read_newest_many(keys, kSidxMultiReadEntryOverhead, budget, &records);
+  std::vector<ScanEntry> entries;
+  entries.reserve(answered);
+  for (std::size_t k = 0; k < answered; ++k) entries.push_back({std::move(keys[k]), std::move(records[k])});
+  reply.count = static_cast<std::uint32_t>(answered);
+  reply.more = answered < keys.size();
+  reply.value = encode_scan_entries(entries);
+  stats_.count(Counter::kMultiReads);
+  stats_.add(Counter::kMultiReadKeys, answered);
   return reply;
 }
 

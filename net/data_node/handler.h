@@ -5,7 +5,8 @@
 // it directly. A --secondary-index data node is one whose log is a
 // LogMode::kSecondaryIndex log (protocol/secondary_index.h: LOG_APPEND
 // takes a SidxRecord and answers a partial entry; LOG_READ with an empty
-// value reads the key's newest record; LOG_FETCH entries carry the
+// value reads the key's newest record, and with count > 0 the newest
+// records of several keys, a multi-read; LOG_FETCH entries carry the
 // secondary key). A primary's replication (waiting for the backups' ACKs) is
 // the server's: it calls begin_append() and commit_append() instead of
 // handle() for LOG_APPEND. Thread-safe (the log and the counters are).
@@ -116,6 +117,8 @@ class Handler {
   std::optional<Packet> check_slot(const Packet& request, const SlotKey& sk, const char* whose) const;
   Packet log_replicate(const Packet& request);
   Packet log_read(const Packet& request);
+  // LOG_READ with count > 0: a --secondary-index data node's multi-read.
+  Packet sidx_multi_read(const Packet& request);
   Packet log_fetch(const Packet& request);
 
   DataLog& log_;

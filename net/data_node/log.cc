@@ -151,6 +151,24 @@ bool DataLog::read_newest(std::string_view key, std::string* record) const {
   return true;
 }
 
+std::size_t DataLog::read_newest_many(std::span<const std::string> keys, std::size_t entry_overhead,
+                                     std::size_t budget, std::vector<std::string>* records) const {
+  records->clear();
+  std::shared_lock lock(mutex_);
+  std::size_t used = 0;
+  for (const std::string& key : keys) {
+    std::string_view record;
+    if (const auto it = newest_.find(key); it != newest_.end()) {
+      if (const Index* e = find(it->second)) record = record_of(*e);
+    }
+    const std::size_t size = entry_overhead + key.size() + record.size();
+    if (!records->empty() && used + size > budget) break;
+    used += size;
+    records->emplace_back(record);
+  }
+  return records->size();
+}
+
 std::vector<FetchedEntry> DataLog::fetch(std::uint32_t first, std::size_t max_entries,
                                          std::size_t entry_overhead, std::size_t budget, bool* more) const {
   std::vector<FetchedEntry> out;

@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -100,6 +101,14 @@ class DataLog {
   // A kSecondaryIndex log: the record of key's newest entry (the primary
   // index); false if it has none (or the log keeps no primary index).
   bool read_newest(std::string_view key, std::string* record) const;
+  // read_newest() of keys in order under one lock (a multi-read sees one
+  // state of the log): (*records)[i] is keys[i]'s newest record, empty
+  // when it has none (a SidxRecord is never empty). Stops before the
+  // first key whose (entry_overhead + key + record bytes) would take the
+  // sum past budget, but always answers the first key. Returns how many
+  // keys it answered (records->size()).
+  std::size_t read_newest_many(std::span<const std::string> keys, std::size_t entry_overhead, std::size_t budget,
+                               std::vector<std::string>* records) const;
 
   // The entries from log id `first` (0 counts as 1) on, in id order
   // (gaps and pending entries skipped): at

@@ -9,7 +9,8 @@ constexpr const char* kCounterNames[kCounters] = {
     "datagrams", "requests", "stats",    "other",    "appends",     "reads",      "mismatches",   "not_found",
     "fetches",   "fetched_entries",      "log_full", "ok",          "bad_request", "too_large",  "server_error",
     "backup_refused", "installed", "install_duplicates", "replicate_refused", "replicate_sent", "replicate_resent",
-    "acks", "acks_late", "replicate_errors", "replicate_gave_up", "replicate_backlog"};
+    "acks", "acks_late", "replicate_errors", "replicate_gave_up", "replicate_backlog",
+    "multi_reads", "multi_read_keys"};
 
 }  // namespace
 

@@ -43,8 +43,10 @@ enum class Counter : std::uint8_t {
   kReplicateErrors,    // primary: ERROR answers or unparsable datagrams from backups
   kReplicateGaveUp,    // primary: writes answered SERVER_ERROR after the last resend
   kReplicateBacklog,   // primary: writes refused (SERVER_ERROR) with kMaxPendingWrites waiting
+  kMultiReads,         // --secondary-index: multi-reads (LOG_READ, count > 0) answered
+  kMultiReadKeys,      // the keys those answers held (found or not)
 };
-inline constexpr std::size_t kCounters = 26;
+inline constexpr std::size_t kCounters = 28;
 
 class DataNodeStats : public DropCounters {
  public:

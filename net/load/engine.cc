@@ -431,7 +431,7 @@ class Engine {
                 : s.sidx_write   ? s.sidx_write->on_reply(r)
                                  : s.sidx_read->on_reply(r);
     if (s.sidx_read) {
-      if (auto looked = s.sidx_read->take_looked()) check_looked(s, *looked);
+      while (auto looked = s.sidx_read->take_looked()) check_looked(s, *looked);
     }
     switch (step.kind) {
       case Step::Kind::kRetry:

@@ -104,7 +104,12 @@ Step SidxRead::fail(std::string why) {
   return s;
 }
 
-std::optional<SidxRead::Looked> SidxRead::take_looked() { return std::exchange(looked_, std::nullopt); }
+std::optional<SidxRead::Looked> SidxRead::take_looked() {
+  if (looked_.empty()) return std::nullopt;
+  Looked out = std::move(looked_.front());
+  looked_.pop_front();
+  return out;
+}
 
 Step SidxRead::next() {
   if (at_ == listed_.size()) {
@@ -112,12 +117,70 @@ Step SidxRead::next() {
     return step(Step::Kind::kDone);
   }
   phase_ = Phase::kLogRead;
-  const std::string key = dataset_key(listed_[at_]);
-  return step(Step::Kind::kSend, visibility_request(Op::kLogRead, key, std::string(), slot_key(key), 0));
+  const std::string first = dataset_key(listed_[at_]);
+  Packet p = visibility_request(Op::kLogRead, first, std::string(), slot_key(first), 0);
+  // The request, like its reply, fits one frame (kMaxSidxMultiReadBytes):
+  // a long list goes in several multi-reads.
+  std::size_t bytes = encoded_size(p);
+  std::vector<ScanEntry> keys;
+  for (std::size_t k = at_; k < listed_.size() && keys.size() < kMaxSidxReadCount; ++k) {
+    std::string key = dataset_key(listed_[k]);
+    const std::size_t entry = kSidxMultiReadEntryOverhead + key.size();
+    if (!keys.empty() && bytes + entry > kMaxSidxMultiReadBytes) break;
+    bytes += entry;
+    keys.push_back({std::move(key), std::string()});
+  }
+  asked_ = keys.size();
+  p.count = static_cast<std::uint32_t>(asked_);
+  p.value = encode_scan_entries(keys);
+  ++multi_reads_;
+  return step(Step::Kind::kSend, std::move(p));
+}
+
+Step SidxRead::on_multi_read(const Packet& reply) {
+  if (auto p = reply_problem(reply, dataset_key(listed_[at_]), "LOG_READ")) return fail(*p);
+  if (reply.status != Status::kOk) return fail(std::string("LOG_READ (multi-read): ") + status_name(reply.status));
+  const auto entries = decode_scan_entries(reply.value);
+  if (!entries || entries->size() != reply.count) {
+    return fail("LOG_READ (multi-read): the reply's entries do not match its count " + std::to_string(reply.count) +
+                " (is the data node running --secondary-index?)");
+  }
+  if (entries->empty() || entries->size() > asked_) {
+    return fail("LOG_READ (multi-read): " + std::to_string(entries->size()) + " entries for " +
+                std::to_string(asked_) + " keys");
+  }
+  if (entries->size() < asked_ && !reply.more) {
+    return fail("LOG_READ (multi-read): " + std::to_string(entries->size()) + " entries for " +
+                std::to_string(asked_) + " keys without the more flag");
+  }
+  for (std::size_t k = 0; k < entries->size(); ++k) {
+    const std::uint64_t i = listed_[at_ + k];
+    const ScanEntry& e = (*entries)[k];
+    if (e.key != dataset_key(i)) {
+      return fail("LOG_READ (multi-read): entry " + std::to_string(k) + " is not key " + std::to_string(i) +
+                  ", the key asked there");
+    }
+    if (e.value.empty()) {  // the data node has no record of the key
+      ++not_found_;
+      ++dropped_;
+      continue;
+    }
+    auto record = decode_sidx_record(e.value);
+    if (!record) return fail("LOG_READ: key " + std::to_string(i) + "'s record is no secondary-index record");
+    const auto version = record_version(record->payload, i);
+    if (record->secondary == secondary_ && version) {
+      kept_.push_back(Member{i, *version});
+    } else {
+      ++dropped_;
+    }
+    looked_.push_back(Looked{i, std::move(record->secondary), std::move(record->payload)});
+  }
+  at_ += entries->size();
+  return next();
 }
 
 Step SidxRead::on_reply(const Packet& reply) {
-  looked_.reset();
+  looked_.clear();
   switch (phase_) {
     case Phase::kSidxRead: {
       if (auto p = reply_problem(reply, secondary_, "SIDX_READ")) return fail(*p);
@@ -146,29 +209,8 @@ Step SidxRead::on_reply(const Packet& reply) {
       truncated_ = reply.more || entries->size() >= count_;
       return next();
     }
-    case Phase::kLogRead: {
-      const std::uint64_t i = listed_[at_];
-      const std::string key = dataset_key(i);
-      if (auto p = reply_problem(reply, key, "LOG_READ")) return fail(*p);
-      if (reply.status == Status::kNotFound) {
-        ++not_found_;
-        ++dropped_;
-      } else if (reply.status != Status::kOk) {
-        return fail(std::string("LOG_READ: ") + status_name(reply.status));
-      } else {
-        auto record = decode_sidx_record(reply.value);
-        if (!record) return fail("LOG_READ: key " + std::to_string(i) + "'s record is no secondary-index record");
-        const auto version = record_version(record->payload, i);
-        if (record->secondary == secondary_ && version) {
-          kept_.push_back(Member{i, *version});
-        } else {
-          ++dropped_;
-        }
-        looked_ = Looked{i, std::move(record->secondary), std::move(record->payload)};
-      }
-      ++at_;
-      return next();
-    }
+    case Phase::kLogRead:
+      return on_multi_read(reply);
     case Phase::kDone:
     case Phase::kFailed:
       break;

@@ -11,8 +11,10 @@
 //     META_PUT(primary, the entry, {slot, fp, ts}), committed by its kOk.
 //   read(j): SIDX_READ(dataset_key(j), count C) -> the first C primary
 //     keys the metadata node lists for j (kFlagMore if more follow);
-//     then, one after another, LOG_READ(primary, empty value) -> its
-//     newest SidxRecord (kNotFound: none). A listed key is kept iff its
+//     then multi-reads (LOG_READ, count n, the keys as scan entries;
+//     SLIK's multiRead) -> their newest SidxRecords in order (empty:
+//     none); a reply with kFlagMore answered only its first m keys (one
+//     frame's worth), and the rest are asked again. A listed key is kept iff its
 //     record names dataset_key(j) and the payload is a whole
 //     dataset_record of that primary index: the validation step that
 //     drops the index's stale composite keys (the data node holds the
@@ -25,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,8 +92,9 @@ class SidxRead {
   // SIDX_READ of dataset_key(j) for at most `count` primary keys.
   Packet start() const;
   Step on_reply(const Packet& reply);
-  // The record the last reply carried (a LOG_READ's kOk), once: the
-  // engine checks every record it is shown, kept or not.
+  // The records the last reply carried (a multi-read's found keys), one
+  // per call, each once, then nullopt: the engine checks every record it
+  // is shown, kept or not.
   std::optional<Looked> take_looked();
 
   Phase phase() const { return phase_; }
@@ -102,12 +106,15 @@ class SidxRead {
   bool truncated() const { return truncated_; }
   const std::vector<Member>& kept() const { return kept_; }
   std::uint64_t dropped() const { return dropped_; }      // listed, not kept (not found included)
-  std::uint64_t not_found() const { return not_found_; }  // LOG_READ kNotFound
+  std::uint64_t not_found() const { return not_found_; }  // multi-read entries with no record
+  std::uint64_t multi_reads() const { return multi_reads_; }  // multi-read requests sent
 
  private:
   Step fail(std::string why);
-  // LOG_READ of the next listed key, or kDone after the last.
+  // A multi-read of the listed keys from at_ on (as many as one frame
+  // holds), or kDone after the last.
   Step next();
+  Step on_multi_read(const Packet& reply);
 
   std::uint64_t secondary_index_;
   std::uint32_t count_;
@@ -116,12 +123,14 @@ class SidxRead {
   Phase phase_ = Phase::kSidxRead;
   std::vector<std::uint64_t> listed_;
   std::uint64_t listed_entries_ = 0;
-  std::size_t at_ = 0;  // the listed key being read
+  std::size_t at_ = 0;     // the first listed key of the multi-read in flight
+  std::size_t asked_ = 0;  // how many keys it asks for
+  std::uint64_t multi_reads_ = 0;
   bool truncated_ = false;
   std::vector<Member> kept_;
   std::uint64_t dropped_ = 0;
   std::uint64_t not_found_ = 0;
-  std::optional<Looked> looked_;
+  std::deque<Looked> looked_;
 };
 
 }  // namespace forein::net::load

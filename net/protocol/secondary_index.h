@@ -24,6 +24,18 @@
 //                                                    more follow
 //   LOG_READ    client -> data node     primary key  empty                 slot, fp
 //     reply                             primary key  its newest SidxRecord (kNotFound: none)
+//   LOG_READ    client -> data node     first        scan entries:         slot, fp of the first key
+//   (multi-read, count = n keys)        primary key  primary key -> ""     (routing only)
+//     reply     data node -> client     first        scan entries, same
+//               count = m <= n          primary key  order: primary key ->
+//                                                    newest SidxRecord (""
+//                                                    = none); kFlagMore
+//                                                    if m < n
+//
+// A multi-read is SLIK's multiRead (RAMCloud): the reader fetches the
+// records of the keys SIDX_READ listed in one round trip instead of one
+// LOG_READ each. Its reply holds at most kMaxSidxMultiReadBytes (always
+// at least one entry); the reader asks again for the keys left out.
 //
 // Timestamps of a --secondary-index data node come from one counter for
 // every write (the paper's one data node), so a primary key's writes are
@@ -47,6 +59,17 @@ namespace forein::net {
 inline constexpr std::uint32_t kMaxSidxReadCount = 256;
 // Bytes of a SIDX_READ reply entry's value: the composite key's timestamp.
 inline constexpr std::size_t kSidxTsBytes = 4;
+// A multi-read's datagrams (the reply, and the load client's requests)
+// hold at most this many bytes, so each fits one 1,500-byte Ethernet
+// frame (1,400 + 8 UDP + 20 IPv4 = 1,428, room left for IP options or a
+// tunnel) and is never IP-fragmented: the DPDK switch does not reassemble
+// fragments (the reasoning of kMaxClearsPerDatagram,
+// protocol/visibility.h). A reply holds at least one entry even when that
+// one is larger (a record of up to kMaxRecordBytes still fits a datagram).
+inline constexpr std::size_t kMaxSidxMultiReadBytes = 1400;
+// A scan entry's bytes besides its key and value (u16 key length, u32
+// value length; protocol/packet.h).
+inline constexpr std::size_t kSidxMultiReadEntryOverhead = 6;
 
 namespace sidx_detail {
 inline void put_u16(std::string* out, std::size_t v) {

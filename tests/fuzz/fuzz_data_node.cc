@@ -19,7 +19,12 @@
 //     partial with the one counter's next timestamp and reads back by key
 //     (the newest record); a value that is not a SidxRecord is refused
 //     (nothing appended); LOG_FETCH entries are the location, timestamp
-//     and the entry's secondary key.
+//     and the entry's secondary key; a multi-read (LOG_READ, count > 0)
+//     answers a prefix of the keys asked, in order, each with what a read
+//     by key returns ("" for not found), within kMaxSidxMultiReadBytes
+//     unless it holds one entry, the more flag exactly when keys are left
+//     out; a malformed one (count off, a value, an empty key, count over
+//     kMaxSidxReadCount) is refused.
 //
 // The input is a sequence of chunks (u8 length, then that many bytes); a
 // chunk's first byte picks what to make of the rest: a raw datagram (also
@@ -285,7 +290,9 @@ void backup_raw(std::string_view bytes) {
 // A request to the --secondary-index node: u8 what, then (append) u8
 // primary key length, u8 secondary key length, keys, payload; (raw
 // append) u8 key length, key, value as it comes; (read) the key; (fetch)
-// u32 first id, u8 count.
+// u32 first id, u8 count; (multi-read) u8 mangle, then keys, each u8
+// length (high bit set: the key of a log entry picked by the low bits),
+// then its bytes.
 void sidx(std::string_view bytes) {
   DataLog& log = state->sidx_log;
   const unsigned what = bytes.empty() ? 0 : static_cast<unsigned char>(bytes[0]);
@@ -304,7 +311,7 @@ void sidx(std::string_view bytes) {
     p.key = key;
     return handle(p);
   };
-  switch (what % 4) {
+  switch (what % 5) {
     case 0:
     case 1: {
       const std::size_t pk = rest.size() > 0 ? static_cast<unsigned char>(rest[0]) : 0;
@@ -318,7 +325,7 @@ void sidx(std::string_view bytes) {
       p.op = Op::kLogAppend;
       p.seq = inputs;
       p.key = primary;
-      if (what % 4 == 0) {
+      if (what % 5 == 0) {
         p.value = encode_sidx_record(secondary, payload);
       } else {
         p.value = std::string(tail);  // whatever it is
@@ -352,6 +359,54 @@ void sidx(std::string_view bytes) {
         require(decode_sidx_record(r.value).has_value());
       } else {
         require(r.status == Status::kNotFound && r.value.empty());
+      }
+      return;
+    }
+    case 4: {
+      const unsigned mangle = rest.empty() ? 0 : static_cast<unsigned char>(rest[0]);
+      std::vector<ScanEntry> asked;
+      for (std::size_t at = 1; at < rest.size();) {
+        const unsigned n = static_cast<unsigned char>(rest[at++]);
+        if ((n & 0x80) != 0 && log.entries() > 0) {
+          const auto entry = log.entry(1 + static_cast<std::uint32_t>((n & 0x7F) % log.entries()));
+          asked.push_back({entry ? entry->key : std::string(), std::string()});
+        } else {
+          const std::size_t k = std::min<std::size_t>(n & 0x7F, rest.size() - at);
+          asked.push_back({std::string(rest.substr(at, k)), std::string()});
+          at += k;
+        }
+      }
+      if (asked.empty()) asked.push_back({std::string("k"), std::string()});
+      Packet p;
+      p.op = Op::kLogRead;
+      p.seq = inputs;
+      p.key = asked.front().key;
+      p.count = static_cast<std::uint32_t>(asked.size());
+      switch (mangle % 8) {
+        case 1: p.count += 1 + mangle / 8; break;
+        case 2: asked.front().value = "v"; break;
+        case 3: p.count = kMaxSidxReadCount + 1 + mangle; break;
+        default: break;
+      }
+      p.value = encode_scan_entries(asked);
+      const bool empty_key =
+          std::any_of(asked.begin(), asked.end(), [](const ScanEntry& e) { return e.key.empty(); });
+      const Packet r = handle(p);
+      if (mangle % 8 == 1 || mangle % 8 == 2 || mangle % 8 == 3 || empty_key) {
+        require(r.op == Op::kError && r.status == Status::kBadRequest);
+        return;
+      }
+      require(r.op == Op::kReply && r.status == Status::kOk && r.key == p.key);
+      const auto got = decode_scan_entries(r.value);
+      require(got && got->size() == r.count && !got->empty() && got->size() <= asked.size());
+      require(r.more == (got->size() < asked.size()));
+      require(got->size() == 1 || encoded_size(r) <= kMaxSidxMultiReadBytes);
+      for (std::size_t k = 0; k < got->size(); ++k) {
+        require((*got)[k].key == asked[k].key);
+        const Packet one = read_by_key(asked[k].key);
+        require(one.op == Op::kReply);
+        require(one.status == Status::kOk ? (*got)[k].value == one.value
+                                          : one.status == Status::kNotFound && (*got)[k].value.empty());
       }
       return;
     }

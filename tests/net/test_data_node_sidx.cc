@@ -2,7 +2,7 @@
 // "forein-data-node", "Secondary index"; protocol/secondary_index.h): the
 // handler over a LogMode::kSecondaryIndex log directly (SidxRecord
 // appends answered with a partial SidxEntry, one timestamp counter across
-// slots, the primary index behind LOG_READ by key, refusals, LOG_FETCH's
+// slots, the primary index behind LOG_READ by key and multi-reads, refusals, LOG_FETCH's
 // entries with their secondary keys, the --keys preload, concurrent
 // writers), the options, and the real program over UDP.
 #include <algorithm>
@@ -64,6 +64,17 @@ Packet read_request(const std::string& key, const std::string& location = {}) {
   p.key = key;
   p.value = location;
   p.visibility = VisibilityHeader{slot_key(key).slot, VisState::kNone, slot_key(key).fingerprint, 0, 0};
+  return p;
+}
+
+// A multi-read (protocol/secondary_index.h): count = the keys, value =
+// their scan entries with empty values, packet key = the first.
+Packet multi_read_request(const std::vector<std::string>& keys) {
+  std::vector<ScanEntry> entries;
+  for (const std::string& k : keys) entries.push_back({k, std::string()});
+  Packet p = read_request(keys.empty() ? dataset_key(0) : keys.front());
+  p.count = static_cast<std::uint32_t>(keys.size());
+  p.value = encode_scan_entries(entries);
   return p;
 }
 
@@ -222,6 +233,148 @@ TEST_CASE("sidx data node: LOG_READ by key returns the newest record", "[net][da
   require_error(node.call(read_request(a, "xyz")), Status::kBadRequest, "6-byte log location");
   CHECK(node.log.primary_keys() == 2);
   CHECK(node.stats.get(Counter::kNotFound) == 2);
+}
+
+TEST_CASE("sidx data node: a multi-read answers the keys in order, empty when not found",
+          "[net][data_node][sidx]") {
+  Node node;
+  for (std::uint64_t i = 0; i < 6; ++i) {
+    REQUIRE(node.call(sidx_append(dataset_key(i), dataset_key(100 + i), dataset_record(i, 1))).status ==
+            Status::kOk);
+  }
+  // Key 2's newest record, not its first.
+  REQUIRE(node.call(sidx_append(dataset_key(2), dataset_key(300), dataset_record(2, 2))).status == Status::kOk);
+  // Out of key order, with keys the node never saw and a repeat.
+  const std::vector<std::string> keys = {dataset_key(4), dataset_key(50), dataset_key(2), dataset_key(0),
+                                         dataset_key(51), dataset_key(4)};
+  const Packet r = node.call(multi_read_request(keys));
+  REQUIRE(r.op == Op::kReply);
+  REQUIRE(r.status == Status::kOk);
+  CHECK(r.key == keys.front());
+  CHECK_FALSE(r.more);
+  CHECK(encoded_size(r) <= kMaxSidxMultiReadBytes);
+  const auto got = decode_scan_entries(r.value);
+  REQUIRE(got);
+  REQUIRE(r.count == keys.size());
+  REQUIRE(got->size() == keys.size());
+  for (std::size_t k = 0; k < keys.size(); ++k) CHECK((*got)[k].key == keys[k]);
+  CHECK((*got)[0].value == encode_sidx_record(dataset_key(104), dataset_record(4, 1)));
+  CHECK((*got)[1].value.empty());
+  CHECK((*got)[2].value == encode_sidx_record(dataset_key(300), dataset_record(2, 2)));
+  CHECK((*got)[3].value == encode_sidx_record(dataset_key(100), dataset_record(0, 1)));
+  CHECK((*got)[4].value.empty());
+  CHECK((*got)[5].value == (*got)[0].value);
+  // All not found: still kOk, every entry empty.
+  const Packet none = node.call(multi_read_request({dataset_key(70), dataset_key(71)}));
+  REQUIRE(none.status == Status::kOk);
+  REQUIRE(none.count == 2);
+  const auto empty = decode_scan_entries(none.value);
+  REQUIRE(empty);
+  CHECK(std::all_of(empty->begin(), empty->end(), [](const ScanEntry& e) { return e.value.empty(); }));
+  // One key: as a single read by key, in the multi-read's form.
+  const Packet one = node.call(multi_read_request({dataset_key(1)}));
+  REQUIRE(one.count == 1);
+  CHECK(decode_scan_entries(one.value)->at(0).value == node.call(read_request(dataset_key(1))).value);
+  CHECK(node.stats.get(Counter::kMultiReads) == 3);
+  CHECK(node.stats.get(Counter::kMultiReadKeys) == 9);
+  CHECK(node.stats.get(Counter::kNotFound) == 0);  // a multi-read's not-found keys are entries, not statuses
+  const std::string stats = node.handler.stats_json();
+  CHECK(json_number(stats, "multi_reads") == 3);
+  CHECK(json_number(stats, "multi_read_keys") == 9);
+}
+
+TEST_CASE("sidx data node: a multi-read's reply fits one frame; the more flag says what is left",
+          "[net][data_node][sidx]") {
+  Node node;
+  constexpr std::uint64_t kKeys = 20;
+  std::vector<std::string> keys;
+  for (std::uint64_t i = 0; i < kKeys; ++i) {
+    keys.push_back(dataset_key(i));
+    REQUIRE(node.call(sidx_append(keys.back(), dataset_key(1000 + i), dataset_record(i, 1, 128))).status ==
+            Status::kOk);
+  }
+  // 20 entries of 6 + 8 + (2 + 8 + 128) bytes do not fit 1,400; the reader
+  // asks again for the rest until every key is answered, in order.
+  std::size_t at = 0, replies = 0;
+  while (at < keys.size()) {
+    const std::vector<std::string> rest(keys.begin() + static_cast<std::ptrdiff_t>(at), keys.end());
+    const Packet r = node.call(multi_read_request(rest));
+    REQUIRE(r.status == Status::kOk);
+    ++replies;
+    CHECK(encoded_size(r) <= kMaxSidxMultiReadBytes);
+    const auto got = decode_scan_entries(r.value);
+    REQUIRE(got);
+    REQUIRE(got->size() == r.count);
+    REQUIRE(!got->empty());
+    CHECK(r.more == (got->size() < rest.size()));
+    // Full: one more entry would not have fit.
+    if (r.more) CHECK(encoded_size(r) + 6 + 8 + 138 > kMaxSidxMultiReadBytes);
+    for (std::size_t k = 0; k < got->size(); ++k) {
+      CHECK((*got)[k].key == rest[k]);
+      CHECK((*got)[k].value == encode_sidx_record(dataset_key(1000 + at + k), dataset_record(at + k, 1, 128)));
+    }
+    at += got->size();
+  }
+  CHECK(replies == 3);  // 9 + 9 + 2
+  CHECK(node.stats.get(Counter::kMultiReadKeys) == kKeys);
+
+  // A record larger than the cap on its own still comes back, alone.
+  const std::string big = dataset_key(500);
+  REQUIRE(node.call(sidx_append(big, dataset_key(501), std::string(kMaxRecordBytes, 'p'))).status == Status::kOk);
+  const Packet r = node.call(multi_read_request({big, keys[0]}));
+  REQUIRE(r.status == Status::kOk);
+  REQUIRE(r.count == 1);
+  CHECK(r.more);
+  CHECK(decode_scan_entries(r.value)->at(0).value == encode_sidx_record(dataset_key(501), std::string(4096, 'p')));
+}
+
+TEST_CASE("sidx data node: malformed multi-reads are refused", "[net][data_node][sidx]") {
+  Node node;
+  REQUIRE(node.call(sidx_append(dataset_key(1), dataset_key(2), dataset_record(1, 1))).status == Status::kOk);
+  {
+    std::vector<std::string> keys;
+    for (std::uint32_t i = 0; i <= kMaxSidxReadCount; ++i) keys.push_back(dataset_key(i));
+    require_error(node.call(multi_read_request(keys)), Status::kBadRequest, "at most 256");
+  }
+  const std::string needs = "count (";
+  {
+    Packet p = multi_read_request({dataset_key(1), dataset_key(2)});
+    p.count = 3;  // fewer entries than count
+    require_error(node.call(p), Status::kBadRequest, needs);
+    p.count = 1;  // more
+    require_error(node.call(p), Status::kBadRequest, needs);
+    p.value = "garbage";
+    require_error(node.call(p), Status::kBadRequest, needs);
+    p.value.clear();
+    require_error(node.call(p), Status::kBadRequest, needs);
+  }
+  {
+    Packet p = multi_read_request({dataset_key(1)});
+    const std::vector<ScanEntry> with_value = {{dataset_key(1), "v"}};
+    p.value = encode_scan_entries(with_value);
+    require_error(node.call(p), Status::kBadRequest, "an empty value");
+    const std::vector<ScanEntry> empty_key = {{dataset_key(1), ""}, {"", ""}};
+    p.value = encode_scan_entries(empty_key);
+    p.count = 2;
+    require_error(node.call(p), Status::kBadRequest, "a primary key of 1..1024 bytes");
+  }
+  CHECK(node.stats.get(Counter::kMultiReads) == 0);
+  CHECK(node.stats.get(Counter::kBadRequest) == 7);
+
+  // Without --secondary-index: refused, and count 0 reads by location as before.
+  DataLog plain;
+  DataNodeStats stats;
+  Handler handler(plain, NodeId{}, stats);
+  DataLog::Appended a;
+  REQUIRE(plain.append(slot_key(dataset_key(1)).slot, dataset_key(1), "rec", &a) == DataLog::AppendError::kNone);
+  const Packet refused = handler.handle(multi_read_request({dataset_key(1)}));
+  INFO(refused.value);
+  REQUIRE(refused.op == Op::kError);
+  CHECK(refused.status == Status::kBadRequest);
+  CHECK(refused.value.find("only by a --secondary-index data node") != std::string::npos);
+  const Packet ok = handler.handle(read_request(dataset_key(1), encode_location({0, a.log_id})));
+  REQUIRE(ok.status == Status::kOk);
+  CHECK(ok.value == "rec");
 }
 
 TEST_CASE("sidx data node: refusals change nothing", "[net][data_node][sidx]") {
@@ -516,6 +669,17 @@ TEST_CASE("sidx data node program: UDP appends, reads by key, fetches, STATS", "
   REQUIRE(r.status == Status::kOk);
   CHECK(r.value == encode_sidx_record(secondary_key_of(17, 0, kSecondary), dataset_record(17, 0)));
   CHECK(udp.call(read_request(dataset_key(kKeys))).status == Status::kNotFound);
+  // A multi-read over UDP: within one frame's bytes.
+  {
+    const Packet m = udp.call(multi_read_request({dataset_key(17), dataset_key(kKeys), dataset_key(3)}));
+    REQUIRE(m.status == Status::kOk);
+    REQUIRE(m.count == 3);
+    const auto got = decode_scan_entries(m.value);
+    REQUIRE(got);
+    CHECK((*got)[0].value == r.value);
+    CHECK((*got)[1].value.empty());
+    CHECK((*got)[2].value == encode_sidx_record(secondary_key_of(3, 0, kSecondary), dataset_record(3, 0)));
+  }
 
   // Writes: partial entries, timestamps past the preload's, increasing;
   // then the newest record by key.
@@ -551,6 +715,7 @@ TEST_CASE("sidx data node program: UDP appends, reads by key, fetches, STATS", "
   CHECK(json_number(stats, "secondary_keys") == static_cast<long long>(kSecondary));
   CHECK(json_number(stats, "preloaded") == static_cast<long long>(kKeys));
   CHECK(json_number(stats, "appends") >= 20);
+  CHECK(json_number(stats, "multi_reads") >= 1);
   const std::string exit_line = forein::testing::stop_json(child);
   INFO(exit_line);
   // A client resend appends again (a later timestamp than the one answered).

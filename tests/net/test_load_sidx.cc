@@ -1,5 +1,5 @@
 // forein-load --workload secondary-index's parts (net/load): the write and
-// read state machines (load/sidx_ops.h) against hand-built replies, the
+// read state machines (load/sidx_ops.h, the read's multi-reads) against hand-built replies, the
 // command line's --secondary-keys / --sidx-read-count, the report's
 // fields and the history's SW / SR lines.
 #include <catch2/catch.hpp>
@@ -71,6 +71,45 @@ Packet listing(const Packet& request, const std::vector<std::uint64_t>& primarie
 // The record a data node returns for version v of key i naming secondary j.
 std::string record(std::uint64_t i, std::uint32_t v, std::uint64_t j) {
   return encode_sidx_record(dataset_key(j), dataset_record(i, v));
+}
+
+// The keys a multi-read asks for (its value's entries), checking its form.
+std::vector<std::string> asked_keys(const Packet& request) {
+  REQUIRE(request.op == Op::kLogRead);
+  const auto entries = decode_scan_entries(request.value);
+  REQUIRE(entries);
+  REQUIRE(entries->size() == request.count);
+  REQUIRE(!entries->empty());
+  std::vector<std::string> keys;
+  for (const ScanEntry& e : *entries) {
+    CHECK(e.value.empty());
+    keys.push_back(e.key);
+  }
+  CHECK(request.key == keys.front());  // routes by the first key's slot
+  REQUIRE(request.visibility);
+  CHECK(request.visibility->slot == slot_key(keys.front()).slot);
+  CHECK(request.visibility->fingerprint == slot_key(keys.front()).fingerprint);
+  CHECK(encoded_size(request) <= kMaxSidxMultiReadBytes);
+  return keys;
+}
+
+// A multi-read's reply: the first records.size() keys asked, each with
+// its record ("" = not found); more when fewer than asked.
+Packet multi_reply(const Packet& request, const std::vector<std::string>& records) {
+  const std::vector<std::string> keys = asked_keys(request);
+  REQUIRE(records.size() <= keys.size());
+  std::vector<ScanEntry> entries;
+  for (std::size_t k = 0; k < records.size(); ++k) entries.push_back({keys[k], records[k]});
+  Packet r = reply_to(request, Status::kOk, encode_scan_entries(entries));
+  r.count = static_cast<std::uint32_t>(entries.size());
+  r.more = records.size() < keys.size();
+  return r;
+}
+
+std::vector<std::string> keys_of(const std::vector<std::uint64_t>& indexes) {
+  std::vector<std::string> out;
+  for (std::uint64_t i : indexes) out.push_back(dataset_key(i));
+  return out;
 }
 
 }  // namespace
@@ -162,11 +201,11 @@ TEST_CASE("secondary-index write: LOG_APPEND of the record, then done or META_PU
   }
 }
 
-TEST_CASE("secondary-index read: SIDX_READ, LOG_READ each listed key, keep those still named", "[load][sidx]") {
+TEST_CASE("secondary-index read: SIDX_READ, multi-read the listed keys, keep those still named", "[load][sidx]") {
   const std::uint64_t j = 7;
   const std::string secondary = dataset_key(j);
 
-  SECTION("kept, moved on, not found, bad payload; the listing complete") {
+  SECTION("kept, moved on, not found, bad payload in one multi-read; the listing complete") {
     SidxRead r(j, 10);
     const Packet ask = r.start();
     CHECK(ask.op == Op::kSidxRead);
@@ -182,39 +221,75 @@ TEST_CASE("secondary-index read: SIDX_READ, LOG_READ each listed key, keep those
     CHECK(r.listed_entries() == 6);
     CHECK_FALSE(r.truncated());
     CHECK_FALSE(r.take_looked());
-    auto read_of = [&](std::uint64_t i) {
-      REQUIRE(s.kind == Step::Kind::kSend);
-      CHECK(s.request.op == Op::kLogRead);
-      CHECK(s.request.key == dataset_key(i));
-      CHECK(s.request.value.empty());  // the newest record of the key
-      REQUIRE(s.request.visibility);
-      CHECK(s.request.visibility->slot == slot_key(dataset_key(i)).slot);
-      check_encodes(s.request);
-    };
-    read_of(4);
-    s = r.on_reply(reply_to(s.request, Status::kOk, record(4, 11, j)));  // still named: kept
+    // One multi-read for all four keys, in the listing's order.
+    REQUIRE(s.kind == Step::Kind::kSend);
+    CHECK(asked_keys(s.request) == keys_of({4, 9, 12, 30}));
+    check_encodes(s.request);
+    CHECK(r.multi_reads() == 1);
+    // 4 still names j: kept; 9 moved on: dropped; 12 not found: dropped;
+    // 30 names j but its payload is another key's record: dropped.
+    s = r.on_reply(multi_reply(s.request, {record(4, 11, j), record(9, 12, j + 1), "", record(31, 2, j)}));
+    CHECK(s.kind == Step::Kind::kDone);
+    CHECK(r.phase() == SidxRead::Phase::kDone);
+    // The engine is shown every record found, each once, in order.
     auto looked = r.take_looked();
     REQUIRE(looked);
     CHECK(looked->index == 4);
     CHECK(looked->secondary == secondary);
     CHECK(looked->payload == dataset_record(4, 11));
-    CHECK_FALSE(r.take_looked());  // once
-    read_of(9);
-    s = r.on_reply(reply_to(s.request, Status::kOk, record(9, 12, j + 1)));  // moved on: dropped
-    CHECK(r.take_looked()->secondary == dataset_key(j + 1));
-    read_of(12);
-    s = r.on_reply(reply_to(s.request, Status::kNotFound));  // not found: dropped
+    looked = r.take_looked();
+    REQUIRE(looked);
+    CHECK(looked->index == 9);
+    CHECK(looked->secondary == dataset_key(j + 1));
+    looked = r.take_looked();
+    REQUIRE(looked);
+    CHECK(looked->index == 30);
+    CHECK(looked->payload == dataset_record(31, 2));
     CHECK_FALSE(r.take_looked());
-    read_of(30);
-    // Names j, but the payload is another key's record: not kept.
-    s = r.on_reply(reply_to(s.request, Status::kOk, record(31, 2, j)));
-    CHECK(s.kind == Step::Kind::kDone);
-    CHECK(r.phase() == SidxRead::Phase::kDone);
-    CHECK(r.take_looked()->payload == dataset_record(31, 2));
     CHECK(r.kept() == std::vector<SidxRead::Member>{{4, 11}});
     CHECK(r.dropped() == 3);
     CHECK(r.not_found() == 1);
+    CHECK(r.multi_reads() == 1);
     CHECK(r.on_reply(reply_to(s.request, Status::kOk)).kind == Step::Kind::kFailed);
+  }
+
+  SECTION("a reply with more: the keys left out are asked again") {
+    SidxRead r(j, 10);
+    Step s = r.on_reply(listing(r.start(), {1, 2, 3, 4, 5}));
+    REQUIRE(s.kind == Step::Kind::kSend);
+    CHECK(asked_keys(s.request) == keys_of({1, 2, 3, 4, 5}));
+    s = r.on_reply(multi_reply(s.request, {record(1, 1, j), ""}));  // two answered, more
+    REQUIRE(s.kind == Step::Kind::kSend);
+    CHECK(r.take_looked()->index == 1);
+    CHECK_FALSE(r.take_looked());
+    CHECK(asked_keys(s.request) == keys_of({3, 4, 5}));
+    s = r.on_reply(multi_reply(s.request, {record(3, 2, j)}));  // one more
+    REQUIRE(s.kind == Step::Kind::kSend);
+    CHECK(asked_keys(s.request) == keys_of({4, 5}));
+    s = r.on_reply(multi_reply(s.request, {record(4, 1, j + 2), record(5, 6, j)}));
+    CHECK(s.kind == Step::Kind::kDone);
+    CHECK(r.kept() == std::vector<SidxRead::Member>{{1, 1}, {3, 2}, {5, 6}});
+    CHECK(r.dropped() == 2);
+    CHECK(r.not_found() == 1);
+    CHECK(r.multi_reads() == 3);
+  }
+
+  SECTION("a long listing goes out in requests of one frame each") {
+    SidxRead r(j, kMaxSidxReadCount);
+    std::vector<std::uint64_t> all;
+    for (std::uint64_t i = 0; i < kMaxSidxReadCount; ++i) all.push_back(i);
+    Step s = r.on_reply(listing(r.start(), all));
+    std::vector<std::string> asked;
+    while (s.kind == Step::Kind::kSend) {
+      const std::vector<std::string> keys = asked_keys(s.request);  // each within kMaxSidxMultiReadBytes
+      CHECK(keys.size() < kMaxSidxReadCount);
+      asked.insert(asked.end(), keys.begin(), keys.end());
+      s = r.on_reply(multi_reply(s.request, std::vector<std::string>(keys.size())));
+    }
+    CHECK(s.kind == Step::Kind::kDone);
+    CHECK(asked == keys_of(all));
+    CHECK(r.multi_reads() > 1);
+    CHECK(r.not_found() == kMaxSidxReadCount);
   }
 
   SECTION("truncated: the more flag, or as many entries as asked for") {
@@ -268,12 +343,38 @@ TEST_CASE("secondary-index read: SIDX_READ, LOG_READ each listed key, keep those
       SidxRead r(j, 10);
       const Step s = r.on_reply(listing(r.start(), {5}));
       REQUIRE(s.kind == Step::Kind::kSend);
-      CHECK(why(r, reply_to(s.request, Status::kOk, "x")).find("no secondary-index record") != std::string::npos);
+      CHECK(why(r, multi_reply(s.request, {"x"})).find("no secondary-index record") != std::string::npos);
     }
     {
       SidxRead r(j, 10);
       const Step s = r.on_reply(listing(r.start(), {5}));
       CHECK(why(r, reply_to(s.request, Status::kServerError)).find("LOG_READ") != std::string::npos);
+    }
+    {
+      // A single read's answer (no entries): a data node without multi-reads.
+      SidxRead r(j, 10);
+      const Step s = r.on_reply(listing(r.start(), {5}));
+      CHECK(why(r, reply_to(s.request, Status::kOk, record(5, 1, j))).find("count") != std::string::npos);
+    }
+    {
+      // Fewer entries than asked without the more flag; none at all.
+      SidxRead r(j, 10);
+      Step s = r.on_reply(listing(r.start(), {5, 6}));
+      Packet bad = multi_reply(s.request, {""});
+      bad.more = false;
+      CHECK(why(r, bad).find("without the more flag") != std::string::npos);
+      SidxRead r2(j, 10);
+      s = r2.on_reply(listing(r2.start(), {5, 6}));
+      CHECK(why(r2, multi_reply(s.request, {})).find("0 entries for 2 keys") != std::string::npos);
+    }
+    {
+      // An entry for another key than the one asked there.
+      SidxRead r(j, 10);
+      const Step s = r.on_reply(listing(r.start(), {5, 6}));
+      Packet bad = multi_reply(s.request, {"", ""});
+      const std::vector<ScanEntry> swapped = {{dataset_key(6), ""}, {dataset_key(5), ""}};
+      bad.value = encode_scan_entries(swapped);
+      CHECK(why(r, bad).find("the key asked there") != std::string::npos);
     }
   }
 }
