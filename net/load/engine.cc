@@ -489,7 +489,7 @@ class Engine {
     finish(i, now, /*completed=*/true);
   }
 
-  // --verify, secondary-index: a record LOG_READ returned for a listed
+  // --verify, secondary-index: a record a multi-read returned for a listed
   // primary key, kept or not, must be a record of that key in a state the
   // key may hold (the ordered reads' rule, from the read's start), naming
   // the secondary key its version names.

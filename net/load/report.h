@@ -42,7 +42,7 @@ struct RunReport {
   LatencyHistogram read_latency;               // META_GET's first send to the record, per read that got one
   // secondary-index (load/sidx_ops.h; its writes count in writes_one_rtt /
   // writes_two_phase, one round trip when the switch stored the partial
-  // entry; read_latency is SIDX_READ's first send to the last LOG_READ):
+  // entry; read_latency is SIDX_READ's first send to the last multi-read's reply):
   std::uint64_t sidx_keys_listed = 0;          // primary keys the SIDX_READ replies listed
   std::uint64_t sidx_keys_kept = 0;            // ... whose record still named the secondary key read
   std::uint64_t sidx_keys_dropped = 0;         // ... dropped by validation (moved on, or not found)
