@@ -4,11 +4,14 @@
 // read through the switch or a metadata node must agree with.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +20,41 @@
 #include "udp_client.h"
 
 namespace forein::testing {
+
+// LOG_FETCH of at most `count` entries from log id `first`.
+inline net::Packet log_fetch_request(std::uint32_t first, std::uint32_t count, std::uint64_t seq = 0) {
+  net::Packet p;
+  p.op = net::Op::kLogFetch;
+  p.seq = seq;
+  p.value = std::string{static_cast<char>(first >> 24), static_cast<char>(first >> 16),
+                        static_cast<char>(first >> 8), static_cast<char>(first)};
+  p.count = count;
+  return p;
+}
+
+// Every entry of one data node's log from log id 1 on, paging with
+// `count` through `call`; *pages = the LOG_FETCH replies it took. Checks
+// each page is whole and only the last lacks the more flag.
+inline std::vector<net::ScanEntry> fetch_all(const std::function<net::Packet(const net::Packet&)>& call,
+                                             std::uint32_t count, std::size_t* pages) {
+  std::vector<net::ScanEntry> all;
+  std::uint32_t next = 1;
+  *pages = 0;
+  for (;;) {
+    const net::Packet r = call(log_fetch_request(next, count, *pages + 1));
+    REQUIRE(r.op == net::Op::kReply);
+    REQUIRE(r.status == net::Status::kOk);
+    const auto entries = net::decode_scan_entries(r.value);
+    REQUIRE(entries);
+    REQUIRE(entries->size() == r.count);
+    ++*pages;
+    all.insert(all.end(), entries->begin(), entries->end());
+    if (!r.more) break;
+    REQUIRE(!entries->empty());
+    next += static_cast<std::uint32_t>(entries->size());
+  }
+  return all;
+}
 
 // key -> (ts, location) of each key's newest entry over data nodes
 // 0..nodes-1; client_of(i) gives a UdpClient (pointer-like) to node i.

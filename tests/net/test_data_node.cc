@@ -27,6 +27,7 @@
 
 #include "child_process.h"
 #include "data_node/handler.h"
+#include "data_node_logs.h"
 #include "data_node/log.h"
 #include "data_node/options.h"
 #include "data_node/stats.h"
@@ -40,6 +41,7 @@ namespace {
 using namespace forein::net;
 using namespace forein::net::data_node;
 using forein::testing::ChildProcess;
+using forein::testing::fetch_all;
 using forein::testing::json_number;
 using Udp = forein::testing::UdpClient;
 
@@ -68,19 +70,8 @@ Packet read_request(const std::string& key, const std::string& location) {
   return p;
 }
 
-std::string u32_be(std::uint32_t v) {
-  std::string s(4, '\0');
-  for (int b = 0; b < 4; ++b) s[static_cast<std::size_t>(b)] = static_cast<char>(v >> (24 - 8 * b));
-  return s;
-}
-
 Packet fetch_request(std::uint32_t first, std::uint32_t count) {
-  Packet p;
-  p.op = Op::kLogFetch;
-  p.seq = ++next_seq;
-  p.value = u32_be(first);
-  p.count = count;
-  return p;
+  return forein::testing::log_fetch_request(first, count, ++next_seq);
 }
 
 // A handler over its own log and counters.
@@ -110,29 +101,6 @@ std::uint64_t owned_index(NodeId node, std::uint64_t from = 0) {
   for (std::uint64_t i = from;; ++i) {
     if (node.owns(slot_key(dataset_key(i)).slot)) return i;
   }
-}
-
-// Every fetched entry from `first` on, paging with `count`; checks that
-// only the last page lacks the more flag.
-std::vector<ScanEntry> fetch_all(const std::function<Packet(const Packet&)>& call, std::uint32_t count,
-                                 std::size_t* pages) {
-  std::vector<ScanEntry> all;
-  std::uint32_t next = 1;
-  *pages = 0;
-  for (;;) {
-    const Packet r = call(fetch_request(next, count));
-    REQUIRE(r.op == Op::kReply);
-    REQUIRE(r.status == Status::kOk);
-    const auto entries = decode_scan_entries(r.value);
-    REQUIRE(entries);
-    REQUIRE(entries->size() == r.count);
-    ++*pages;
-    all.insert(all.end(), entries->begin(), entries->end());
-    if (!r.more) break;
-    REQUIRE(!entries->empty());
-    next += static_cast<std::uint32_t>(entries->size());
-  }
-  return all;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include "child_process.h"
 #include "data_node/handler.h"
+#include "data_node_logs.h"
 #include "data_node/log.h"
 #include "data_node/options.h"
 #include "data_node/stats.h"
@@ -36,6 +37,7 @@ namespace {
 using namespace forein::net;
 using namespace forein::net::data_node;
 using forein::testing::ChildProcess;
+using forein::testing::fetch_all;
 using forein::testing::json_number;
 using Udp = forein::testing::UdpClient;
 
@@ -79,13 +81,7 @@ Packet multi_read_request(const std::vector<std::string>& keys) {
 }
 
 Packet fetch_request(std::uint32_t first, std::uint32_t count) {
-  Packet p;
-  p.op = Op::kLogFetch;
-  p.seq = ++next_seq;
-  p.value = std::string(4, '\0');
-  for (int b = 0; b < 4; ++b) p.value[static_cast<std::size_t>(b)] = static_cast<char>(first >> (24 - 8 * b));
-  p.count = count;
-  return p;
+  return forein::testing::log_fetch_request(first, count, ++next_seq);
 }
 
 // A handler over its own --secondary-index log.
@@ -122,28 +118,6 @@ std::optional<SidxFetched> decode_fetched(const std::string& value) {
   const auto at = decode_stamped(std::string_view(value).substr(0, kStampedLocationBytes));
   if (!at) return std::nullopt;
   return SidxFetched{*at, value.substr(kStampedLocationBytes)};
-}
-
-// Every entry from log id 1 on, paging with `count`.
-std::vector<ScanEntry> fetch_all(const std::function<Packet(const Packet&)>& call, std::uint32_t count,
-                                 std::size_t* pages) {
-  std::vector<ScanEntry> all;
-  std::uint32_t next = 1;
-  *pages = 0;
-  for (;;) {
-    const Packet r = call(fetch_request(next, count));
-    REQUIRE(r.op == Op::kReply);
-    REQUIRE(r.status == Status::kOk);
-    const auto entries = decode_scan_entries(r.value);
-    REQUIRE(entries);
-    REQUIRE(entries->size() == r.count);
-    ++*pages;
-    all.insert(all.end(), entries->begin(), entries->end());
-    if (!r.more) break;
-    REQUIRE(!entries->empty());
-    next += static_cast<std::uint32_t>(entries->size());
-  }
-  return all;
 }
 
 }  // namespace
