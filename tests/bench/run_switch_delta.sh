@@ -48,11 +48,16 @@
 #             (it replaces the data and metadata nodes); rows "sidx" in
 #             runs.csv and summary.csv, and sidx.csv per run (primary keys
 #             listed, kept, dropped by validation; truncated listings).
+#   sidx-bound  the same with the metadata node held to --metadata-cpu of a
+#             core, the paper's VI-B condition (its metadata node is the
+#             bottleneck: "the throughput is limited ... by queuing issues
+#             in the metadata node"); rows "sidx-bound". Runs after sidx's
+#             rounds on the same nodes (a quota once set stays).
 #
 #   bash tests/bench/run_switch_delta.sh [--keys N] [--data-nodes D]
 #        [--metadata-nodes M] [--seconds S] [--rounds R] [--levels 1,4,16,64]
 #        [--metadata-cpu F]
-#        [--experiments latency,mixed,dmp,bound,skew,replication,sidx]
+#        [--experiments latency,mixed,dmp,bound,skew,replication,sidx,sidx-bound]
 #        [--build DIR] [--results DIR]
 #
 # Needs root, /dev/net/tun and iproute2: every program runs inside one
@@ -114,12 +119,13 @@ done
 [[ $SECONDS_PER_RUN =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "--seconds: a number"
 [[ $ROUNDS =~ ^[0-9]+$ ]] && [ "$ROUNDS" -ge 1 ] || bad "--rounds: a whole number >= 1"
 [[ $LEVELS =~ ^[0-9]+(,[0-9]+)*$ ]] || bad "--levels: comma-separated whole numbers"
-[[ $EXPERIMENTS =~ ^(latency|mixed|dmp|bound|skew|replication|sidx)(,(latency|mixed|dmp|bound|skew|replication|sidx))*$ ]] ||
-	bad "--experiments: a comma-separated list of latency, mixed, dmp, bound, skew, replication, sidx"
+names='(latency|mixed|dmp|bound|skew|replication|sidx|sidx-bound)'
+[[ $EXPERIMENTS =~ ^$names(,$names)*$ ]] ||
+	bad "--experiments: a comma-separated list of latency, mixed, dmp, bound, skew, replication, sidx, sidx-bound"
 wants() { [[ ,$EXPERIMENTS, == *,$1,* ]]; }
 # dmp and bound hold the one metadata node to a share of a core.
-if [ "$METADATA_NODES" -gt 1 ] && { wants dmp || wants bound || wants sidx; }; then
-	bad "--experiments dmp, bound and sidx run one metadata node (--metadata-nodes 1)"
+if [ "$METADATA_NODES" -gt 1 ] && { wants dmp || wants bound || wants sidx || wants sidx-bound; }; then
+	bad "--experiments dmp, bound, sidx and sidx-bound run one metadata node (--metadata-nodes 1)"
 fi
 [[ $METADATA_CPU =~ ^0?\.[0-9]+$|^1(\.0*)?$ ]] || bad "--metadata-cpu: a fraction of one core, 0 < F <= 1"
 [ "$(id -u)" -eq 0 ] || {
@@ -349,7 +355,7 @@ run() {
 		"$(json_get "$js" reads)" "$(json_get "$js" reads_from_switch)" "${w:-0}" \
 		"$(json_get "$js" errors)" "$(json_get "$js" timeouts)" "$extra" >>"$CSV"
 	if [ "$workload" = secondary-index ] && [ "$exp" != warmup ]; then
-		printf '%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$level" "$side" "$round" "$(json_get "$js" reads)" \
+		printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$exp" "$level" "$side" "$round" "$(json_get "$js" reads)" \
 			"$(json_get "$js" sidx_keys_listed)" "$(json_get "$js" sidx_keys_kept)" \
 			"$(json_get "$js" sidx_keys_dropped)" "$(json_get "$js" sidx_reads_truncated)" \
 			"$(json_get "$js" not_found)" >>"$RESULTS/sidx.csv"
@@ -362,8 +368,8 @@ echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== keys $KEYS, data nodes $DATA_NODES, metadata nodes $METADATA_NODES, $SECONDS_PER_RUN s per run, $ROUNDS rounds, levels $LEVELS, bound: metadata node at $METADATA_CPU of a core"
 IFS=, read -r -a levels <<<"$LEVELS"
 # Warm-up: every record once through the metadata node's tree (not for
-# sidx alone, which starts nodes of its own and warms them up).
-[ "$EXPERIMENTS" = sidx ] || run warmup "${levels[-1]}" on 0 write-only
+# sidx and sidx-bound alone, which start nodes of their own and warm them up).
+[[ $EXPERIMENTS =~ ^(sidx|sidx-bound)(,(sidx|sidx-bound))*$ ]] || run warmup "${levels[-1]}" on 0 write-only
 for ((r = 1; r <= ROUNDS; r++)); do
 	if wants latency; then
 		for level in "${levels[@]}"; do
@@ -457,7 +463,7 @@ fi
 # one metadata node with --secondary-index (the metadata node takes one
 # data node), the switches restarted in front of them (a fresh log: MaxTs
 # starts over). Everything before is stopped.
-if wants sidx; then
+if wants sidx || wants sidx-bound; then
 	for pid in "${SWITCH_PIDS[@]}" "${DATA_PIDS[@]}"; do stop "$pid"; done
 	DATA_PIDS=()
 	DATA_PORTS=("${DATA_PORTS[0]}")
@@ -474,12 +480,18 @@ if wants sidx; then
 	done
 	start_switch on "$NET_A" on
 	start_switch off "$NET_B" off
-	echo "level,side,round,reads,keys_listed,keys_kept,keys_dropped,reads_truncated,not_found" >"$RESULTS/sidx.csv"
+	echo "experiment,level,side,round,reads,keys_listed,keys_kept,keys_dropped,reads_truncated,not_found" >"$RESULTS/sidx.csv"
 	run warmup "${levels[-1]}" on 0 secondary-index
-	for ((r = 1; r <= ROUNDS; r++)); do
-		for level in "${levels[@]}"; do
-			if ((r % 2)); then sides=(on off); else sides=(off on); fi
-			for side in "${sides[@]}"; do run sidx "$level" "$side" "$r" secondary-index; done
+	for experiment in sidx sidx-bound; do
+		wants "$experiment" || continue
+		if [ "$experiment" = sidx-bound ]; then
+			limit_cpu "$META_PID" || fail "no writable CPU cgroup for the sidx-bound experiment"
+		fi
+		for ((r = 1; r <= ROUNDS; r++)); do
+			for level in "${levels[@]}"; do
+				if ((r % 2)); then sides=(on off); else sides=(off on); fi
+				for side in "${sides[@]}"; do run "$experiment" "$level" "$side" "$r" secondary-index; done
+			done
 		done
 	done
 	# The switches' exit lines: partial entries stored, reads that carried one.
