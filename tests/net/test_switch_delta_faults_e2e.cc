@@ -41,6 +41,7 @@
 #include "protocol/dataset.h"
 #include "protocol/packet.h"
 #include "protocol/visibility.h"
+#include "switch_sync.h"
 #include "tap_switch.h"
 #include "udp_client.h"
 
@@ -121,29 +122,9 @@ class Testbed {
     REQUIRE(ready_port(*switch_) > 0);
   }
 
-  // The switch's answer to a client-side SYNC: the metadata nodes it still
-  // waits for (0: recovered). wait: until 0 (30 s at most).
-  long long pending_syncs(bool wait) const {
-    auto c = via_switch();
-    long long pending = -1;
-    const auto ask = [&] {
-      Packet p = forein::testing::request(Op::kSync, "");
-      p.visibility = VisibilityHeader{0, VisState::kNone, 0, 0, 0};
-      const Packet r = c->call(p);
-      REQUIRE(r.op == Op::kSync);
-      REQUIRE(r.visibility);
-      REQUIRE(r.visibility->ts == 1);
-      REQUIRE(r.visibility->aux != 0);  // the switch's epoch
-      pending = r.visibility->fingerprint;
-      return pending == 0;
-    };
-    if (wait) {
-      CHECK(eventually(ask));
-    } else {
-      ask();
-    }
-    return pending;
-  }
+  // The metadata nodes the switch still waits for (0: recovered); wait:
+  // until 0 (switch_sync.h).
+  long long pending_syncs(bool wait) const { return forein::testing::switch_pending_syncs(*via_switch(), wait); }
 
   std::string server_addr(std::uint16_t port) const { return nets_.server_net + ".1:" + std::to_string(port); }
   std::string target() const { return nets_.client_net + ".2:" + std::to_string(service_port_); }
