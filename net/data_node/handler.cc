@@ -7,6 +7,7 @@
 
 #include "data_node/options.h"
 #include "protocol/dataset.h"
+#include "protocol/log_fetch.h"
 #include "protocol/secondary_index.h"
 #include "protocol/visibility.h"
 
@@ -31,12 +32,6 @@ Packet error(const Packet& request, Status status, std::string message) {
   Packet reply = reply_to(request, Op::kError, status);
   reply.value = std::move(message);
   return reply;
-}
-
-std::uint32_t load_u32(std::string_view s) {
-  std::uint32_t v = 0;
-  for (unsigned char c : s) v = (v << 8) | c;
-  return v;
 }
 
 }  // namespace
@@ -392,16 +387,29 @@ Packet Handler::sidx_multi_read(const Packet& request) {
 }
 
 Packet Handler::log_fetch(const Packet& request) {
-  if (request.value.size() != 4) {
-    return error(request, Status::kBadRequest, "LOG_FETCH needs the first log id (u32 big-endian) as its value");
-  }
+  std::string why;
+  const std::optional<LogFetchValue> value = decode_log_fetch_value(request.value, &why);
+  if (!value) return error(request, Status::kBadRequest, why);
   Packet reply = reply_to(request, Op::kReply, Status::kOk);
   const std::uint32_t wanted =
       request.count == 0 ? kDefaultFetchEntries : std::min(request.count, kMaxFetchEntries);
-  const std::size_t budget = kMaxDatagram - kHeaderBytes - reply.key.size();
   bool more = false;
-  const std::vector<FetchedEntry> got =
-      log_.fetch(load_u32(request.value), wanted, kFetchEntryOverhead, budget, &more);
+  std::vector<FetchedEntry> got;
+  if (value->shard) {
+    // One key range's entries; the key says how far the others were
+    // passed over (protocol/log_fetch.h).
+    const LogFetchShard shard = *value->shard;
+    std::uint32_t scanned = 0;
+    std::size_t passed_over = 0;
+    reply.key.assign(4, '\0');
+    got = log_.fetch_filtered(value->first, wanted, kFetchEntryOverhead, kMaxDatagram - kHeaderBytes - reply.key.size(),
+                              [&shard](std::string_view key) { return shard.owns(key); }, kMaxFetchScan, &more,
+                              &scanned, &passed_over);
+    for (int b = 0; b < 4; ++b) reply.key[static_cast<std::size_t>(b)] = static_cast<char>(scanned >> (24 - 8 * b));
+    stats_.add(Counter::kFetchPassedOver, passed_over);
+  } else {
+    got = log_.fetch(value->first, wanted, kFetchEntryOverhead, kMaxDatagram - kHeaderBytes - reply.key.size(), &more);
+  }
   std::vector<ScanEntry> entries;
   entries.reserve(got.size());
   for (const FetchedEntry& e : got) {

@@ -171,18 +171,41 @@ std::size_t DataLog::read_newest_many(std::span<const std::string> keys, std::si
 
 std::vector<FetchedEntry> DataLog::fetch(std::uint32_t first, std::size_t max_entries,
                                          std::size_t entry_overhead, std::size_t budget, bool* more) const {
+  std::uint32_t scanned = 0;
+  std::size_t passed_over = 0;
+  return fetch_filtered(first, max_entries, entry_overhead, budget, {}, SIZE_MAX, more, &scanned, &passed_over);
+}
+
+std::vector<FetchedEntry> DataLog::fetch_filtered(std::uint32_t first, std::size_t max_entries,
+                                                  std::size_t entry_overhead, std::size_t budget,
+                                                  const std::function<bool(std::string_view)>& keep,
+                                                  std::size_t max_scan, bool* more, std::uint32_t* scanned,
+                                                  std::size_t* passed_over) const {
   std::vector<FetchedEntry> out;
   std::shared_lock lock(mutex_);
   std::uint64_t id = first == 0 ? 1 : first;
+  *scanned = static_cast<std::uint32_t>(id - 1);
+  *passed_over = 0;
+  bool contiguous = true;  // every id so far returned or refused: *scanned follows
   std::size_t used = 0;
-  for (; id <= index_.size() && out.size() < max_entries; ++id) {
+  for (std::size_t examined = 0; id <= index_.size() && out.size() < max_entries && examined < max_scan;
+       ++id, ++examined) {
     const Index& e = index_[id - 1];
-    if (e.ts == 0 || e.pending != 0) continue;  // a gap (backup) or not yet committed (primary)
+    if (e.ts == 0 || e.pending != 0) {  // a gap (backup) or not yet committed (primary)
+      contiguous = false;
+      continue;
+    }
+    if (keep && !keep(key_of(e))) {
+      ++*passed_over;
+      if (contiguous) *scanned = static_cast<std::uint32_t>(id);
+      continue;
+    }
     const std::string_view secondary = mode_ == LogMode::kSecondaryIndex ? secondary_of(record_of(e)) : "";
     const std::size_t cost = entry_overhead + e.key_bytes + secondary.size();
     if (used + cost > budget) break;
     used += cost;
     out.push_back({static_cast<std::uint32_t>(id), e.ts, std::string(key_of(e)), std::string(secondary)});
+    if (contiguous) *scanned = static_cast<std::uint32_t>(id);
   }
   *more = id <= index_.size();
   return out;

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -117,6 +118,17 @@ class DataLog {
   // returned.
   std::vector<FetchedEntry> fetch(std::uint32_t first, std::size_t max_entries, std::size_t entry_overhead,
                                   std::size_t budget, bool* more) const;
+
+  // A filtered fetch (LOG_FETCH with a key range): as fetch(), but only
+  // entries whose key `keep` accepts, examining at most max_scan ids.
+  // *scanned: the last id up to which every entry from `first` was
+  // returned or refused by keep (first - 1 when the first is a gap or
+  // pending: the caller's cursor must stop there); *passed_over: the
+  // entries refused.
+  std::vector<FetchedEntry> fetch_filtered(std::uint32_t first, std::size_t max_entries, std::size_t entry_overhead,
+                                           std::size_t budget, const std::function<bool(std::string_view)>& keep,
+                                           std::size_t max_scan, bool* more, std::uint32_t* scanned,
+                                           std::size_t* passed_over) const;
 
   // The whole entry (tests); nullopt for a gap or a pending entry.
   struct Entry {

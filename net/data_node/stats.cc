@@ -10,7 +10,7 @@ constexpr const char* kCounterNames[kCounters] = {
     "fetches",   "fetched_entries",      "log_full", "ok",          "bad_request", "too_large",  "server_error",
     "backup_refused", "installed", "install_duplicates", "replicate_refused", "replicate_sent", "replicate_resent",
     "acks", "acks_late", "replicate_errors", "replicate_gave_up", "replicate_backlog",
-    "multi_reads", "multi_read_keys"};
+    "multi_reads", "multi_read_keys", "fetch_passed_over"};
 
 }  // namespace
 

@@ -45,8 +45,9 @@ enum class Counter : std::uint8_t {
   kReplicateBacklog,   // primary: writes refused (SERVER_ERROR) with kMaxPendingWrites waiting
   kMultiReads,         // --secondary-index: multi-reads (LOG_READ, count > 0) answered
   kMultiReadKeys,      // the keys those answers held (found or not)
+  kFetchPassedOver,    // LOG_FETCHes with a key range: entries of other ranges not sent
 };
-inline constexpr std::size_t kCounters = 28;
+inline constexpr std::size_t kCounters = 29;
 
 class DataNodeStats : public DropCounters {
  public:

@@ -27,12 +27,6 @@ constexpr int kReplayTries = 5;
 constexpr int kFetchLostTimeouts = 8;
 constexpr std::chrono::milliseconds kMinFetchLost{100};
 
-std::string be32(std::uint32_t v) {
-  std::string out(4, '\0');
-  for (int b = 0; b < 4; ++b) out[static_cast<std::size_t>(b)] = static_cast<char>(v >> (24 - 8 * b));
-  return out;
-}
-
 }  // namespace
 
 void AppliedLog::mark(std::uint32_t id) {
@@ -48,18 +42,20 @@ void AppliedLog::mark(std::uint32_t id) {
   }
 }
 
-Packet log_fetch_request(std::uint64_t seq, std::uint32_t first, std::uint32_t count) {
+Packet log_fetch_request(std::uint64_t seq, std::uint32_t first, std::uint32_t count,
+                         const std::optional<LogFetchShard>& shard) {
   Packet p;
   p.op = Op::kLogFetch;
   p.seq = seq;
   p.count = count;
-  p.value = be32(first);
+  p.value = encode_log_fetch_value({first, shard});
   return p;
 }
 
 std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply, std::uint16_t node,
                                                              std::uint32_t data_nodes, std::uint32_t first,
-                                                             std::string* error, LogFormat format) {
+                                                             std::string* error, LogFormat format,
+                                                             std::uint32_t* scanned) {
   if (reply.op == Op::kError) {
     *error = "LOG_FETCH answered with an error: " + reply.value;
     return std::nullopt;
@@ -67,6 +63,16 @@ std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply
   if (reply.op != Op::kReply || reply.status != Status::kOk) {
     *error = "LOG_FETCH answered with something other than REPLY ok";
     return std::nullopt;
+  }
+  if (scanned != nullptr) {
+    std::uint32_t through = 0;
+    for (unsigned char c : reply.key) through = (through << 8) | c;
+    if (reply.key.size() != 4 || through + 1ULL < first) {
+      *error = "a LOG_FETCH reply to a request with a key range must name in its key (u32) the log id, >= the first "
+               "asked for less one, through which the other ranges' entries were passed over";
+      return std::nullopt;
+    }
+    *scanned = through;
   }
   const std::optional<std::vector<ScanEntry>> entries = decode_scan_entries(reply.value);
   if (!entries || entries->size() != reply.count) {
@@ -124,8 +130,8 @@ std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply
 }
 
 LogCatchup::LogCatchup(const std::vector<std::pair<std::string, std::uint16_t>>& data_nodes,
-                       std::chrono::microseconds timeout, Owns owns)
-    : owns_(std::move(owns)), timeout_(timeout), buffer_(kReceiveBuffer) {
+                       std::chrono::microseconds timeout, std::optional<LogFetchShard> shard)
+    : shard_(shard), timeout_(timeout), buffer_(kReceiveBuffer) {
   int family = AF_UNSPEC;
   for (const auto& [host, port] : data_nodes) {
     DataNode n;
@@ -182,6 +188,22 @@ bool LogCatchup::pass_other_format(DataNode& node, const FetchedLogEntry& e) {
   return true;
 }
 
+std::uint64_t LogCatchup::pass_unlisted(DataNode& node, std::uint32_t first, std::uint32_t scanned,
+                                        const std::vector<FetchedLogEntry>& listed) {
+  std::uint64_t passed = 0;
+  auto next = listed.begin();  // ids ascending (decode_log_fetch)
+  for (std::uint64_t id = std::max<std::uint64_t>(first, node.applied.through() + 1ULL); id <= scanned; ++id) {
+    while (next != listed.end() && next->stamped.location.log_id < id) ++next;
+    if (next != listed.end() && next->stamped.location.log_id == id) continue;
+    const auto i = static_cast<std::uint32_t>(id);
+    if (node.applied.contains(i)) continue;
+    node.applied.mark(i);
+    ++passed;
+  }
+  counters_.foreign += passed;
+  return passed;
+}
+
 void LogCatchup::mark_applied(std::uint16_t node, std::uint32_t log_id) {
   if (node >= nodes_.size()) return;
   DataNode& n = nodes_[node];
@@ -200,7 +222,7 @@ std::uint64_t LogCatchup::replay(const std::function<void(std::uint16_t node, co
     node.outstanding_seq = 0;  // a catch-up fetch's answer is read (and passed over) below
     for (;;) {
       const std::uint64_t seq = next_seq_++;
-      const Packet request = log_fetch_request(seq, first, kFetchEntries);
+      const Packet request = log_fetch_request(seq, first, kFetchEntries, fetch_filter());
       std::optional<Packet> reply;
       auto wait = std::chrono::duration_cast<Clock::duration>(kReplayFirstWait);
       for (int attempt = 0; attempt < kReplayTries && !reply; ++attempt, wait *= 2) {
@@ -226,7 +248,9 @@ std::uint64_t LogCatchup::replay(const std::function<void(std::uint16_t node, co
                             "metadata node serves; start the data nodes first");
       }
       std::string error;
-      const auto entries = decode_log_fetch(*reply, i, data_nodes(), first, &error, format_);
+      std::uint32_t scanned = 0;
+      const auto entries = decode_log_fetch(*reply, i, data_nodes(), first, &error, format_,
+                                            fetch_filter() ? &scanned : nullptr);
       if (!entries) throw RecoveryError("data node " + std::to_string(i) + " (" + node.name + "): " + error);
       std::uint32_t last = 0;  // the reply's last id (entries of another format may have none)
       for (const FetchedLogEntry& e : *entries) {
@@ -243,11 +267,13 @@ std::uint64_t LogCatchup::replay(const std::function<void(std::uint16_t node, co
           ++counters_.foreign;
         }
       }
+      if (fetch_filter()) pass_unlisted(node, first, scanned, *entries);
+      last = std::max(last, scanned);
       if (!reply->more) break;
-      if (last == 0) {
+      if (last < first) {
         throw RecoveryError("data node " + std::to_string(i) + " (" + node.name +
                             "): LOG_FETCH said more entries remain but returned none" +
-                            (entries->empty() ? "" : " with a log id"));
+                            (entries->empty() ? "" : " with a log id") + " and passed none over");
       }
       first = last + 1;
     }
@@ -267,7 +293,7 @@ void LogCatchup::tick(Clock::time_point now) {
     node.outstanding_seq = next_seq_++;
     node.outstanding_first = node.applied.through() + 1;
     node.outstanding_since = now;
-    send(node, log_fetch_request(node.outstanding_seq, node.outstanding_first, kFetchEntries));
+    send(node, log_fetch_request(node.outstanding_seq, node.outstanding_first, kFetchEntries, fetch_filter()));
     ++counters_.fetches;
   }
   interval_ = active_ ? Clock::duration(timeout_) : std::min<Clock::duration>(interval_ * 2, timeout_ * 64);
@@ -288,11 +314,16 @@ void LogCatchup::receive(Clock::time_point now,
     node.outstanding_seq = 0;
     ++counters_.fetch_replies;
     std::string error;
-    const auto entries = decode_log_fetch(reply, index, data_nodes(), node.outstanding_first, &error, format_);
+    std::uint32_t scanned = 0;
+    const auto entries = decode_log_fetch(reply, index, data_nodes(), node.outstanding_first, &error, format_,
+                                          fetch_filter() ? &scanned : nullptr);
     if (!entries) {
       ++counters_.fetch_errors;
       continue;
     }
+    // Other ranges' entries the data node passed over: cursor only, as
+    // for a listed one below.
+    if (fetch_filter() && pass_unlisted(node, node.outstanding_first, scanned, *entries) > 0) active_ = true;
     for (const FetchedLogEntry& e : *entries) {
       const std::uint32_t id = e.stamped.location.log_id;
       if (pass_other_format(node, e)) continue;

@@ -11,7 +11,9 @@
 // With several metadata nodes (--shard I/K) each one owns a key range and
 // follows every log, but applies (and may clear the slot of) only the
 // entries of keys it owns; an entry of another node's key only advances
-// the log's cursor, at once. Per log, two records: the cursor (AppliedLog:
+// the log's cursor, at once. Its LOG_FETCHes name its range, so the data
+// nodes send only its own entries and the id up to which the others were
+// passed over (protocol/log_fetch.h); the cursor moves past those unseen. Per log, two records: the cursor (AppliedLog:
 // every id processed, owned or not) and the ids owned and applied (a
 // bitset: the test a held bounce's CLEAR needs).
 #pragma once
@@ -31,6 +33,7 @@
 
 #include "common/json.h"
 #include "common/udp_address.h"
+#include "protocol/log_fetch.h"
 #include "protocol/packet.h"
 #include "protocol/visibility.h"
 
@@ -90,7 +93,9 @@ struct FetchedLogEntry {
 };
 
 // LOG_FETCH: value = the first id (u32 big-endian), count = the most entries.
-Packet log_fetch_request(std::uint64_t seq, std::uint32_t first, std::uint32_t count);
+// shard: only that key range's entries (several metadata nodes).
+Packet log_fetch_request(std::uint64_t seq, std::uint32_t first, std::uint32_t count,
+                         const std::optional<LogFetchShard>& shard = std::nullopt);
 
 // The entries of a REPLY to log_fetch_request(first) from data node
 // `node` of `data_nodes`: well formed, ids ascending from >= first, each
@@ -99,10 +104,14 @@ Packet log_fetch_request(std::uint64_t seq, std::uint32_t first, std::uint32_t c
 // reason in *error otherwise. kSecondaryIndex: an entry whose value is not
 // a StampedLocation plus a non-empty secondary key comes back marked
 // other_format (not an error: the caller skips and counts it).
+// scanned (a request with a key range): set to the id the reply names in
+// its key, up to which every entry not listed is another range's (>=
+// first - 1; a reply without it is an error).
 std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply, std::uint16_t node,
                                                              std::uint32_t data_nodes, std::uint32_t first,
                                                              std::string* error,
-                                                             LogFormat format = LogFormat::kLocation);
+                                                             LogFormat format = LogFormat::kLocation,
+                                                             std::uint32_t* scanned = nullptr);
 
 struct CatchupCounters {
   std::uint64_t fetches = 0;         // catch-up LOG_FETCH requests sent
@@ -119,14 +128,10 @@ class LogCatchup {
   using Clock = std::chrono::steady_clock;
   static constexpr std::uint32_t kFetchEntries = 256;  // per LOG_FETCH (the data node's most)
 
-  // Whether this metadata node owns a key (--shard I/K); every key when
-  // not given.
-  using Owns = std::function<bool(std::string_view key)>;
-
   // Resolves the data nodes (node i at position i; all in the first one's
   // address family) and opens the fetch socket. Throws std::runtime_error.
   LogCatchup(const std::vector<std::pair<std::string, std::uint16_t>>& data_nodes,
-             std::chrono::microseconds timeout, Owns owns = {});
+             std::chrono::microseconds timeout, std::optional<LogFetchShard> shard = std::nullopt);
   ~LogCatchup();
   LogCatchup(const LogCatchup&) = delete;
   LogCatchup& operator=(const LogCatchup&) = delete;
@@ -135,7 +140,9 @@ class LogCatchup {
   std::uint32_t data_nodes() const { return static_cast<std::uint32_t>(nodes_.size()); }
   const std::string& name(std::uint16_t node) const { return nodes_[node].name; }
 
-  bool owns(std::string_view key) const { return !owns_ || owns_(key); }
+  // Whether this metadata node owns a key: shard, the constructor's
+  // (--shard I/K --keys N: LogFetchShard{I, K, N}); none: every key.
+  bool owns(std::string_view key) const { return !shard_ || shard_->owns(key); }
 
   // Whether the index already holds an entry through its META_PUT or
   // META_ASYNC (which name no log id): the catch-up then marks it applied
@@ -205,11 +212,20 @@ class LogCatchup {
   // An entry of another format: counted, and the cursor moved past it
   // when its id is known. True for such an entry.
   bool pass_other_format(DataNode& node, const FetchedLogEntry& e);
+  // A filtered fetch's reply: the ids in [first, scanned] it did not list
+  // are other ranges' entries, marked processed (cursor only); how many
+  // were new.
+  std::uint64_t pass_unlisted(DataNode& node, std::uint32_t first, std::uint32_t scanned,
+                              const std::vector<FetchedLogEntry>& listed);
+  // The key range sent with every LOG_FETCH (several metadata nodes).
+  std::optional<LogFetchShard> fetch_filter() const {
+    return shard_ && shard_->shards > 1 ? shard_ : std::nullopt;
+  }
   // A datagram from the fetch socket parsed into *out; false when empty.
   bool receive_one(Packet* out);
 
   std::vector<DataNode> nodes_;
-  Owns owns_;
+  std::optional<LogFetchShard> shard_;
   LogFormat format_ = LogFormat::kLocation;
   Known known_;
   std::chrono::microseconds timeout_;

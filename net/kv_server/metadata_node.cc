@@ -47,9 +47,7 @@ MetadataNode::MetadataNode(const ServerOptions& options, Tree& tree, ServerStats
       stats_json_(std::move(stats_json)),
       index_(tree),
       catchup_(node_list(options), std::chrono::microseconds(options.visibility_timeout_us),
-               [shard = options.shard, shards = options.shards, keys = options.keys](std::string_view key) {
-                 return shards <= 1 || shard_of(key, shards, keys) == shard;
-               }),
+               LogFetchShard{options.shard, options.shards, options.keys}),
       deferred_(options.batch) {
   if (options_.secondary_index) {
     sidx_ = std::make_unique<SecondaryIndex>(tree);

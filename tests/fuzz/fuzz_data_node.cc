@@ -8,7 +8,10 @@
 //     another key: kMismatch), its timestamp is its slot's counter and its
 //     log id the log's last;
 //   - a LOG_FETCH reply holds consecutive log ids from the first asked,
-//     at most 256, with the more flag exactly when entries remain;
+//     at most 256, with the more flag exactly when entries remain; with a
+//     key range, only that range's entries, the key naming the last id
+//     examined, every unlisted id up to it another range's (a range that
+//     is not one of its shards refused);
 //   - a backup (Role::kBackup, replication, section V-D) given LOG_REPLICATE
 //     packets (well-formed, ids out of order and repeated, fields mangled):
 //     an ACKed one is in its log at that id with that timestamp, key and
@@ -47,6 +50,7 @@
 #include "data_node/handler.h"
 #include "data_node/log.h"
 #include "data_node/stats.h"
+#include "protocol/log_fetch.h"
 #include "protocol/packet.h"
 #include "protocol/secondary_index.h"
 #include "protocol/visibility.h"
@@ -143,6 +147,49 @@ std::uint32_t u32(std::string_view s, std::size_t at) {
   return v;
 }
 
+// A LOG_FETCH with a key range (several metadata nodes,
+// protocol/log_fetch.h): refused unless shard < shards; else only the
+// range's entries, ascending, each the log's, the key naming the last id
+// examined; every id up to it not listed is another range's; at most
+// kMaxFetchScan ids examined; more exactly when ids are left.
+void fetch_key_range(Packet p, std::uint32_t first, std::string_view bytes) {
+  const std::uint64_t entries = state->log.entries();
+  LogFetchShard range;
+  range.shard = bytes.size() > 9 ? static_cast<unsigned char>(bytes[9]) % 5 : 0;
+  range.shards = bytes.size() > 10 ? static_cast<unsigned char>(bytes[10]) % 5 : 1;
+  range.keys = u32(bytes, 11) % 100000;
+  p.value = encode_log_fetch_value({first, range});
+  const Packet r = call(p);
+  if (range.shards == 0 || range.shard >= range.shards) {
+    require(r.op == Op::kError && r.status == Status::kBadRequest);
+    return;
+  }
+  require(r.op == Op::kReply && r.status == Status::kOk && r.count <= kMaxFetchEntries && r.key.size() == 4);
+  const std::uint64_t scanned = u32(r.key, 0);
+  const std::uint64_t start = first == 0 ? 1 : first;
+  require(scanned + 1 >= start && scanned <= std::max<std::uint64_t>(entries, start - 1));
+  require(scanned + 1 - start <= kMaxFetchScan);
+  const auto got = decode_scan_entries(r.value);
+  require(got && got->size() == r.count);
+  std::uint64_t id = start;
+  for (const ScanEntry& e : *got) {
+    const auto s = decode_stamped(e.value);
+    require(s && s->location.log_id >= id && s->location.log_id <= scanned && range.owns(e.key));
+    for (; id < s->location.log_id; ++id) {  // passed over: another range's
+      const auto other = state->log.entry(static_cast<std::uint32_t>(id));
+      require(other && !range.owns(other->key));
+    }
+    const auto entry = state->log.entry(static_cast<std::uint32_t>(id));
+    require(entry && entry->key == e.key && entry->ts == s->ts);
+    ++id;
+  }
+  for (; id <= scanned; ++id) {
+    const auto other = state->log.entry(static_cast<std::uint32_t>(id));
+    require(other && !range.owns(other->key));
+  }
+  require(r.more == (scanned < entries));
+}
+
 void fetch_or_read(std::string_view bytes) {
   const std::uint64_t entries = state->log.entries();
   const bool fetch = !bytes.empty() && (static_cast<unsigned char>(bytes[0]) & 1) != 0;
@@ -160,6 +207,10 @@ void fetch_or_read(std::string_view bytes) {
     p.count = u32(bytes, 5) % 600;
     p.key = std::string(bytes.substr(std::min<std::size_t>(bytes.size(), 9)));
     if (p.key.size() > kMaxKeyBytes) p.key.resize(kMaxKeyBytes);
+    if (p.value.size() == 4 && (static_cast<unsigned char>(bytes[0]) & 2) != 0) {
+      fetch_key_range(p, first, bytes);
+      return;
+    }
     const Packet r = call(p);
     if (p.value.size() != 4) {
       require(r.op == Op::kError && r.status == Status::kBadRequest);

@@ -32,6 +32,7 @@
 #include "data_node/options.h"
 #include "data_node/stats.h"
 #include "protocol/dataset.h"
+#include "protocol/log_fetch.h"
 #include "protocol/packet.h"
 #include "protocol/visibility.h"
 #include "udp_client.h"
@@ -369,6 +370,137 @@ TEST_CASE("data node: LOG_FETCH stops at the datagram size", "[net][data_node]")
   const auto all = fetch_all([&](const Packet& p) { return node.call(p); }, 256, &pages);
   CHECK(all.size() == 300);
   CHECK(pages == 5);
+}
+
+// A LOG_FETCH naming a key range: shard i of k over `keys` dataset keys.
+Packet fetch_range_request(std::uint32_t first, std::uint32_t count, std::uint32_t shard, std::uint32_t shards,
+                           std::uint64_t keys) {
+  Packet p = fetch_request(first, count);
+  p.value = encode_log_fetch_value({first, LogFetchShard{shard, shards, keys}});
+  return p;
+}
+
+// The id a reply to a LOG_FETCH with a key range names in its key.
+std::uint32_t scanned_of(const Packet& r) {
+  REQUIRE(r.key.size() == 4);
+  std::uint32_t v = 0;
+  for (unsigned char c : r.key) v = (v << 8) | c;
+  return v;
+}
+
+TEST_CASE("data node: LOG_FETCH with a key range sends that range's entries and how far it passed others over",
+          "[net][data_node]") {
+  constexpr std::uint64_t kKeys = 1000;  // shard 0/2: keys 0..499, 1/2: 500..999
+  Node node;
+  std::vector<std::uint64_t> key_at;  // log id - 1 -> dataset index
+  for (std::uint64_t i = 0; i < 700; ++i) {
+    const std::uint64_t k = (i * 7 + i / 3) % kKeys;
+    REQUIRE(node.call(append_request(dataset_key(k), dataset_record(k, 1))).status == Status::kOk);
+    key_at.push_back(k);
+  }
+  for (std::uint32_t shard = 0; shard < 2; ++shard) {
+    INFO("shard " << shard << "/2");
+    const std::uint64_t before = node.stats.get(Counter::kFetchPassedOver);
+    // Paged as a metadata node pages: from the id after the last one named.
+    std::vector<std::uint32_t> got, want;
+    for (std::uint32_t id = 1; id <= key_at.size(); ++id) {
+      if ((key_at[id - 1] < 500 ? 0u : 1u) == shard) want.push_back(id);
+    }
+    std::uint32_t first = 1;
+    bool more = true;
+    while (more) {
+      const Packet r = node.call(fetch_range_request(first, 50, shard, 2, kKeys));
+      REQUIRE(r.op == Op::kReply);
+      REQUIRE(r.status == Status::kOk);
+      const auto entries = decode_scan_entries(r.value);
+      REQUIRE(entries);
+      REQUIRE(entries->size() == r.count);
+      const std::uint32_t scanned = scanned_of(r);
+      REQUIRE(scanned + 1 >= first);
+      for (const ScanEntry& e : *entries) {
+        const auto st = decode_stamped(e.value);
+        REQUIRE(st);
+        CHECK(shard_of(e.key, 2, kKeys) == shard);
+        CHECK(e.key == dataset_key(key_at[st->location.log_id - 1]));
+        CHECK(st->location.log_id <= scanned);  // no pending entries here: everything examined is passed
+        got.push_back(st->location.log_id);
+      }
+      // A full page stops at its last entry; the last page at the log's end.
+      if (r.count == 50) CHECK(scanned == got.back());
+      more = r.more;
+      if (!more) CHECK(scanned == key_at.size());
+      first = scanned + 1;
+    }
+    CHECK(got == want);
+    CHECK(node.stats.get(Counter::kFetchPassedOver) - before == key_at.size() - want.size());
+  }
+
+  // A range with no entries in a long stretch: at most kMaxFetchScan ids
+  // examined per request, the rest paged.
+  Node sparse;
+  for (std::uint32_t i = 0; i < kMaxFetchScan + 100; ++i) {
+    const std::uint64_t k = 500 + i % 500;  // shard 1 only
+    REQUIRE(sparse.call(append_request(dataset_key(k), dataset_record(k, 1))).status == Status::kOk);
+  }
+  Packet r = sparse.call(fetch_range_request(1, 256, 0, 2, kKeys));
+  CHECK(r.count == 0);
+  CHECK(r.more);
+  CHECK(scanned_of(r) == kMaxFetchScan);
+  r = sparse.call(fetch_range_request(scanned_of(r) + 1, 256, 0, 2, kKeys));
+  CHECK(r.count == 0);
+  CHECK_FALSE(r.more);
+  CHECK(scanned_of(r) == kMaxFetchScan + 100);
+  // Past the end: the id before the first asked for.
+  r = sparse.call(fetch_range_request(kMaxFetchScan + 500, 256, 1, 2, kKeys));
+  CHECK(r.count == 0);
+  CHECK_FALSE(r.more);
+  CHECK(scanned_of(r) == kMaxFetchScan + 499);
+
+  // Bad ranges and lengths: refused with what is wrong.
+  Packet bad = fetch_range_request(1, 10, 2, 2, kKeys);
+  require_error(sparse.call(bad), Status::kBadRequest, "shard 2 of 2");
+  bad = fetch_range_request(1, 10, 0, 0, kKeys);
+  require_error(sparse.call(bad), Status::kBadRequest, "shard 0 of 0");
+  bad.value.push_back('x');
+  require_error(sparse.call(bad), Status::kBadRequest, "4 or 20 bytes, not 21");
+  bad.value.resize(19);
+  require_error(sparse.call(bad), Status::kBadRequest, "4 or 20 bytes, not 19");
+}
+
+TEST_CASE("data log: a filtered fetch's passed-over id stops before a pending entry", "[net][data_node]") {
+  DataLog log;
+  DataLog::Appended a;
+  // ids 1 (foreign), 2 (own), 3 (own, pending), 4 (foreign), 5 (own)
+  const auto add = [&](const char* key, bool pending) {
+    const std::uint16_t slot = slot_key(key).slot;
+    REQUIRE((pending ? log.reserve(slot, key, "r", &a) : log.append(slot, key, "r", &a)) ==
+            DataLog::AppendError::kNone);
+    return a.log_id;
+  };
+  add("b-1", false);
+  add("a-2", false);
+  const std::uint32_t pending = add("a-3", true);
+  add("b-4", false);
+  add("a-5", false);
+  const auto keep = [](std::string_view key) { return key.front() == 'a'; };
+  bool more = true;
+  std::uint32_t scanned = 0;
+  std::size_t passed = 0;
+  auto got = log.fetch_filtered(1, 256, 16, 65000, keep, 4096, &more, &scanned, &passed);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].log_id == 2);
+  CHECK(got[1].log_id == 5);  // entries after the pending one still come
+  CHECK(scanned == 2);        // but the cursor may not pass id 3 (nor the foreign 4 after it)
+  CHECK(passed == 2);
+  CHECK_FALSE(more);
+  log.commit(pending);
+  got = log.fetch_filtered(3, 256, 16, 65000, keep, 4096, &more, &scanned, &passed);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].log_id == 3);
+  CHECK(scanned == 5);
+  CHECK(passed == 1);
+  // The plain fetch is unchanged: every committed entry.
+  CHECK(log.fetch(1, 256, 16, 65000, &more).size() == 5);
 }
 
 TEST_CASE("data node: --keys preloads the owned data set keys in key order", "[net][data_node]") {

@@ -38,6 +38,7 @@
 #include "kv_server/metadata_index.h"
 #include "loopback_socket.h"
 #include "protocol/dataset.h"
+#include "protocol/log_fetch.h"
 #include "protocol/packet.h"
 #include "protocol/visibility.h"
 #include "udp_client.h"
@@ -51,17 +52,18 @@ using forein::testing::json_number;
 using forein::testing::request;
 using Udp = forein::testing::UdpClient;
 
-std::uint32_t load_be32(std::string_view s) {
-  std::uint32_t v = 0;
-  for (char c : s) v = (v << 8) | static_cast<unsigned char>(c);
-  return v;
+std::string be32(std::uint32_t v) {
+  std::string out;
+  for (int b = 3; b >= 0; --b) out.push_back(static_cast<char>(v >> (8 * b)));
+  return out;
 }
 
 using Socket = forein::testing::LoopbackSocket;
 
 // A data node's log, served over LOG_FETCH as forein-data-node does: the
 // entries from the id asked for, at most count (<= 256), `more` when
-// entries remain. Writes take the next log id and the next timestamp of
+// entries remain; with a key range (several metadata nodes), that range's
+// only, the key naming the last id examined (protocol/log_fetch.h). Writes take the next log id and the next timestamp of
 // their slot's counter.
 class FakeDataNode {
  public:
@@ -100,9 +102,12 @@ class FakeDataNode {
       Packet req;
       if (parse_packet(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)), &req) !=
               ParseError::kNone ||
-          req.op != Op::kLogFetch || req.value.size() != 4) {
+          req.op != Op::kLogFetch) {
         continue;
       }
+      std::string why;
+      const std::optional<LogFetchValue> value = decode_log_fetch_value(req.value, &why);
+      if (!value) continue;
       ++fetches_;
       if (!answer_) continue;
       Packet reply;
@@ -110,13 +115,16 @@ class FakeDataNode {
       reply.seq = req.seq;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        const std::uint32_t first = std::max<std::uint32_t>(load_be32(req.value), 1);
+        const std::uint32_t first = std::max<std::uint32_t>(value->first, 1);
         const std::uint32_t want = std::min<std::uint32_t>(req.count == 0 ? 64 : req.count, 256);
         std::vector<ScanEntry> entries;
-        for (std::size_t id = first; id <= log_.size() && entries.size() < want; ++id) {
+        std::size_t id = first;
+        for (; id <= log_.size() && entries.size() < want; ++id) {
+          if (value->shard && !value->shard->owns(log_[id - 1].first)) continue;
           entries.push_back({log_[id - 1].first, encode_stamped(log_[id - 1].second)});
         }
-        reply.more = first + entries.size() <= log_.size();
+        if (value->shard) reply.key = be32(static_cast<std::uint32_t>(id - 1));
+        reply.more = id <= log_.size();
         reply.count = static_cast<std::uint32_t>(entries.size());
         reply.value = encode_scan_entries(entries);
       }
@@ -734,6 +742,22 @@ TEST_CASE("AppliedLog and decode_log_fetch", "[net][metadata]") {
   CHECK_FALSE(kv::decode_log_fetch(reply, 0, 2, 6, &error));  // below the id asked for
   CHECK_FALSE(kv::decode_log_fetch(reply, 1, 2, 1, &error));  // another node's entries
   CHECK(error.find("--data-nodes") != std::string::npos);
+  // A reply to a fetch with a key range names how far it passed others
+  // over: required, and not below the id asked for less one.
+  std::uint32_t scanned = 0;
+  CHECK_FALSE(kv::decode_log_fetch(reply, 0, 2, 5, &error, kv::LogFormat::kLocation, &scanned));
+  CHECK(error.find("key range") != std::string::npos);
+  reply.key = be32(9);
+  REQUIRE(kv::decode_log_fetch(reply, 0, 2, 5, &error, kv::LogFormat::kLocation, &scanned));
+  CHECK(scanned == 9);
+  reply.key = be32(4);  // nothing passed over past the first id: allowed
+  REQUIRE(kv::decode_log_fetch(reply, 0, 2, 5, &error, kv::LogFormat::kLocation, &scanned));
+  CHECK(scanned == 4);
+  reply.key = be32(3);
+  CHECK_FALSE(kv::decode_log_fetch(reply, 0, 2, 5, &error, kv::LogFormat::kLocation, &scanned));
+  reply.key = "abc";
+  CHECK_FALSE(kv::decode_log_fetch(reply, 0, 2, 5, &error, kv::LogFormat::kLocation, &scanned));
+  reply.key.clear();
   const std::vector<ScanEntry> foreign = {{k1, encode_stamped({{0, 5}, 1})}};
   reply.value = encode_scan_entries(foreign);
   reply.count = 1;
