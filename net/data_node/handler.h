@@ -22,6 +22,7 @@
 
 #include "data_node/log.h"
 #include "data_node/stats.h"
+#include "protocol/log_fetch.h"
 #include "protocol/packet.h"
 #include "protocol/visibility.h"
 
@@ -30,10 +31,9 @@ namespace forein::net::data_node {
 // LOG_FETCH: count 0 asks for this many entries; more are never sent.
 inline constexpr std::uint32_t kDefaultFetchEntries = 64;
 inline constexpr std::uint32_t kMaxFetchEntries = 256;
-// LOG_FETCH with a key range: log ids examined per request at most (the
-// shared lock is held meanwhile), so a range with few entries in a long
-// log is paged through rather than scanned whole at once.
-inline constexpr std::size_t kMaxFetchScan = 4096;
+// LOG_FETCH with a key range: log ids examined per request at most
+// (protocol/log_fetch.h).
+inline constexpr std::size_t kMaxFetchScan = kMaxLogFetchScan;
 
 // Data node `index` of `count`: it owns slot s when data_node_of(s, count) == index.
 struct NodeId {

@@ -67,9 +67,13 @@ std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply
   if (scanned != nullptr) {
     std::uint32_t through = 0;
     for (unsigned char c : reply.key) through = (through << 8) | c;
-    if (reply.key.size() != 4 || through + 1ULL < first) {
-      *error = "a LOG_FETCH reply to a request with a key range must name in its key (u32) the log id, >= the first "
-               "asked for less one, through which the other ranges' entries were passed over";
+    // At least the id before the first asked for, at most kMaxLogFetchScan
+    // past it (a garbage id must not move the cursor over unseen entries).
+    const std::uint64_t start = std::max<std::uint32_t>(first, 1);
+    if (reply.key.size() != 4 || through + 1ULL < start || through + 1ULL > start + kMaxLogFetchScan) {
+      *error = "a LOG_FETCH reply to a request with a key range must name in its key (u32) the log id through which "
+               "the other ranges' entries were passed over: from the first asked for less one to " +
+               std::to_string(kMaxLogFetchScan) + " past it";
       return std::nullopt;
     }
     *scanned = through;

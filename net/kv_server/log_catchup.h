@@ -105,8 +105,9 @@ Packet log_fetch_request(std::uint64_t seq, std::uint32_t first, std::uint32_t c
 // a StampedLocation plus a non-empty secondary key comes back marked
 // other_format (not an error: the caller skips and counts it).
 // scanned (a request with a key range): set to the id the reply names in
-// its key, up to which every entry not listed is another range's (>=
-// first - 1; a reply without it is an error).
+// its key, up to which every entry not listed is another range's (from
+// first - 1 to first - 1 + kMaxLogFetchScan; a reply without it, or
+// naming another id, is an error).
 std::optional<std::vector<FetchedLogEntry>> decode_log_fetch(const Packet& reply, std::uint16_t node,
                                                              std::uint32_t data_nodes, std::uint32_t first,
                                                              std::string* error,

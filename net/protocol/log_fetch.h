@@ -32,6 +32,12 @@ struct LogFetchValue {
   std::optional<LogFetchShard> shard;  // none: every entry
 };
 
+// A data node examines at most this many log ids per LOG_FETCH with a key
+// range (the shared lock is held meanwhile), so a range with few entries
+// in a long log is paged through; the id a reply names is never further
+// than this past the first asked for.
+inline constexpr std::uint32_t kMaxLogFetchScan = 4096;
+
 // Value bytes: first (u32), then optionally shard (u32), shards (u32),
 // keys (u64); all big-endian.
 inline constexpr std::size_t kLogFetchValueBytes = 4;

@@ -753,6 +753,13 @@ TEST_CASE("AppliedLog and decode_log_fetch", "[net][metadata]") {
   reply.key = be32(4);  // nothing passed over past the first id: allowed
   REQUIRE(kv::decode_log_fetch(reply, 0, 2, 5, &error, kv::LogFormat::kLocation, &scanned));
   CHECK(scanned == 4);
+  reply.key = be32(4 + kMaxLogFetchScan);  // the most a data node examines
+  REQUIRE(kv::decode_log_fetch(reply, 0, 2, 5, &error, kv::LogFormat::kLocation, &scanned));
+  CHECK(scanned == 4 + kMaxLogFetchScan);
+  reply.key = be32(5 + kMaxLogFetchScan);  // further: garbage, the cursor must not jump over it
+  CHECK_FALSE(kv::decode_log_fetch(reply, 0, 2, 5, &error, kv::LogFormat::kLocation, &scanned));
+  reply.key = be32(0xFFFFFFFFu);
+  CHECK_FALSE(kv::decode_log_fetch(reply, 0, 2, 5, &error, kv::LogFormat::kLocation, &scanned));
   reply.key = be32(3);
   CHECK_FALSE(kv::decode_log_fetch(reply, 0, 2, 5, &error, kv::LogFormat::kLocation, &scanned));
   reply.key = "abc";
